@@ -1,0 +1,41 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "SecureFoundation",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
+        .executable(name: "sf", targets: ["sf"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .target(
+            name: "SecureCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "SecureFoundation", dependencies: ["SecureCore"], swiftSettings: strict),
+        .executableTarget(
+            name: "sf",
+            dependencies: [
+                "SecureFoundation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore"], swiftSettings: strict),
+        .testTarget(name: "SFCLITests", dependencies: ["SecureCore"], swiftSettings: strict),
+    ]
+)

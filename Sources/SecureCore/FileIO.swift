@@ -1,0 +1,160 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// A readable POSIX file descriptor with exact, EINTR-safe reads.
+public struct FileInput: ~Copyable {
+    public let descriptor: Int32
+    private let ownsDescriptor: Bool
+    /// A name for error messages.
+    public let path: String
+
+    /// Opens `path` for reading.
+    public init(path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+        self.descriptor = fd
+        self.ownsDescriptor = true
+        self.path = path
+    }
+
+    /// Reads from an existing descriptor (for example 0 for standard input) without closing it.
+    public init(descriptor: Int32, name: String) {
+        self.descriptor = descriptor
+        self.ownsDescriptor = false
+        self.path = name
+    }
+
+    deinit { if ownsDescriptor { close(descriptor) } }
+
+    /// Fills `buffer` as far as the input allows; returns the byte count, less than the buffer's
+    /// size only at end of input.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var total = 0
+        while total < buffer.count {
+            let n = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            total += n
+        }
+        return total
+    }
+
+    /// Reads up to `count` bytes; fewer only at end of input.
+    public func read(upTo count: Int) throws -> Data {
+        var data = Data(count: count)
+        let n = try data.withUnsafeMutableBytes { try read(into: $0) }
+        data.count = n
+        return data
+    }
+
+    /// Reads everything that remains.
+    public func readToEnd(chunkSize: Int = 1 << 20) throws -> Data {
+        var all = Data()
+        while true {
+            let chunk = try read(upTo: chunkSize)
+            all.append(chunk)
+            if chunk.count < chunkSize { return all }
+        }
+    }
+}
+
+/// A writable POSIX file descriptor with complete, EINTR-safe writes.
+public struct FileOutput: ~Copyable {
+    public let descriptor: Int32
+    private let ownsDescriptor: Bool
+    /// A name for error messages.
+    public let path: String
+
+    /// Writes to an existing descriptor (for example 1 for standard output) without closing it.
+    public init(descriptor: Int32, name: String) {
+        self.descriptor = descriptor
+        self.ownsDescriptor = false
+        self.path = name
+    }
+
+    init(ownedDescriptor: Int32, path: String) {
+        self.descriptor = ownedDescriptor
+        self.ownsDescriptor = true
+        self.path = path
+    }
+
+    deinit { if ownsDescriptor { close(descriptor) } }
+
+    /// Writes all of `bytes`.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno)))
+            }
+            offset += n
+        }
+    }
+
+    /// Writes all of `data`.
+    public func write<D: ContiguousBytes>(_ data: D) throws {
+        try data.withUnsafeBytes { try write($0) }
+    }
+
+    /// Forces written data to stable storage.
+    public func sync() throws {
+        guard fsync(descriptor) == 0 else {
+            throw SecureCoreError.io(path: path, reason: "fsync: " + String(cString: strerror(errno)))
+        }
+    }
+}
+
+/// Writes files so that readers (and a crash at any moment) see either the old file or the complete
+/// new one, never a partial file: temporary file in the same directory, fsync, rename, fsync of the
+/// directory.
+public enum AtomicFile {
+    /// Replaces (or creates) `path` with `data`, with the given permissions.
+    public static func write<D: ContiguousBytes>(_ data: D, to path: String, permissions: mode_t = 0o600) throws {
+        try write(to: path, permissions: permissions) { try $0.write(data) }
+    }
+
+    /// Runs `body` with an output positioned in a fresh temporary file next to `path`; when `body`
+    /// returns, the file is synced and renamed over `path`. When `body` throws, the temporary file is
+    /// removed, `path` is untouched, and the error is rethrown.
+    public static func write<R>(
+        to path: String, permissions: mode_t = 0o600, _ body: (borrowing FileOutput) throws -> R
+    ) throws -> R {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        let temporary = directory + "/." + url.lastPathComponent + ".tmp-" + Hex.encode(SecureRandom.bytes(count: 8))
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
+        guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+        do {
+            let output = FileOutput(ownedDescriptor: fd, path: path)
+            let result = try body(output)
+            try output.sync()
+            guard rename(temporary, path) == 0 else {
+                throw SecureCoreError.io(path: path, reason: "rename: " + String(cString: strerror(errno)))
+            }
+            syncDirectory(directory)
+            return result
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Makes a rename in `directory` durable. Best effort: some file systems refuse fsync on directories.
+    static func syncDirectory(_ directory: String) {
+        let fd = open(directory, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+}

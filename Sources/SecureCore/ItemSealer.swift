@@ -1,0 +1,38 @@
+import Foundation
+
+/// A capability that seals and opens small values under a key the caller does not see.
+///
+/// SecureKeychain uses it for "secure" items without depending on who holds the key; SecureVault
+/// implements it with the application key. `context` is bound as associated data: a value sealed
+/// under one context fails to open under another with `SecureCoreError.authenticationFailed`.
+/// A sealer that cannot currently work (a locked vault) throws `SecureCoreError.locked`.
+public protocol ItemSealer: Sendable {
+    /// Seals `plaintext`, binding `context`.
+    func seal(_ plaintext: Data, context: Data) throws -> Data
+    /// Opens what `seal` produced with the same `context`.
+    func open(_ sealed: Data, context: Data) throws -> Data
+}
+
+/// An `ItemSealer` over one fixed raw key, using the native envelope. Useful for tests and for
+/// applications that manage their own key.
+public struct KeyItemSealer: ItemSealer {
+    private let key: SecretBytes
+    private let algorithm: Envelope.Algorithm
+
+    /// A sealer using `key` (32 bytes) with `algorithm`.
+    public init(key: SecretBytes, algorithm: Envelope.Algorithm = .aes256GCM) throws {
+        guard key.count == Envelope.keyByteCount else {
+            throw SecureCoreError.invalidParameter("key must be \(Envelope.keyByteCount) bytes")
+        }
+        self.key = key
+        self.algorithm = algorithm
+    }
+
+    public func seal(_ plaintext: Data, context: Data) throws -> Data {
+        try Envelope.seal(plaintext, key: key, algorithm: algorithm, context: context)
+    }
+
+    public func open(_ sealed: Data, context: Data) throws -> Data {
+        try Envelope.open(sealed, key: key, context: context)
+    }
+}

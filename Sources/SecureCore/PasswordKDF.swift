@@ -1,0 +1,138 @@
+import Crypto
+import _CryptoExtras
+import Foundation
+
+/// A password-based key derivation function with its cost parameters. The value travels with the
+/// data it protects (see docs/FORMATS.md), so defaults can rise without breaking old data.
+public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
+    /// scrypt (RFC 7914) with N = 2^logN, block size r and parallelism p. Memory use is 128·r·N bytes.
+    case scrypt(logN: UInt8, r: UInt32, p: UInt32)
+    /// PBKDF2 (RFC 8018) with HMAC over `hash` (SHA-256, or SHA-1 for compatibility) and `rounds` iterations.
+    case pbkdf2(hash: HashFunction, rounds: UInt32)
+
+    /// scrypt logN 17, r 8, p 1: the OWASP minimum, about 0.3 s and 128 MiB here.
+    public static let `default` = PasswordKDF.scrypt(logN: 17, r: 8, p: 1)
+    /// PBKDF2-HMAC-SHA256 with 600,000 rounds (OWASP), for when scrypt cannot be used.
+    public static let pbkdf2Default = PasswordKDF.pbkdf2(hash: .sha256, rounds: 600_000)
+
+    public var description: String {
+        switch self {
+        case .scrypt(let logN, let r, let p): "scrypt(logN=\(logN), r=\(r), p=\(p))"
+        case .pbkdf2(let hash, let rounds): "pbkdf2-hmac-\(hash.name)(rounds=\(rounds))"
+        }
+    }
+
+    /// Checks the parameters are valid and within `limits`; throws before any derivation work.
+    public func validate(within limits: KDFLimits = .default) throws {
+        switch self {
+        case .scrypt(let logN, let r, let p):
+            guard logN >= 1, logN < 64, r >= 1, p >= 1, UInt64(r) * UInt64(p) < 1 << 30 else {
+                throw SecureCoreError.invalidParameter("scrypt parameters logN=\(logN) r=\(r) p=\(p) are invalid")
+            }
+            guard logN <= limits.maxScryptLogN else {
+                throw SecureCoreError.costAboveCeiling("scrypt logN \(logN) above ceiling \(limits.maxScryptLogN)")
+            }
+            guard r <= limits.maxScryptR, p <= limits.maxScryptP else {
+                throw SecureCoreError.costAboveCeiling(
+                    "scrypt r=\(r) p=\(p) above ceiling r≤\(limits.maxScryptR) p≤\(limits.maxScryptP)")
+            }
+            let memory = 128 * UInt64(r) << UInt64(logN)
+            guard memory <= limits.maxScryptMemory else {
+                throw SecureCoreError.costAboveCeiling("scrypt needs \(memory >> 20) MiB, ceiling \(limits.maxScryptMemory >> 20) MiB")
+            }
+        case .pbkdf2(let hash, let rounds):
+            guard hash == .sha256 || hash == .sha384 || hash == .sha512 || hash == HashFunction.Insecure.sha1 else {
+                throw SecureCoreError.invalidParameter("PBKDF2 with \(hash.name) is not supported")
+            }
+            guard rounds >= 1 else { throw SecureCoreError.invalidParameter("PBKDF2 rounds must be at least 1") }
+            guard rounds <= limits.maxPBKDF2Rounds else {
+                throw SecureCoreError.costAboveCeiling("PBKDF2 rounds \(rounds) above ceiling \(limits.maxPBKDF2Rounds)")
+            }
+        }
+    }
+
+    /// Derives `outputByteCount` bytes from `passphrase` and `salt`, after `validate(within:)`.
+    public func deriveKey<P: DataProtocol, S: DataProtocol>(
+        from passphrase: P, salt: S, outputByteCount: Int = 32, limits: KDFLimits = .default
+    ) throws -> SecretBytes {
+        try validate(within: limits)
+        let key: SymmetricKey
+        switch self {
+        case .scrypt(let logN, let r, let p):
+            key = try KDF.Scrypt.deriveKey(
+                from: passphrase, salt: salt, outputByteCount: outputByteCount,
+                rounds: 1 << Int(logN), blockSize: Int(r), parallelism: Int(p))
+        case .pbkdf2(let hash, let rounds):
+            let function: KDF.Insecure.PBKDF2.HashFunction =
+                switch hash.kind {
+                case .sha384: .sha384
+                case .sha512: .sha512
+                case .sha1: .insecureSHA1
+                default: .sha256
+                }
+            // Rounds below swift-crypto's floor are only accepted for compatibility with existing data.
+            key = try KDF.Insecure.PBKDF2.deriveKey(
+                from: passphrase, salt: salt, using: function, outputByteCount: outputByteCount,
+                unsafeUncheckedRounds: Int(rounds))
+        }
+        return SecretBytes(key)
+    }
+
+    /// The scrypt cost (r 8, p 1) whose derivation takes closest to, without exceeding by more than
+    /// a factor of two, `target` on this machine, capped by `limits`. Measures logN 12 and
+    /// extrapolates (scrypt time doubles with each logN step), then confirms with one run.
+    public static func calibrateScrypt(target: Duration, limits: KDFLimits = .default) throws -> PasswordKDF {
+        let clock = ContinuousClock()
+        let probeLogN: UInt8 = 12
+        let probe = try clock.measure {
+            _ = try PasswordKDF.scrypt(logN: probeLogN, r: 8, p: 1).deriveKey(from: [0], salt: [0])
+        }
+        var logN = probeLogN
+        var estimate = probe
+        while logN < limits.maxScryptLogN, estimate * 2 <= target {
+            logN += 1
+            estimate = estimate * 2
+        }
+        return .scrypt(logN: max(logN, 10), r: 8, p: 1)
+    }
+
+    /// The PBKDF2-HMAC-SHA256 round count that takes about `target` on this machine, capped by `limits`.
+    public static func calibratePBKDF2(target: Duration, limits: KDFLimits = .default) throws -> PasswordKDF {
+        let probeRounds: UInt32 = 50_000
+        let probe = try ContinuousClock().measure {
+            _ = try PasswordKDF.pbkdf2(hash: .sha256, rounds: probeRounds).deriveKey(from: [0], salt: [0])
+        }
+        let ratio = target / probe
+        let rounds = min(Double(limits.maxPBKDF2Rounds), max(1_000, Double(probeRounds) * ratio))
+        return .pbkdf2(hash: .sha256, rounds: UInt32(rounds))
+    }
+}
+
+/// Ceilings on KDF costs accepted from untrusted input, so a crafted header cannot make a reader
+/// spend hours or gigabytes before failing.
+public struct KDFLimits: Sendable, Hashable {
+    public var maxScryptLogN: UInt8
+    public var maxScryptR: UInt32
+    public var maxScryptP: UInt32
+    /// Upper bound on scrypt's 128·r·N bytes of memory.
+    public var maxScryptMemory: UInt64
+    public var maxPBKDF2Rounds: UInt32
+
+    public init(
+        maxScryptLogN: UInt8 = 22, maxScryptR: UInt32 = 32, maxScryptP: UInt32 = 16,
+        maxScryptMemory: UInt64 = 4 << 30, maxPBKDF2Rounds: UInt32 = 10_000_000
+    ) {
+        self.maxScryptLogN = maxScryptLogN
+        self.maxScryptR = maxScryptR
+        self.maxScryptP = maxScryptP
+        self.maxScryptMemory = maxScryptMemory
+        self.maxPBKDF2Rounds = maxPBKDF2Rounds
+    }
+
+    /// scrypt logN ≤ 22, r ≤ 32, p ≤ 16, memory ≤ 4 GiB; PBKDF2 ≤ 10,000,000 rounds.
+    public static let `default` = KDFLimits()
+
+    /// No ceiling: for parameters the caller chose itself (sealing), never for untrusted input.
+    public static let unlimited = KDFLimits(
+        maxScryptLogN: 63, maxScryptR: .max, maxScryptP: .max, maxScryptMemory: .max, maxPBKDF2Rounds: .max)
+}

@@ -1,0 +1,53 @@
+/// Every failure SecureCore reports. Each case names one cause so callers (and the `sf` tool) can
+/// react precisely; `description` is a sentence a person can act on and never contains secret data.
+public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The key, passphrase or context is wrong, or the data was modified. AEAD cannot tell these apart.
+    case authenticationFailed
+    /// The input ends before a complete structure (header, nonce, tag, or final chunk) was read.
+    case truncated
+    /// Bytes follow the end of a complete structure.
+    case trailingData
+    /// The input does not start with a known magic value, so it is not data in the expected format.
+    case unrecognizedFormat(expected: String)
+    /// The format is known but this version or algorithm identifier is not supported.
+    case unsupportedAlgorithm(UInt8)
+    /// The key-derivation identifier is not supported.
+    case unsupportedKDF(UInt8)
+    /// A cost parameter read from untrusted input exceeds the configured ceiling; no work was done.
+    case costAboveCeiling(String)
+    /// A parameter is outside its valid range (key length, scrypt r = 0, empty alphabet, ...).
+    case invalidParameter(String)
+    /// Text that should be hex, base64, PEM or a plist is not well formed.
+    case malformedEncoding(String)
+    /// The sealing capability (for example a locked vault) cannot currently seal or open data.
+    case locked
+    /// A file-system operation failed.
+    case io(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .authenticationFailed:
+            return "authentication failed: wrong key, passphrase or context, or the data was modified"
+        case .truncated:
+            return "data is truncated"
+        case .trailingData:
+            return "unexpected data after the end of the sealed content"
+        case .unrecognizedFormat(let expected):
+            return "not \(expected) data (unrecognized magic bytes)"
+        case .unsupportedAlgorithm(let id):
+            return "unsupported algorithm identifier 0x\(String(id, radix: 16))"
+        case .unsupportedKDF(let id):
+            return "unsupported key derivation identifier 0x\(String(id, radix: 16))"
+        case .costAboveCeiling(let detail):
+            return "key derivation cost above ceiling: \(detail)"
+        case .invalidParameter(let detail):
+            return "invalid parameter: \(detail)"
+        case .malformedEncoding(let detail):
+            return "malformed encoding: \(detail)"
+        case .locked:
+            return "the vault is locked"
+        case .io(let path, let reason):
+            return "\(path): \(reason)"
+        }
+    }
+}
