@@ -35,7 +35,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore"], swiftSettings: strict),
-        .testTarget(name: "SFCLITests", dependencies: ["SecureCore"], swiftSettings: strict),
+        // Shared by the test targets only (vectors, peers, processes); not a product.
+        .target(name: "SFTestSupport", swiftSettings: strict),
+        .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )
