@@ -60,7 +60,6 @@ public enum Envelope {
         if case .pbkdf2(let hash, _) = kdf, hash != .sha256 {
             throw SecureCoreError.invalidParameter("the envelope format stores PBKDF2 with HMAC-SHA256 only")
         }
-        try kdf.validate(within: .unlimited)
         let salt = SecureRandom.bytes(count: saltByteCount)
         let header = try encodeHeader(algorithm: algorithm, kdf: kdf, salt: salt)
         let key = try kdf.deriveKey(from: passphrase, salt: salt, limits: .unlimited)
