@@ -6,21 +6,34 @@ enum AEAD {
     static let nonceByteCount = 12
     static let tagByteCount = 16
 
-    /// Appends `ciphertext || tag` of `plaintext` to `output`.
+    /// Appends `ciphertext || tag` of `plaintext` to `output`, under an explicit nonce (stream chunks).
     static func seal<P: DataProtocol, A: DataProtocol>(
         _ algorithm: Envelope.Algorithm, _ plaintext: P, key: SymmetricKey, nonce: some ContiguousBytes,
         authenticating ad: A, appendingTo output: inout Data
     ) throws {
         let nonceData = nonce.withUnsafeBytes { Data($0) }
+        let combined: Data
         switch algorithm {
         case .aes256GCM:
-            let box = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: nonceData), authenticating: ad)
-            output.append(box.ciphertext)
-            output.append(box.tag)
+            combined = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: nonceData), authenticating: ad).combined!
         case .chaCha20Poly1305:
-            let box = try ChaChaPoly.seal(plaintext, using: key, nonce: try ChaChaPoly.Nonce(data: nonceData), authenticating: ad)
-            output.append(box.ciphertext)
-            output.append(box.tag)
+            combined = try ChaChaPoly.seal(plaintext, using: key, nonce: try ChaChaPoly.Nonce(data: nonceData), authenticating: ad).combined
+        }
+        output.append(combined[(combined.startIndex + nonceByteCount)...])
+    }
+
+    /// Appends `nonce || ciphertext || tag` of `plaintext` to `output`, under a fresh random nonce
+    /// from swift-crypto (one allocation fewer than drawing the nonce separately).
+    static func sealWithRandomNonce<P: DataProtocol, A: DataProtocol>(
+        _ algorithm: Envelope.Algorithm, _ plaintext: P, key: SymmetricKey, authenticating ad: A,
+        appendingTo output: inout Data
+    ) throws {
+        switch algorithm {
+        case .aes256GCM:
+            // `combined` is nil only for non-12-byte nonces, which swift-crypto's default never is.
+            output.append(try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(), authenticating: ad).combined!)
+        case .chaCha20Poly1305:
+            output.append(try ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(), authenticating: ad).combined)
         }
     }
 

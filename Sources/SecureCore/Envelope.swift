@@ -69,13 +69,11 @@ public enum Envelope {
     private static func seal<P: DataProtocol>(
         _ plaintext: P, key: SymmetricKey, header: Header, context: some DataProtocol
     ) throws -> Data {
-        let nonce = SecureRandom.bytes(count: AEAD.nonceByteCount)
         var output = Data(capacity: header.encoded.count + AEAD.nonceByteCount + plaintext.count + AEAD.tagByteCount)
         output.append(header.encoded)
-        output.append(nonce)
-        try AEAD.seal(
-            header.algorithm, plaintext, key: key, nonce: nonce,
-            authenticating: associatedData(header: header, context: context), appendingTo: &output)
+        try AEAD.sealWithRandomNonce(
+            header.algorithm, plaintext, key: key, authenticating: associatedData(header: header, context: context),
+            appendingTo: &output)
         return output
     }
 
@@ -140,6 +138,7 @@ public enum Envelope {
     // MARK: Header
 
     static func associatedData(header: Header, context: some DataProtocol) -> Data {
+        if context.isEmpty { return header.encoded }
         var ad = header.encoded
         ad.append(contentsOf: context)
         return ad
