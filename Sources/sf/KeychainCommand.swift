@@ -136,19 +136,21 @@ struct KeychainStressWriterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stress-writer", shouldDisplay: false)
 
     @OptionGroup var location: KeychainLocation
-    @Option var prefix: String
+    @Option(help: "Account name prefix.") var prefix: String
+    @Option(help: "Written into each value to tell writers apart (default: the prefix).") var tag: String?
     @Option(help: "Writes to make; 0 writes until killed.") var count = 0
     @Option(help: "Cycle over this many accounts; 0 gives every write its own account.") var accounts = 0
     @Option var syncEvery = 100
 
-    static func value(prefix: String, index: Int) -> String { "\(prefix):\(index):" + String(repeating: "v", count: index % 64) }
+    /// The value of write `index`; the tests compute the same.
+    static func value(tag: String, index: Int) -> String { "\(tag):\(index):" + String(repeating: "v", count: index % 64) }
 
     func run() throws {
         let keychain = try location.open()
         var index = 0
         while count == 0 || index < count {
             let account = accounts > 0 ? "\(prefix)\(index % accounts)" : "\(prefix)\(index)"
-            try keychain.setPassword(Self.value(prefix: prefix, index: index), service: "stress", account: account)
+            try keychain.setPassword(Self.value(tag: tag ?? prefix, index: index), service: "stress", account: account)
             index += 1
             if index % syncEvery == 0 || index == count {
                 try keychain.synchronizeBlocking()
