@@ -18,7 +18,7 @@ extension Keychain {
     public func passwordData(service: String, account: String, accessGroup: String = "") throws(KeychainError) -> Data {
         let stored = try storedItem(.init(accessGroup: accessGroup, service: service, account: account))
         guard !stored.isSealed else { throw .protectionMismatch(service: service, account: account, isSealed: true) }
-        return stored.value
+        return Data(stored.value)
     }
 
     /// The password as a string; `valueNotText` when it is not UTF-8.

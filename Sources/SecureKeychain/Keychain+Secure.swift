@@ -31,7 +31,7 @@ extension Keychain {
         let stored = try storedItem(identity)
         guard stored.isSealed else { throw .protectionMismatch(service: service, account: account, isSealed: false) }
         do {
-            return try sealer.open(stored.value, context: SealedValueBinding.context(for: identity))
+            return try sealer.open(Data(stored.value), context: SealedValueBinding.context(for: identity))
         } catch SecureCoreError.locked {
             throw .locked
         } catch {

@@ -84,13 +84,13 @@ public final class Keychain: Sendable {
     func add(
         _ value: Data, for identity: KeychainItem.Identity, attributes: KeychainItem.Attributes, isSealed: Bool
     ) throws(KeychainError) {
-        let now = Date()
+        let now = Date().timeIntervalSince1970
+        let stored = StoredItem(attributes: attributes, created: now, modified: now, isSealed: isSealed, value: Array(value))
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
             guard s.items[identity] == nil else {
                 throw .duplicateItem(service: identity.service, account: identity.account)
             }
-            s.record(identity, StoredItem(
-                attributes: attributes, creationDate: now, modificationDate: now, isSealed: isSealed, value: value))
+            s.record(identity, stored)
         }
     }
 
@@ -99,12 +99,13 @@ public final class Keychain: Sendable {
     func upsert(
         _ value: Data, for identity: KeychainItem.Identity, attributes: KeychainItem.Attributes?, isSealed: Bool
     ) throws(KeychainError) {
-        let now = Date()
+        let now = Date().timeIntervalSince1970
+        let bytes = Array(value)
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
             let existing = s.items[identity]
             s.record(identity, StoredItem(
-                attributes: attributes ?? existing?.attributes ?? .init(), creationDate: existing?.creationDate ?? now,
-                modificationDate: now, isSealed: isSealed, value: value))
+                attributes: attributes ?? existing?.attributes ?? .init(), created: existing?.created ?? now,
+                modified: now, isSealed: isSealed, value: bytes))
         }
     }
 
@@ -115,18 +116,19 @@ public final class Keychain: Sendable {
     public func update(
         _ query: KeychainQuery, value: Data? = nil, attributes: KeychainItem.Attributes? = nil
     ) throws(KeychainError) -> Int {
-        let now = Date()
+        let now = Date().timeIntervalSince1970
+        let bytes = value.map(Array.init)
         return try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
             let matches = Self.identities(matching: query, in: s.items)
             guard !matches.isEmpty else { throw query.notFound }
             for identity in matches {
                 guard var item = s.items[identity] else { continue }
-                if let value {
-                    item.value = value
+                if let bytes {
+                    item.value = bytes
                     item.isSealed = false
                 }
                 if let attributes { item.attributes = attributes }
-                item.modificationDate = now
+                item.modified = now
                 s.record(identity, item)
             }
             return matches.count

@@ -90,18 +90,43 @@ public struct KeychainQuery: Sendable, Equatable {
     var notFound: KeychainError { .itemNotFound(service: service, account: account) }
 }
 
-/// An item as held in memory and in one row of the file: everything except its identity.
+/// An item as held in memory and in one row of the file: everything except its identity. Kept
+/// compact (one allocation for the value; attributes boxed, as most items have none) because a
+/// keychain holds every item in memory.
 struct StoredItem: Sendable, Equatable {
-    var attributes: KeychainItem.Attributes
-    var creationDate: Date
-    var modificationDate: Date
+    private final class AttributesBox: Sendable {
+        let attributes: KeychainItem.Attributes
+        init(_ attributes: KeychainItem.Attributes) { self.attributes = attributes }
+    }
+
+    private var attributesBox: AttributesBox?
+    /// Seconds since 1970, as stored in the file.
+    var created: Double
+    var modified: Double
     var isSealed: Bool
-    var value: Data
+    var value: [UInt8]
+
+    init(attributes: KeychainItem.Attributes, created: Double, modified: Double, isSealed: Bool, value: [UInt8]) {
+        self.attributesBox = attributes == .init() ? nil : AttributesBox(attributes)
+        self.created = created
+        self.modified = modified
+        self.isSealed = isSealed
+        self.value = value
+    }
+
+    var attributes: KeychainItem.Attributes {
+        get { attributesBox?.attributes ?? .init() }
+        set { attributesBox = newValue == .init() ? nil : AttributesBox(newValue) }
+    }
+
+    static func == (a: StoredItem, b: StoredItem) -> Bool {
+        a.attributes == b.attributes && a.created == b.created && a.modified == b.modified && a.isSealed == b.isSealed
+            && a.value == b.value
+    }
 
     func item(_ identity: KeychainItem.Identity) -> KeychainItem {
         KeychainItem(
-            identity: identity, attributes: attributes, creationDate: creationDate,
-            modificationDate: modificationDate, isSealed: isSealed, value: value
-        )
+            identity: identity, attributes: attributes, creationDate: Date(timeIntervalSince1970: created),
+            modificationDate: Date(timeIntervalSince1970: modified), isSealed: isSealed, value: Data(value))
     }
 }

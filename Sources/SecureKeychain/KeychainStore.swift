@@ -66,6 +66,13 @@ final class KeychainStore {
     }
 
     private func migrate() throws(KeychainError) {
+        // The common case, a current file, needs no write lock.
+        if try connection.integer("PRAGMA application_id") == Self.applicationID,
+            try connection.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1,
+            try connection.integer("SELECT version FROM schema_version") == Self.schemaVersion
+        {
+            return
+        }
         try connection.transaction(write: true) { () throws(KeychainError) in
             let applicationID = try connection.integer("PRAGMA application_id")
             let hasVersionTable = try connection.integer(
@@ -113,16 +120,19 @@ final class KeychainStore {
                 itemClass, accessGroup: select.text(1), service: select.text(2), account: select.text(3))
             items[identity] = StoredItem(
                 attributes: .init(label: select.optionalText(4), comment: select.optionalText(5), genericData: select.optionalBlob(6)),
-                creationDate: Date(timeIntervalSince1970: select.double(7)),
-                modificationDate: Date(timeIntervalSince1970: select.double(8)),
-                isSealed: select.int64(9) != 0,
-                value: select.blob(10))
+                created: select.double(7), modified: select.double(8), isSealed: select.int64(9) != 0,
+                value: select.bytes(10))
         }
         return items
     }
 
     /// Writes `changes` (an item, or nil for a deletion, per identity); call inside a write transaction.
+    /// Rows are written in primary-key order, so the B-tree fills page by page.
     func write(_ changes: [KeychainItem.Identity: StoredItem?]) throws(KeychainError) {
+        let ordered = changes.sorted { a, b in
+            (a.key.itemClass.rawValue, a.key.accessGroup, a.key.service, a.key.account)
+                < (b.key.itemClass.rawValue, b.key.accessGroup, b.key.service, b.key.account)
+        }
         let upsert = try connection.statement("""
             INSERT OR REPLACE INTO items
                 (class, access_group, service, account, label, comment, generic, created, modified, sealed, value)
@@ -130,7 +140,7 @@ final class KeychainStore {
             """)
         let delete = try connection.statement(
             "DELETE FROM items WHERE class = ?1 AND access_group = ?2 AND service = ?3 AND account = ?4")
-        for (identity, change) in changes {
+        for (identity, change) in ordered {
             let statement = change == nil ? delete : upsert
             statement.reset()
             statement.bind(1, Int64(identity.itemClass.rawValue))
@@ -141,8 +151,8 @@ final class KeychainStore {
                 statement.bind(5, item.attributes.label)
                 statement.bind(6, item.attributes.comment)
                 statement.bind(7, item.attributes.genericData)
-                statement.bind(8, item.creationDate.timeIntervalSince1970)
-                statement.bind(9, item.modificationDate.timeIntervalSince1970)
+                statement.bind(8, item.created)
+                statement.bind(9, item.modified)
                 statement.bind(10, Int64(item.isSealed ? 1 : 0))
                 statement.bind(11, item.value)
             }

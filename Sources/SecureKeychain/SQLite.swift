@@ -139,6 +139,16 @@ final class SQLiteStatement {
         }
     }
 
+    func bind(_ index: Int32, _ value: [UInt8]) {
+        value.withUnsafeBytes { bytes in
+            if let base = bytes.baseAddress, !bytes.isEmpty {
+                _ = sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transient)
+            } else {
+                _ = sqlite3_bind_zeroblob(handle, index, 0)
+            }
+        }
+    }
+
     func bind(_ index: Int32, _ value: String?) {
         if let value { bind(index, value) } else { sqlite3_bind_null(handle, index) }
     }
@@ -176,6 +186,11 @@ final class SQLiteStatement {
     func blob(_ column: Int32) -> Data {
         guard let bytes = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    func bytes(_ column: Int32) -> [UInt8] {
+        guard let bytes = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))))
     }
 
     func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
