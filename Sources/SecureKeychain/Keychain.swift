@@ -99,13 +99,19 @@ public final class Keychain: Sendable {
     func upsert(
         _ value: Data, for identity: KeychainItem.Identity, attributes: KeychainItem.Attributes?, isSealed: Bool
     ) throws(KeychainError) {
+        try upsert(Array(value), for: identity, attributes: attributes, isSealed: isSealed)
+    }
+
+    func upsert(
+        _ bytes: [UInt8], for identity: KeychainItem.Identity, attributes: KeychainItem.Attributes?, isSealed: Bool
+    ) throws(KeychainError) {
         let now = Date().timeIntervalSince1970
-        let bytes = Array(value)
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
-            let existing = s.items[identity]
-            s.record(identity, StoredItem(
-                attributes: attributes ?? existing?.attributes ?? .init(), created: existing?.created ?? now,
-                modified: now, isSealed: isSealed, value: bytes))
+            s.record(identity) { existing in
+                StoredItem(
+                    attributes: attributes ?? existing?.attributes ?? .init(), created: existing?.created ?? now,
+                    modified: now, isSealed: isSealed, value: bytes)
+            }
         }
     }
 
@@ -171,9 +177,7 @@ public final class Keychain: Sendable {
                 query.itemClass, accessGroup: query.accessGroup ?? "", service: service, account: account)
             return items[identity] == nil || query.limit == 0 ? [] : [identity]
         }
-        let sorted = items.keys.filter(query.matches).sorted { a, b in
-            (a.accessGroup, a.service, a.account) < (b.accessGroup, b.service, b.account)
-        }
+        let sorted = items.keys.filter(query.matches).sorted { $0.precedes($1) }
         return query.limit.map { Array(sorted.prefix(max(0, $0))) } ?? sorted
     }
 
