@@ -21,7 +21,7 @@ final class KeychainEngine: Sendable {
     }
 
     struct State: Sendable {
-        var items: [KeychainItem.Identity: StoredItem] = [:]
+        var items = ItemTable()
         /// Changes not yet handed to the writer, oldest first.
         var pending: [KeychainChange] = []
         /// When the oldest pending change was made (uptime nanoseconds).
@@ -36,7 +36,7 @@ final class KeychainEngine: Sendable {
         var closeError: KeychainError?
 
         mutating func record(_ identity: KeychainItem.Identity, _ change: StoredItem?) {
-            if let change { items[identity] = change } else { items.removeValue(forKey: identity) }
+            items[identity] = change
             pending.append(KeychainChange(identity: identity, item: change))
             mutations += 1
         }
@@ -61,10 +61,10 @@ final class KeychainEngine: Sendable {
         }
 
         /// Replaces the view with `reloaded` plus the changes not yet written.
-        mutating func replace(with reloaded: [KeychainItem.Identity: StoredItem]) {
+        mutating func replace(with reloaded: ItemTable) {
             items = reloaded
             for change in pending {
-                if let item = change.item { items[change.identity] = item } else { items.removeValue(forKey: change.identity) }
+                items[change.identity] = change.item
             }
         }
     }
@@ -153,7 +153,7 @@ final class KeychainEngine: Sendable {
     /// connection lives in this frame only, so it is closed before `exited` is signalled.
     private func openAndRun(opened: DispatchSemaphore, openError: Locked<KeychainError?>) {
         let store: KeychainStore
-        let loaded: ([KeychainItem.Identity: StoredItem], Int64)
+        let loaded: (ItemTable, Int64)
         do throws(KeychainError) {
             store = try KeychainStore(path: path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
             loaded = try store.connection.transaction(write: false) { () throws(KeychainError) in

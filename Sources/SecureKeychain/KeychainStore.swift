@@ -105,9 +105,8 @@ final class KeychainStore {
     }
 
     /// Every item in the file (call inside a transaction for a consistent snapshot).
-    func loadItems() throws(KeychainError) -> [KeychainItem.Identity: StoredItem] {
-        var items = [KeychainItem.Identity: StoredItem]()
-        items.reserveCapacity(Int(try connection.integer("SELECT count(*) FROM items")))
+    func loadItems() throws(KeychainError) -> ItemTable {
+        var items = ItemTable()
         let select = try connection.statement("""
             SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value
             FROM items
