@@ -21,8 +21,13 @@ func password(_ index: Int) -> String { "password-\(index)-\(String(repeating: "
 
 func peakMemoryMiB() -> Double {
     var usage = rusage()
+    #if os(Linux)
     getrusage(RUSAGE_SELF.rawValue, &usage)  // glibc imports RUSAGE_SELF as an enum
     return Double(usage.ru_maxrss) / 1024  // kilobytes on Linux
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    return Double(usage.ru_maxrss) / (1024 * 1024)  // bytes on Darwin
+    #endif
 }
 
 /// Raw SQLite: the keychain's table, WAL, synchronous FULL, one prepared INSERT per row, one transaction.
