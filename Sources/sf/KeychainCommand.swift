@@ -41,10 +41,23 @@ struct KeychainSetCommand: ParsableCommand {
     @OptionGroup var name: KeychainItemName
 
     func run() throws {
-        let password = try SecretInput.read(prompt: "Password for \(name.service) / \(name.account): ")
+        let password = try readPassword()
         let keychain = try location.open()
         try keychain.setPassword(password, service: name.service, account: name.account, accessGroup: name.accessGroup)
         try keychain.close()
+    }
+
+    /// Standard input when it is not a terminal (one trailing newline removed), else a prompt without echo.
+    private func readPassword() throws -> Data {
+        if isatty(0) == 1 {
+            let secret = try Terminal.readSecret(
+                prompt: "Password for \(name.service) / \(name.account): ", alternative: "standard input")
+            return secret.withUnsafeBytes { Data($0) }
+        }
+        var password = try Terminal.readInput(nil)
+        if password.last == UInt8(ascii: "\n") { password.removeLast() }
+        if password.last == UInt8(ascii: "\r") { password.removeLast() }
+        return password
     }
 }
 
@@ -58,7 +71,7 @@ struct KeychainGetCommand: ParsableCommand {
         let keychain = try location.open()
         var password = try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
         password.append(UInt8(ascii: "\n"))
-        FileHandle.standardOutput.write(password)
+        try Terminal.writeOutput(password, to: nil)
     }
 }
 
