@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "SecureKeychain", targets: ["SecureKeychain"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .executable(name: "sf", targets: ["sf"]),
     ],
@@ -26,7 +27,10 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .target(name: "SecureFoundation", dependencies: ["SecureCore"], swiftSettings: strict),
+        // The system's libsqlite3 (module map only; see Sources/CSQLite).
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "SecureKeychain", dependencies: ["SecureCore", "CSQLite"], swiftSettings: strict),
+        .target(name: "SecureFoundation", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
         .executableTarget(
             name: "sf",
             dependencies: [
@@ -38,6 +42,9 @@ let package = Package(
         // Shared by the test targets only (vectors, peers, processes); not a product.
         .target(name: "SFTestSupport", swiftSettings: strict),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SFTestSupport"], swiftSettings: strict
+        ),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )

@@ -17,6 +17,7 @@ struct SF: AsyncParsableCommand {
             SealCommand.self,
             OpenCommand.self,
             TourCommand.self,
+            KeychainCommand.self,
         ]
     )
 }

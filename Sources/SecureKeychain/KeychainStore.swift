@@ -1,0 +1,172 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// The keychain file: creates it (0600, in a 0700 directory when the directory is new), sets WAL
+/// mode and full durability, migrates the schema forward, and reads and writes item rows.
+/// The schema is documented in docs/FORMATS.md ("SecureKeychain file").
+final class KeychainStore {
+    /// `PRAGMA application_id`: "SFKC". Marks the file as a keychain.
+    static let applicationID: Int64 = 0x5346_4B43
+    /// The schema version this code writes; older files are migrated forward on open.
+    static let schemaVersion: Int64 = 1
+
+    /// Schema migrations: entry `n - 1` turns version `n - 1` into version `n`.
+    private static let migrations: [String] = [
+        """
+        CREATE TABLE items (
+            class        INTEGER NOT NULL,
+            access_group TEXT    NOT NULL,
+            service      TEXT    NOT NULL,
+            account      TEXT    NOT NULL,
+            label        TEXT,
+            comment      TEXT,
+            generic      BLOB,
+            created      REAL    NOT NULL,
+            modified     REAL    NOT NULL,
+            sealed       INTEGER NOT NULL CHECK (sealed IN (0, 1)),
+            value        BLOB    NOT NULL,
+            PRIMARY KEY (class, access_group, service, account)
+        ) WITHOUT ROWID;
+        """,
+    ]
+
+    let connection: SQLiteConnection
+
+    init(path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
+        try Self.prepareFile(path)
+        connection = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        let mode = try connection.text("PRAGMA journal_mode = WAL")
+        guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
+        // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
+        try connection.execute("PRAGMA synchronous = FULL")
+        try migrate()
+    }
+
+    /// Creates the parent directory (0700) when missing and the file (0600) when missing, so SQLite
+    /// (which gives its -wal and -shm files the database's mode) never creates a wider file.
+    private static func prepareFile(_ path: String) throws(KeychainError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw .invalidLocation("cannot create \(directory): \(error.localizedDescription)")
+            }
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+    }
+
+    private func migrate() throws(KeychainError) {
+        // The common case, a current file, needs no write lock.
+        if try connection.integer("PRAGMA application_id") == Self.applicationID,
+            try connection.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1,
+            try connection.integer("SELECT version FROM schema_version") == Self.schemaVersion
+        {
+            return
+        }
+        try connection.transaction(write: true) { () throws(KeychainError) in
+            let applicationID = try connection.integer("PRAGMA application_id")
+            let hasVersionTable = try connection.integer(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'") == 1
+            var version: Int64 = 0
+            if hasVersionTable {
+                version = try connection.integer("SELECT version FROM schema_version")
+            } else {
+                let tables = try connection.integer("SELECT count(*) FROM sqlite_schema")
+                guard tables == 0, applicationID == 0 else { throw .notAKeychain(path: connection.path) }
+                try connection.execute("""
+                    PRAGMA application_id = \(Self.applicationID);
+                    CREATE TABLE schema_version (version INTEGER NOT NULL);
+                    INSERT INTO schema_version VALUES (0);
+                    """)
+            }
+            guard hasVersionTable ? applicationID == Self.applicationID : true else {
+                throw .notAKeychain(path: connection.path)
+            }
+            guard version <= Self.schemaVersion else {
+                throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion)
+            }
+            for step in Int(version)..<Int(Self.schemaVersion) {
+                try connection.execute(Self.migrations[step])
+            }
+            if version < Self.schemaVersion {
+                try connection.execute("UPDATE schema_version SET version = \(Self.schemaVersion)")
+            }
+        }
+    }
+
+    /// Every item in the file (call inside a transaction for a consistent snapshot).
+    func loadItems() throws(KeychainError) -> ItemTable {
+        var items = ItemTable()
+        let select = try connection.statement("""
+            SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value
+            FROM items
+            """)
+        while try select.step() {
+            guard let itemClass = KeychainItem.Class(rawValue: UInt8(truncatingIfNeeded: select.int64(0))) else {
+                continue  // a class added by a newer library version: left untouched
+            }
+            let identity = KeychainItem.Identity(
+                itemClass, accessGroup: select.text(1), service: select.text(2), account: select.text(3))
+            items[identity] = StoredItem(
+                attributes: .init(label: select.optionalText(4), comment: select.optionalText(5), genericData: select.optionalBlob(6)),
+                created: select.double(7), modified: select.double(8), isSealed: select.int64(9) != 0,
+                value: select.bytes(10))
+        }
+        return items
+    }
+
+    /// Writes `changes` (oldest first) inside the caller's write transaction. Only the last change
+    /// to each item is written (coalescing), in primary-key order so the B-tree fills page by page.
+    func write(_ changes: [KeychainChange]) throws(KeychainError) {
+        let order = changes.indices.sorted { i, j in
+            let a = changes[i].identity, b = changes[j].identity
+            if a.precedes(b) { return true }
+            if b.precedes(a) { return false }
+            return i < j
+        }
+        let upsert = try connection.statement("""
+            INSERT OR REPLACE INTO items
+                (class, access_group, service, account, label, comment, generic, created, modified, sealed, value)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            """)
+        let delete = try connection.statement(
+            "DELETE FROM items WHERE class = ?1 AND access_group = ?2 AND service = ?3 AND account = ?4")
+        for (position, index) in order.enumerated() {
+            let identity = changes[index].identity
+            if position + 1 < order.count, changes[order[position + 1]].identity == identity { continue }  // superseded
+            let change = changes[index].item
+            let statement = change == nil ? delete : upsert
+            statement.reset()
+            statement.bind(1, Int64(identity.itemClass.rawValue))
+            statement.bind(2, identity.accessGroup)
+            statement.bind(3, identity.service)
+            statement.bind(4, identity.account)
+            if let item = change {
+                statement.bind(5, item.attributes.label)
+                statement.bind(6, item.attributes.comment)
+                statement.bind(7, item.attributes.genericData)
+                statement.bind(8, item.created)
+                statement.bind(9, item.modified)
+                statement.bind(10, Int64(item.isSealed ? 1 : 0))
+                statement.bind(11, item.value)
+            }
+            try statement.step()
+        }
+    }
+
+    /// Runs `PRAGMA integrity_check` and throws `corrupted` unless it reports "ok".
+    func checkIntegrity() throws(KeychainError) {
+        let report = try connection.text("PRAGMA integrity_check")
+        guard report == "ok" else { throw .corrupted(path: connection.path, details: report) }
+    }
+}

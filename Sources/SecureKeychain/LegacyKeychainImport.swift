@@ -1,0 +1,57 @@
+import Foundation
+
+/// Reading the iMAS keychain file (legacy): a binary or XML property list whose root dictionary maps
+/// service → (account → password data). Passwords stored as strings are taken as UTF-8.
+extension Keychain {
+    /// What an import did.
+    public struct LegacyImportSummary: Sendable, Equatable {
+        /// Passwords written.
+        public var imported: Int
+        /// Passwords left alone because the item already existed (without `overwrite`).
+        public var skipped: Int
+    }
+
+    /// Imports every password of a legacy iMAS keychain file into the default access group. Existing
+    /// items are kept unless `overwrite`. The whole file is validated before anything changes:
+    /// `invalidLegacyFile` leaves the keychain untouched. Call `synchronize()` to make it durable.
+    @discardableResult
+    public func importLegacy(_ fileContents: Data, overwrite: Bool = false) throws(KeychainError) -> LegacyImportSummary {
+        let entries = try Self.legacyEntries(fileContents)
+        var summary = LegacyImportSummary(imported: 0, skipped: 0)
+        for entry in entries {
+            let identity = KeychainItem.Identity(service: entry.service, account: entry.account)
+            if !overwrite, engine.state.withLock({ $0.items[identity] != nil }) {
+                summary.skipped += 1
+                continue
+            }
+            try setPassword(entry.password, service: entry.service, account: entry.account)
+            summary.imported += 1
+        }
+        return summary
+    }
+
+    /// The (service, account, password) triples of a legacy file, sorted by service then account.
+    static func legacyEntries(_ contents: Data) throws(KeychainError) -> [(service: String, account: String, password: Data)] {
+        let root: Any
+        do {
+            root = try PropertyListSerialization.propertyList(from: contents, options: [], format: nil)
+        } catch {
+            throw .invalidLegacyFile("not a property list")
+        }
+        guard let services = root as? [String: Any] else { throw .invalidLegacyFile("the root is not a dictionary of services") }
+        var entries: [(service: String, account: String, password: Data)] = []
+        for (service, value) in services {
+            guard let accounts = value as? [String: Any] else {
+                throw .invalidLegacyFile("service '\(service)' is not a dictionary of accounts")
+            }
+            for (account, password) in accounts {
+                switch password {
+                case let data as Data: entries.append((service, account, data))
+                case let text as String: entries.append((service, account, Data(text.utf8)))
+                default: throw .invalidLegacyFile("the password of '\(service)'/'\(account)' is neither data nor a string")
+                }
+            }
+        }
+        return entries.sorted { ($0.service, $0.account) < ($1.service, $1.account) }
+    }
+}

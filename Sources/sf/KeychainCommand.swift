@@ -1,0 +1,175 @@
+import ArgumentParser
+import Foundation
+import SecureFoundation
+
+/// `sf keychain`: passwords by service and account in a SecureFoundation keychain file.
+struct KeychainCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keychain",
+        abstract: "Store and read passwords by service and account in a keychain file.",
+        subcommands: [
+            KeychainSetCommand.self, KeychainGetCommand.self, KeychainDeleteCommand.self, KeychainListCommand.self,
+            KeychainImportLegacyCommand.self, KeychainStressWriterCommand.self,
+        ]
+    )
+}
+
+/// The keychain file option shared by the keychain subcommands.
+struct KeychainLocation: ParsableArguments {
+    @Option(
+        name: .customLong("keychain"),
+        help: "Keychain file (default: $SF_HOME/keychain.db, else $XDG_DATA_HOME/securefoundation/keychain.db).")
+    var path: String?
+
+    func open() throws -> Keychain {
+        try Keychain(path: path ?? Keychain.defaultPath())
+    }
+}
+
+/// Service, account and access group naming one password.
+struct KeychainItemName: ParsableArguments {
+    @Option(help: "Service name.") var service: String
+    @Option(help: "Account name.") var account: String
+    @Option(help: "Access group (default: the default group).") var accessGroup: String = ""
+}
+
+struct KeychainSetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set", abstract: "Store a password, read from standard input or prompted without echo.")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var name: KeychainItemName
+
+    func run() throws {
+        let password = try readPassword()
+        let keychain = try location.open()
+        try keychain.setPassword(password, service: name.service, account: name.account, accessGroup: name.accessGroup)
+        try keychain.close()
+    }
+
+    /// Standard input when it is not a terminal (one trailing newline removed), else a prompt without echo.
+    private func readPassword() throws -> Data {
+        if isatty(0) == 1 {
+            let secret = try Terminal.readSecret(
+                prompt: "Password for \(name.service) / \(name.account): ", alternative: "standard input")
+            return secret.withUnsafeBytes { Data($0) }
+        }
+        var password = try Terminal.readInput(nil)
+        if password.last == UInt8(ascii: "\n") { password.removeLast() }
+        if password.last == UInt8(ascii: "\r") { password.removeLast() }
+        return password
+    }
+}
+
+struct KeychainGetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a password.")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var name: KeychainItemName
+
+    func run() throws {
+        let keychain = try location.open()
+        var password = try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
+        password.append(UInt8(ascii: "\n"))
+        try Terminal.writeOutput(password, to: nil)
+    }
+}
+
+struct KeychainDeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete the password of one account (never the service's other accounts).")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var name: KeychainItemName
+
+    func run() throws {
+        let keychain = try location.open()
+        try keychain.deletePassword(service: name.service, account: name.account, accessGroup: name.accessGroup)
+        try keychain.close()
+    }
+}
+
+struct KeychainListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List services and accounts (never values).")
+
+    @OptionGroup var location: KeychainLocation
+    @Option(help: "Only this service.") var service: String?
+    @Option(help: "Only this access group (default: all).") var accessGroup: String?
+    @Flag(help: "Print JSON: an array of items with their attributes and dates.") var json = false
+
+    /// One listed item; the value is never included.
+    struct Entry: Encodable {
+        let accessGroup, service, account: String
+        let label, comment: String?
+        let created, modified: Date
+        let sealed: Bool
+    }
+
+    func run() throws {
+        let keychain = try location.open()
+        let items = keychain.items(matching: KeychainQuery(accessGroup: accessGroup, service: service))
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            encoder.dateEncodingStrategy = .iso8601
+            let entries = items.map {
+                Entry(
+                    accessGroup: $0.identity.accessGroup, service: $0.identity.service, account: $0.identity.account,
+                    label: $0.attributes.label, comment: $0.attributes.comment, created: $0.creationDate,
+                    modified: $0.modificationDate, sealed: $0.isSealed)
+            }
+            print(String(decoding: try encoder.encode(entries), as: UTF8.self))
+        } else {
+            for item in items { print("\(item.identity.service)\t\(item.identity.account)") }
+        }
+    }
+}
+
+struct KeychainImportLegacyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import-legacy", abstract: "Import an iMAS keychain file (property list: service → account → data).")
+
+    @OptionGroup var location: KeychainLocation
+    @Argument(help: "The legacy keychain file.") var file: String
+    @Flag(help: "Replace passwords that already exist (default: keep them).") var overwrite = false
+
+    func run() throws {
+        let contents = try FileInput(path: file).readToEnd()
+        let keychain = try location.open()
+        let summary = try keychain.importLegacy(contents, overwrite: overwrite)
+        try keychain.close()
+        print("imported \(summary.imported), skipped \(summary.skipped)")
+    }
+}
+
+/// Test support (hidden): writes passwords in a loop and prints `synced N` after each completed
+/// synchronize(), meaning writes 0..<N are durable. Used by the crash and two-process tests.
+struct KeychainStressWriterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stress-writer", shouldDisplay: false)
+
+    @OptionGroup var location: KeychainLocation
+    @Option(help: "Account name prefix.") var prefix: String
+    @Option(help: "Written into each value to tell writers apart (default: the prefix).") var tag: String?
+    @Option(help: "Writes to make; 0 writes until killed.") var count = 0
+    @Option(help: "Cycle over this many accounts; 0 gives every write its own account.") var accounts = 0
+    @Option var syncEvery = 100
+
+    /// The value of write `index`; the tests compute the same.
+    static func value(tag: String, index: Int) -> String { "\(tag):\(index):" + String(repeating: "v", count: index % 64) }
+
+    func run() throws {
+        let keychain = try location.open()
+        var index = 0
+        while count == 0 || index < count {
+            let account = accounts > 0 ? "\(prefix)\(index % accounts)" : "\(prefix)\(index)"
+            try keychain.setPassword(Self.value(tag: tag ?? prefix, index: index), service: "stress", account: account)
+            index += 1
+            if index % syncEvery == 0 || index == count {
+                try keychain.synchronizeBlocking()
+                FileHandle.standardOutput.write(Data("synced \(index)\n".utf8))
+            }
+        }
+        try keychain.close()
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import SecureCore
+import SFTestSupport
+import Testing
+@testable import SecureKeychain
+
+/// A sealer standing in for a locked vault.
+private struct LockedSealer: ItemSealer {
+    func seal(_ plaintext: Data, context: Data) throws -> Data { throw SecureCoreError.locked }
+    func open(_ sealed: Data, context: Data) throws -> Data { throw SecureCoreError.locked }
+}
+
+@Suite struct SecureItemTests {
+    let sealer = try! KeyItemSealer(key: SecretBytes.random(count: 32))
+
+    @Test func securePasswordRoundTripsAndIsSealedAtRest() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setSecurePassword("s3cret ✓", service: "bank", account: "ann", sealer: sealer)
+            try keychain.close()
+            let reopened = try Keychain(path: path)
+            #expect(try reopened.securePassword(service: "bank", account: "ann", sealer: sealer) == "s3cret ✓")
+            let item = try reopened.item(.init(service: "bank", account: "ann"))
+            #expect(item.isSealed)
+            #expect(item.value.range(of: Data("s3cret".utf8)) == nil)
+            #expect(reopened.accounts(service: "bank") == ["ann"])  // names stay clear
+        }
+    }
+
+    @Test func lockedSealerIsAnErrorNotNil() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            expectError(.locked) { try keychain.setSecurePassword("x", service: "s", account: "a", sealer: LockedSealer()) }
+            #expect(keychain.accounts(service: "s").isEmpty)
+            try keychain.setSecurePassword("x", service: "s", account: "a", sealer: sealer)
+            expectError(.locked) { try keychain.securePassword(service: "s", account: "a", sealer: LockedSealer()) }
+        }
+    }
+
+    @Test func sealedValueMovedToAnotherItemFailsToOpen() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setSecurePassword("ann's", service: "bank", account: "ann", sealer: sealer)
+            let sealed = try keychain.item(.init(service: "bank", account: "ann")).value
+            let targets: [KeychainItem.Identity] = [
+                .init(service: "bank", account: "bob"),  // other account
+                .init(service: "bank2", account: "ann"),  // other service
+                .init(accessGroup: "g", service: "bank", account: "ann"),  // other access group
+                .init(service: "ban", account: "kann"),  // same concatenation, other split
+            ]
+            for target in targets {
+                try keychain.upsert(sealed, for: target, attributes: nil, isSealed: true)
+                expectError(.authenticationFailed(service: target.service, account: target.account)) {
+                    try keychain.securePassword(service: target.service, account: target.account, accessGroup: target.accessGroup, sealer: sealer)
+                }
+            }
+            #expect(try keychain.securePassword(service: "bank", account: "ann", sealer: sealer) == "ann's")
+        }
+    }
+
+    @Test func sealedValueCopiedInTheFileFailsToOpen() async throws {
+        guard let shell = sqliteShell() else { return }
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setSecurePassword("ann's", service: "bank", account: "ann", sealer: sealer)
+            try keychain.setSecurePassword("bob's", service: "bank", account: "bob", sealer: sealer)
+            try keychain.close()
+            try runSQL(shell, path, "UPDATE items SET value = (SELECT value FROM items WHERE account = 'ann') WHERE account = 'bob'")
+            let reopened = try Keychain(path: path)
+            expectError(.authenticationFailed(service: "bank", account: "bob")) {
+                try reopened.securePassword(service: "bank", account: "bob", sealer: sealer)
+            }
+            #expect(try reopened.securePassword(service: "bank", account: "ann", sealer: sealer) == "ann's")
+        }
+    }
+
+    @Test func everyFlippedByteFailsToOpen() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            let identity = KeychainItem.Identity(service: "s", account: "a")
+            try keychain.setSecurePassword("value", service: "s", account: "a", sealer: sealer)
+            let sealed = try keychain.item(identity).value
+            for index in sealed.indices {
+                var damaged = sealed
+                damaged[index] ^= 0x01
+                try keychain.upsert(damaged, for: identity, attributes: nil, isSealed: true)
+                expectError(.authenticationFailed(service: "s", account: "a")) {
+                    try keychain.securePasswordData(service: "s", account: "a", sealer: sealer)
+                }
+            }
+            for length in [0, 1, sealed.count / 2, sealed.count - 1] {
+                try keychain.upsert(sealed.prefix(length), for: identity, attributes: nil, isSealed: true)
+                expectError(.authenticationFailed(service: "s", account: "a")) {
+                    try keychain.securePasswordData(service: "s", account: "a", sealer: sealer)
+                }
+            }
+        }
+    }
+
+    @Test func wrongKeyFailsToOpen() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setSecurePassword("x", service: "s", account: "a", sealer: sealer)
+            let other = try KeyItemSealer(key: SecretBytes.random(count: 32))
+            expectError(.authenticationFailed(service: "s", account: "a")) { try keychain.securePassword(service: "s", account: "a", sealer: other) }
+        }
+    }
+
+    @Test func clearAndSealedItemsAreNotReadThroughTheOtherAPI() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setSecurePassword("x", service: "s", account: "sealed", sealer: sealer)
+            try keychain.setPassword("y", service: "s", account: "clear")
+            expectError(.protectionMismatch(service: "s", account: "sealed", isSealed: true)) { try keychain.password(service: "s", account: "sealed") }
+            expectError(.protectionMismatch(service: "s", account: "clear", isSealed: false)) {
+                try keychain.securePassword(service: "s", account: "clear", sealer: sealer)
+            }
+        }
+    }
+
+    @Test func bindingIsLengthPrefixedAndExact() {
+        let context = SealedValueBinding.context(for: .init(accessGroup: "g", service: "ab", account: "c"))
+        var expected = Data("SFKC".utf8)
+        expected.append(contentsOf: [1, 1, 0, 0, 0, 1])
+        expected.append(contentsOf: Array("g".utf8) + [0, 0, 0, 2] + Array("ab".utf8) + [0, 0, 0, 1] + Array("c".utf8))
+        #expect(context == expected)
+        #expect(context != SealedValueBinding.context(for: .init(accessGroup: "g", service: "a", account: "bc")))
+        #expect(SealedValueBinding.context(for: .init(.key, service: "a", account: "b"))
+            != SealedValueBinding.context(for: .init(.genericPassword, service: "a", account: "b")))
+    }
+}
