@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "SecureKeychain", targets: ["SecureKeychain"]),
+        .library(name: "SecureVault", targets: ["SecureVault"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .executable(name: "sf", targets: ["sf"]),
     ],
@@ -30,7 +31,8 @@ let package = Package(
         // The system's libsqlite3 (module map only; see Sources/CSQLite).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SecureKeychain", dependencies: ["SecureCore", "CSQLite"], swiftSettings: strict),
-        .target(name: "SecureFoundation", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
+        .target(name: "SecureVault", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
+        .target(name: "SecureFoundation", dependencies: ["SecureCore", "SecureKeychain", "SecureVault"], swiftSettings: strict),
         .executableTarget(
             name: "sf",
             dependencies: [
@@ -45,6 +47,7 @@ let package = Package(
         .testTarget(
             name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SFTestSupport"], swiftSettings: strict
         ),
+        .testTarget(name: "SecureVaultTests", dependencies: ["SecureVault", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )
