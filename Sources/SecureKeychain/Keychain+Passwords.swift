@@ -10,7 +10,7 @@ extension Keychain {
 
     /// Stores `password` as UTF-8.
     public func setPassword(_ password: String, service: String, account: String, accessGroup: String = "") throws(KeychainError) {
-        try setPassword(Data(password.utf8), service: service, account: account, accessGroup: accessGroup)
+        try upsert(Array(password.utf8), for: .init(accessGroup: accessGroup, service: service, account: account), attributes: nil, isSealed: false)
     }
 
     /// The password bytes for `service` and `account`: `itemNotFound` when absent,

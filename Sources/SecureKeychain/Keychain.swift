@@ -99,13 +99,19 @@ public final class Keychain: Sendable {
     func upsert(
         _ value: Data, for identity: KeychainItem.Identity, attributes: KeychainItem.Attributes?, isSealed: Bool
     ) throws(KeychainError) {
+        try upsert(Array(value), for: identity, attributes: attributes, isSealed: isSealed)
+    }
+
+    func upsert(
+        _ bytes: [UInt8], for identity: KeychainItem.Identity, attributes: KeychainItem.Attributes?, isSealed: Bool
+    ) throws(KeychainError) {
         let now = Date().timeIntervalSince1970
-        let bytes = Array(value)
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
-            let existing = s.items[identity]
-            s.record(identity, StoredItem(
-                attributes: attributes ?? existing?.attributes ?? .init(), created: existing?.created ?? now,
-                modified: now, isSealed: isSealed, value: bytes))
+            s.record(identity) { existing in
+                StoredItem(
+                    attributes: attributes ?? existing?.attributes ?? .init(), created: existing?.created ?? now,
+                    modified: now, isSealed: isSealed, value: bytes)
+            }
         }
     }
 
@@ -119,7 +125,7 @@ public final class Keychain: Sendable {
         let now = Date().timeIntervalSince1970
         let bytes = value.map(Array.init)
         return try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
-            let matches = Self.identities(matching: query, in: s.items)
+            let matches = s.items.identities(matching: query)
             guard !matches.isEmpty else { throw query.notFound }
             for identity in matches {
                 guard var item = s.items[identity] else { continue }
@@ -140,7 +146,7 @@ public final class Keychain: Sendable {
     @discardableResult
     public func delete(_ query: KeychainQuery) throws(KeychainError) -> Int {
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
-            let matches = Self.identities(matching: query, in: s.items)
+            let matches = s.items.identities(matching: query)
             guard !matches.isEmpty else { throw query.notFound }
             for identity in matches { s.record(identity, nil) }
             return matches.count
@@ -158,23 +164,8 @@ public final class Keychain: Sendable {
     /// The items matching `query`, ordered by access group, service and account, at most `limit`.
     public func items(matching query: KeychainQuery) -> [KeychainItem] {
         engine.state.withLock { s in
-            Self.identities(matching: query, in: s.items).compactMap { identity in s.items[identity]?.item(identity) }
+            s.items.identities(matching: query).compactMap { identity in s.items[identity]?.item(identity) }
         }
-    }
-
-    /// Identities matching `query`, sorted, limited.
-    private static func identities(
-        matching query: KeychainQuery, in items: [KeychainItem.Identity: StoredItem]
-    ) -> [KeychainItem.Identity] {
-        if query.accessGroup != nil, let service = query.service, let account = query.account {
-            let identity = KeychainItem.Identity(
-                query.itemClass, accessGroup: query.accessGroup ?? "", service: service, account: account)
-            return items[identity] == nil || query.limit == 0 ? [] : [identity]
-        }
-        let sorted = items.keys.filter(query.matches).sorted { a, b in
-            (a.accessGroup, a.service, a.account) < (b.accessGroup, b.service, b.account)
-        }
-        return query.limit.map { Array(sorted.prefix(max(0, $0))) } ?? sorted
     }
 
     // MARK: Durability

@@ -3,10 +3,11 @@ import Foundation
 
 /// The in-memory view of a keychain and the writer thread that persists it.
 ///
-/// Mutations change `items` at once (read-your-writes) and record the change in `pending`, keyed by
-/// identity so repeated writes to one item coalesce. The writer thread owns the SQLite connection;
-/// it takes `pending` as one batch after the configured delay (or at once when the batch is full,
-/// a `synchronize` waits, or the keychain closes) and writes it in one transaction. Readers only take
+/// Mutations change `items` at once (read-your-writes) and append the change to `pending` (cheap for
+/// the caller: no second hash lookup). The writer thread owns the SQLite connection; it takes
+/// `pending` as one batch after the configured delay (or at once when the batch is full, a
+/// `synchronize` waits, or the keychain closes), coalesces repeated changes to one item, and writes
+/// the batch in one transaction. Readers only take
 /// the state lock, which is never held during I/O, so they never wait on the writer's disk work.
 ///
 /// Changes by other processes are detected with `PRAGMA data_version` (at every batch, every
@@ -20,9 +21,9 @@ final class KeychainEngine: Sendable {
     }
 
     struct State: Sendable {
-        var items: [KeychainItem.Identity: StoredItem] = [:]
-        /// Changes not yet handed to the writer: an item, or nil for a deletion.
-        var pending: [KeychainItem.Identity: StoredItem?] = [:]
+        var items = ItemTable()
+        /// Changes not yet handed to the writer, oldest first.
+        var pending: [KeychainChange] = []
         /// When the oldest pending change was made (uptime nanoseconds).
         var pendingSince: UInt64?
         /// Mutations applied to `items` so far.
@@ -35,9 +36,22 @@ final class KeychainEngine: Sendable {
         var closeError: KeychainError?
 
         mutating func record(_ identity: KeychainItem.Identity, _ change: StoredItem?) {
-            if let change { items[identity] = change } else { items.removeValue(forKey: identity) }
-            pending[identity] = .some(change)
+            items[identity] = change
+            pending.append(KeychainChange(identity: identity, item: change))
             mutations += 1
+        }
+
+        /// Records the item `make` builds from the current one (nil when absent), with one lookup.
+        mutating func record(_ identity: KeychainItem.Identity, _ make: (StoredItem?) -> StoredItem) {
+            let change = Self.replace(&items[identity], with: make)
+            pending.append(KeychainChange(identity: identity, item: change))
+            mutations += 1
+        }
+
+        private static func replace(_ slot: inout StoredItem?, with make: (StoredItem?) -> StoredItem) -> StoredItem {
+            let change = make(slot)
+            slot = change
+            return change
         }
 
         mutating func takeWaiters(upTo sequence: UInt64) -> [Waiter] {
@@ -47,17 +61,17 @@ final class KeychainEngine: Sendable {
         }
 
         /// Replaces the view with `reloaded` plus the changes not yet written.
-        mutating func replace(with reloaded: [KeychainItem.Identity: StoredItem]) {
+        mutating func replace(with reloaded: ItemTable) {
             items = reloaded
-            for (identity, change) in pending {
-                if let change { items[identity] = change } else { items.removeValue(forKey: identity) }
+            for change in pending {
+                items[change.identity] = change.item
             }
         }
     }
 
     private enum Step {
         case exit
-        case flush([KeychainItem.Identity: StoredItem?], sequence: UInt64)
+        case flush([KeychainChange], sequence: UInt64)
         case refresh
         case wait(until: UInt64)
     }
@@ -139,7 +153,7 @@ final class KeychainEngine: Sendable {
     /// connection lives in this frame only, so it is closed before `exited` is signalled.
     private func openAndRun(opened: DispatchSemaphore, openError: Locked<KeychainError?>) {
         let store: KeychainStore
-        let loaded: ([KeychainItem.Identity: StoredItem], Int64)
+        let loaded: (ItemTable, Int64)
         do throws(KeychainError) {
             store = try KeychainStore(path: path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
             loaded = try store.connection.transaction(write: false) { () throws(KeychainError) in
@@ -188,7 +202,7 @@ final class KeychainEngine: Sendable {
                     return .wait(until: due)
                 }
                 let batch = s.pending
-                s.pending = [:]
+                s.pending = []
                 s.pendingSince = nil
                 return .flush(batch, sequence: s.mutations)
             }
@@ -200,7 +214,7 @@ final class KeychainEngine: Sendable {
 
     /// Writes one batch in one transaction, reloading the view when another connection changed the file.
     private func flush(
-        _ batch: [KeychainItem.Identity: StoredItem?], sequence: UInt64, store: KeychainStore, knownVersion: inout Int64
+        _ batch: [KeychainChange], sequence: UInt64, store: KeychainStore, knownVersion: inout Int64
     ) {
         do throws(KeychainError) {
             let (reloaded, version) = try withBusyRetry { () throws(KeychainError) in
@@ -221,12 +235,10 @@ final class KeychainEngine: Sendable {
             let failed = state.withLock { s in
                 if s.closing {
                     s.closeError = error
-                    s.pending = [:]
+                    s.pending = []
                 } else {
-                    // Put the batch back under any newer change, to be retried after the delay.
-                    for (identity, change) in batch where s.pending.index(forKey: identity) == nil {
-                        s.pending[identity] = change
-                    }
+                    // Put the batch back before any newer change, to be retried after the delay.
+                    s.pending = batch + s.pending
                     s.pendingSince = s.pendingSince ?? DispatchTime.now().uptimeNanoseconds
                 }
                 return s.takeWaiters(upTo: sequence)

@@ -55,6 +55,16 @@ public struct KeychainItem: Sendable, Equatable {
     public var value: Data
 }
 
+extension KeychainItem.Identity {
+    /// Primary-key order: class, access group, service, account.
+    func precedes(_ other: Self) -> Bool {
+        if itemClass != other.itemClass { return itemClass.rawValue < other.itemClass.rawValue }
+        if accessGroup != other.accessGroup { return accessGroup < other.accessGroup }
+        if service != other.service { return service < other.service }
+        return account < other.account
+    }
+}
+
 /// Selects items: `nil` parts match anything; `limit` caps the number of results.
 public struct KeychainQuery: Sendable, Equatable {
     public var itemClass: KeychainItem.Class
@@ -88,6 +98,12 @@ public struct KeychainQuery: Sendable, Equatable {
     }
 
     var notFound: KeychainError { .itemNotFound(service: service, account: account) }
+}
+
+/// One mutation waiting to be written: the item's new state, or nil for a deletion.
+struct KeychainChange: Sendable {
+    let identity: KeychainItem.Identity
+    let item: StoredItem?
 }
 
 /// An item as held in memory and in one row of the file: everything except its identity. Kept

@@ -105,9 +105,8 @@ final class KeychainStore {
     }
 
     /// Every item in the file (call inside a transaction for a consistent snapshot).
-    func loadItems() throws(KeychainError) -> [KeychainItem.Identity: StoredItem] {
-        var items = [KeychainItem.Identity: StoredItem]()
-        items.reserveCapacity(Int(try connection.integer("SELECT count(*) FROM items")))
+    func loadItems() throws(KeychainError) -> ItemTable {
+        var items = ItemTable()
         let select = try connection.statement("""
             SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value
             FROM items
@@ -126,12 +125,14 @@ final class KeychainStore {
         return items
     }
 
-    /// Writes `changes` (an item, or nil for a deletion, per identity); call inside a write transaction.
-    /// Rows are written in primary-key order, so the B-tree fills page by page.
-    func write(_ changes: [KeychainItem.Identity: StoredItem?]) throws(KeychainError) {
-        let ordered = changes.sorted { a, b in
-            (a.key.itemClass.rawValue, a.key.accessGroup, a.key.service, a.key.account)
-                < (b.key.itemClass.rawValue, b.key.accessGroup, b.key.service, b.key.account)
+    /// Writes `changes` (oldest first) inside the caller's write transaction. Only the last change
+    /// to each item is written (coalescing), in primary-key order so the B-tree fills page by page.
+    func write(_ changes: [KeychainChange]) throws(KeychainError) {
+        let order = changes.indices.sorted { i, j in
+            let a = changes[i].identity, b = changes[j].identity
+            if a.precedes(b) { return true }
+            if b.precedes(a) { return false }
+            return i < j
         }
         let upsert = try connection.statement("""
             INSERT OR REPLACE INTO items
@@ -140,7 +141,10 @@ final class KeychainStore {
             """)
         let delete = try connection.statement(
             "DELETE FROM items WHERE class = ?1 AND access_group = ?2 AND service = ?3 AND account = ?4")
-        for (identity, change) in ordered {
+        for (position, index) in order.enumerated() {
+            let identity = changes[index].identity
+            if position + 1 < order.count, changes[order[position + 1]].identity == identity { continue }  // superseded
+            let change = changes[index].item
             let statement = change == nil ? delete : upsert
             statement.reset()
             statement.bind(1, Int64(identity.itemClass.rawValue))
