@@ -13,8 +13,9 @@ lock=(); command -v flock >/dev/null && lock=(flock /tmp/sf-build.lock)
 "${lock[@]}" swift build -c release -j 2 --product VaultBenchmark >&2
 bin=$(swift build -c release --show-bin-path)/VaultBenchmark
 
-"$bin" "$scratch"
-python3 - <<'PY'
+# Measure under the lock too, so another engineer's build does not share the cores.
+"${lock[@]}" "$bin" "$scratch"
+"${lock[@]}" python3 - <<'PY'
 import hashlib, os, statistics, time
 times = []
 for _ in range(5):
