@@ -5,46 +5,66 @@ let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
 ]
 
+let crypto: [Target.Dependency] = [
+    .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "_CryptoExtras", package: "swift-crypto"),
+]
+
 let package = Package(
     name: "SecureFoundation",
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "SecureKeychain", targets: ["SecureKeychain"]),
+        .library(name: "SecureVault", targets: ["SecureVault"]),
+        .library(name: "SecureKeys", targets: ["SecureKeys"]),
+        .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .executable(name: "sf", targets: ["sf"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
-        .target(
-            name: "SecureCore",
-            dependencies: [
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            swiftSettings: strict
-        ),
+        .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
         // The system's libsqlite3 (module map only; see Sources/CSQLite).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SecureKeychain", dependencies: ["SecureCore", "CSQLite"], swiftSettings: strict),
-        .target(name: "SecureFoundation", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
+        .target(name: "SecureVault", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
+        .target(
+            name: "SecureKeys",
+            dependencies: ["SecureCore", .product(name: "SwiftASN1", package: "swift-asn1")] + crypto,
+            swiftSettings: strict
+        ),
+        .target(name: "AgeEncryption", dependencies: ["SecureCore"] + crypto, swiftSettings: strict),
+        .target(
+            name: "SecureFoundation",
+            dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption"],
+            swiftSettings: strict
+        ),
+        // glibc's mallopt and sync_file_range, for sf's allocator tuning and early writeback (Linux only).
+        .systemLibrary(name: "CLinuxExtras", path: "Sources/CLinuxExtras"),
         .executableTarget(
             name: "sf",
             dependencies: [
                 "SecureFoundation",
+                .target(name: "CLinuxExtras", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
         // Shared by the test targets only (vectors, peers, processes); not a product.
         .target(name: "SFTestSupport", swiftSettings: strict),
+        // The system zlib, only so the age tests can inflate the testkit's compressed vectors.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SecureVaultTests", dependencies: ["SecureVault", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SFTestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SFTestSupport"], swiftSettings: strict
-        ),
+            name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )

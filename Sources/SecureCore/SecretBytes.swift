@@ -30,6 +30,7 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomD
 
         deinit {
             Zeroization.zero(buffer)
+            SecretBytesZeroization.report(ObjectIdentifier(self), buffer)
             buffer.deallocate()
         }
     }

@@ -1,2 +1,3 @@
 @_exported import SecureCore
 @_exported import SecureKeychain
+@_exported import SecureVault

@@ -39,11 +39,19 @@ struct KeychainSetCommand: ParsableCommand {
 
     @OptionGroup var location: KeychainLocation
     @OptionGroup var name: KeychainItemName
+    @Flag(help: "Seal the password with the vault's application key (needs the vault passcode).") var secure = false
+    @OptionGroup var vaultPasscode: VaultPasscodeOption
 
     func run() throws {
         let password = try readPassword()
         let keychain = try location.open()
-        try keychain.setPassword(password, service: name.service, account: name.account, accessGroup: name.accessGroup)
+        if secure {
+            let vault = try vaultPasscode.unlockedVault(keychain)
+            try keychain.setSecurePassword(
+                password, service: name.service, account: name.account, accessGroup: name.accessGroup, sealer: vault)
+        } else {
+            try keychain.setPassword(password, service: name.service, account: name.account, accessGroup: name.accessGroup)
+        }
         try keychain.close()
     }
 
@@ -66,10 +74,16 @@ struct KeychainGetCommand: ParsableCommand {
 
     @OptionGroup var location: KeychainLocation
     @OptionGroup var name: KeychainItemName
+    @Flag(help: "Open a password sealed with the vault (needs the vault passcode).") var secure = false
+    @OptionGroup var vaultPasscode: VaultPasscodeOption
 
     func run() throws {
         let keychain = try location.open()
-        var password = try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
+        var password = secure
+            ? try keychain.securePasswordData(
+                service: name.service, account: name.account, accessGroup: name.accessGroup,
+                sealer: try vaultPasscode.unlockedVault(keychain))
+            : try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
         password.append(UInt8(ascii: "\n"))
         try Terminal.writeOutput(password, to: nil)
     }

@@ -18,6 +18,7 @@ struct SF: AsyncParsableCommand {
             OpenCommand.self,
             TourCommand.self,
             KeychainCommand.self,
+            VaultCommand.self,
         ]
     )
 }

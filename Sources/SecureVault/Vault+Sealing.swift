@@ -1,0 +1,64 @@
+import Foundation
+import SecureCore
+
+/// Data sealed by the vault: `"SFV1" || u32be(keyId) || envelope`, the envelope a raw-key native
+/// envelope under application key `keyId` whose context is `"SFV1" || keyId || caller context`.
+extension Vault {
+    static let sealedMagic = Array("SFV1".utf8)
+    static let sealedHeaderCount = 8
+
+    /// Seals `plaintext` under the current application key, binding `context`. Throws `locked`.
+    public func encrypt(_ plaintext: some DataProtocol, context: some DataProtocol = Data()) throws(VaultError) -> Data {
+        let keys = try currentKeys()
+        guard let key = keys.applicationKeys[keys.currentKeyId] else { throw .unknownKeyId(keys.currentKeyId) }
+        var output = Data(Self.sealedMagic)
+        withUnsafeBytes(of: keys.currentKeyId.bigEndian) { output.append(contentsOf: $0) }
+        let header = output
+        do {
+            output.append(try Envelope.seal(plaintext, key: key, context: header + context))
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+        }
+        return output
+    }
+
+    /// Opens what `encrypt` produced under any application key the vault holds, with the same
+    /// `context`. Throws `locked`, `unknownKeyId`, or `crypto` (`authenticationFailed` for modified
+    /// data or a wrong context, `truncated`, `unrecognizedFormat`).
+    public func decrypt(_ sealed: some DataProtocol, context: some DataProtocol = Data()) throws(VaultError) -> Data {
+        let bytes = sealed as? Data ?? Data(sealed)
+        guard bytes.count >= Self.sealedHeaderCount else {
+            throw .crypto(bytes.elementsEqual(Self.sealedMagic.prefix(bytes.count)) ? .truncated : .unrecognizedFormat(expected: "SFV1"))
+        }
+        let header = bytes.prefix(Self.sealedHeaderCount)
+        guard header.prefix(4).elementsEqual(Self.sealedMagic) else { throw .crypto(.unrecognizedFormat(expected: "SFV1")) }
+        let keyId = header.dropFirst(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let keys = try currentKeys()
+        guard let key = keys.applicationKeys[keyId] else { throw .unknownKeyId(keyId) }
+        do {
+            return try Envelope.open(bytes.dropFirst(Self.sealedHeaderCount), key: key, context: Data(header) + context)
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+        }
+    }
+
+    // MARK: ItemSealer
+
+    /// `encrypt`, reporting a locked vault as `SecureCoreError.locked` (for SecureKeychain).
+    public func seal(_ plaintext: Data, context: Data) throws -> Data {
+        do {
+            return try encrypt(plaintext, context: context)
+        } catch .locked {
+            throw SecureCoreError.locked
+        }
+    }
+
+    /// `decrypt`, reporting a locked vault as `SecureCoreError.locked` (for SecureKeychain).
+    public func open(_ sealed: Data, context: Data) throws -> Data {
+        do {
+            return try decrypt(sealed, context: context)
+        } catch .locked {
+            throw SecureCoreError.locked
+        }
+    }
+}

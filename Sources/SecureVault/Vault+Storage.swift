@@ -1,0 +1,83 @@
+import Foundation
+import SecureCore
+import SecureKeychain
+
+/// Reading and writing the state and attempt items, and the throttling rules.
+extension Vault {
+    func sync() throws(VaultError) {
+        do { try keychain.synchronizeBlocking() } catch { throw .keychain(error) }
+    }
+
+    func storedStateData() throws(VaultError) -> Data? {
+        do {
+            return try keychain.passwordData(service: Self.stateService, account: name)
+        } catch .itemNotFound {
+            return nil
+        } catch {
+            throw .keychain(error)
+        }
+    }
+
+    func loadState() throws(VaultError) -> VaultState {
+        guard let data = try storedStateData() else { throw .notSetUp }
+        return try VaultState.decode(data)
+    }
+
+    /// Writes `state` as one item and returns once it is durable.
+    func store(_ state: VaultState) throws(VaultError) {
+        do {
+            try keychain.setPassword(state.encoded(), service: Self.stateService, account: name)
+            try keychain.synchronizeBlocking()
+        } catch {
+            throw .keychain(error)
+        }
+    }
+
+    func loadAttempts() -> VaultAttempts {
+        guard let data = try? keychain.passwordData(service: Self.attemptsService, account: name) else { return .none }
+        return VaultAttempts.decode(data)
+    }
+
+    private func storeAttempts(_ attempts: VaultAttempts) throws(VaultError) {
+        do {
+            try keychain.setPassword(attempts.encoded(), service: Self.attemptsService, account: name)
+            try keychain.synchronizeBlocking()
+        } catch {
+            throw .keychain(error)
+        }
+    }
+
+    /// Throws `throttled` while the delay earned by the recorded failures has not yet passed.
+    func checkThrottle() throws(VaultError) {
+        guard let throttling = configuration.throttling else { return }
+        let attempts = loadAttempts()
+        let delay = throttling.delay(afterFailures: attempts.failures)
+        guard delay > .zero else { return }
+        let remaining = attempts.lastFailure + delay.seconds - configuration.now().timeIntervalSince1970
+        if remaining > 0 { throw .throttled(retryAfter: .milliseconds(Int64((remaining * 1000).rounded(.up)))) }
+    }
+
+    /// Counts a failure durably; erases the vault when the configured wipe limit is reached.
+    func recordFailure() throws(VaultError) {
+        guard configuration.countsFailures else { return }
+        var attempts = loadAttempts()
+        attempts.failures = attempts.failures == Int(Int32.max) ? attempts.failures : attempts.failures + 1
+        attempts.lastFailure = configuration.now().timeIntervalSince1970
+        if let limit = configuration.wipeAfterFailures, attempts.failures >= limit {
+            do {
+                try keychain.deletePassword(service: Self.stateService, account: name)
+                try? keychain.deletePassword(service: Self.attemptsService, account: name)
+                try keychain.synchronizeBlocking()
+            } catch {
+                throw .keychain(error)
+            }
+            throw .wiped
+        }
+        try storeAttempts(attempts)
+    }
+
+    func resetFailures() throws(VaultError) {
+        guard configuration.countsFailures, loadAttempts() != .none else { return }
+        try storeAttempts(.none)
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import SecureCore
+import SecureKeychain
+
+/// The crypto manager: one random vault key kept on disk only wrapped, once under the passcode and
+/// once under the answers to security questions (scrypt envelopes with their own salts, bound to
+/// the vault id and, for recovery, the questions). The vault key in turn seals the application
+/// keys (one current, older ones kept after `rotateKey()`), which encrypt data and the keychain's
+/// secure items.
+///
+/// Unwrapping is authenticated: a wrong passcode or wrong answers never unlock, and a failed
+/// attempt changes nothing but the on-disk failure counter. The state is one keychain item, so a
+/// crash during any change leaves either the old or the new state. All methods are thread-safe.
+public final class Vault: ItemSealer, @unchecked Sendable {
+    /// The keychain service of the state items (account: the vault name).
+    public static let stateService = "SecureFoundation.vault"
+    /// The keychain service of the failed-attempt counters (account: the vault name).
+    public static let attemptsService = "SecureFoundation.vault.attempts"
+
+    /// The keychain holding the vault's state.
+    public let keychain: Keychain
+    /// The vault's name in the keychain (several vaults can share one keychain).
+    public let name: String
+    /// The configuration given at creation.
+    public let configuration: Configuration
+
+    struct Keys {
+        let vaultKey: SecretBytes
+        var applicationKeys: [UInt32: SecretBytes]
+        var currentKeyId: UInt32
+    }
+
+    private struct Temporary {
+        var passcode: SecretBytes?
+        var questions: [String]?
+        var answers: [String]?
+    }
+
+    // Guarded by `lock`; `unlocked` is nil while locked.
+    private let lock = NSLock()
+    private var unlocked: Keys?
+    private var temporary = Temporary()
+
+    /// A vault named `name` in `keychain` (set up or not). Nothing is read or written yet.
+    public init(keychain: Keychain, name: String = "default", configuration: Configuration = Configuration()) {
+        self.keychain = keychain
+        self.name = name
+        self.configuration = configuration
+    }
+
+    // MARK: Readable while locked
+
+    /// True when the vault is set up (its passcode wrap exists).
+    public var hasPasscode: Bool { (try? loadState()) != nil }
+
+    /// True when the vault has security questions and a recovery wrap.
+    public var hasSecurityQuestionsAndAnswers: Bool { !securityQuestions.isEmpty }
+
+    /// The security questions as stored (empty when the vault is not set up).
+    public var securityQuestions: [String] { (try? loadState())?.questions ?? [] }
+
+    /// The id of the application key new data is sealed under, and how many keys the vault holds.
+    public var keyIds: (current: UInt32, all: [UInt32])? {
+        guard let state = try? loadState() else { return nil }
+        return (state.currentKeyId, state.keys.map(\.id).sorted())
+    }
+
+    /// Consecutive failed attempts recorded on disk.
+    public var failedAttempts: Int { loadAttempts().failures }
+
+    /// True until an unlock succeeds, and again after `purge()`.
+    public var isLocked: Bool { lock.withLock { unlocked == nil } }
+
+    // MARK: Set-up
+
+    /// Stores a passcode in memory (never on disk) for `finalize()`.
+    public func setTemporaryPasscode(_ passcode: SecretBytes) throws(VaultError) {
+        guard passcode.count > 0 else { throw .invalidSecret("the passcode is empty") }
+        lock.withLock { temporary.passcode = passcode }
+    }
+
+    /// Stores questions and their answers in memory (never on disk) for `finalize()`.
+    public func setTemporarySecurityQuestions(_ questions: [String], answers: [String]) throws(VaultError) {
+        try Self.validate(questions: questions, answers: answers)
+        lock.withLock {
+            temporary.questions = questions
+            temporary.answers = answers
+        }
+    }
+
+    /// Creates the vault key and the first application key, writes both wraps in one durable
+    /// write, clears the temporary values, and leaves the vault unlocked.
+    public func finalize() throws(VaultError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let passcode = temporary.passcode else { throw .incompleteSetUp("no temporary passcode") }
+        guard let questions = temporary.questions, let answers = temporary.answers else {
+            throw .incompleteSetUp("no temporary security questions and answers")
+        }
+        try sync()
+        guard try storedStateData() == nil else { throw .alreadySetUp }
+        let vaultId = SecureRandom.bytes(count: 16)
+        let vaultKey = SecretBytes.random(count: Envelope.keyByteCount)
+        let applicationKey = SecretBytes.random(count: Envelope.keyByteCount)
+        let kdf = configuration.kdf ?? .default
+        let state = VaultState(
+            version: VaultState.formatVersion, vaultId: vaultId,
+            passcodeWrap: try Self.wrap(vaultKey, passphrase: passcode, kdf: kdf, context: VaultState.passcodeContext(vaultId: vaultId)),
+            questions: questions,
+            recoveryWrap: try Self.wrap(
+                vaultKey, passphrase: SecretBytes(try SecurityAnswers.passphrase(answers)), kdf: kdf,
+                context: VaultState.recoveryContext(vaultId: vaultId, questions: questions)),
+            currentKeyId: 1,
+            keys: [.init(id: 1, sealed: try Self.seal(applicationKey, vaultKey: vaultKey, vaultId: vaultId, keyId: 1))])
+        try store(state)
+        temporary = Temporary()
+        unlocked = Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
+    }
+
+    /// One-call set-up: the temporary passcode and questions, then `finalize()`.
+    public func setUp(passcode: SecretBytes, questions: [String], answers: [String]) throws(VaultError) {
+        try setTemporaryPasscode(passcode)
+        try setTemporarySecurityQuestions(questions, answers: answers)
+        try finalize()
+    }
+
+    // MARK: Unlocking
+
+    /// Unlocks with the passcode. Throws `throttled` (no KDF work done) while a delay is pending,
+    /// `wrongPasscode` (counted) for a wrong passcode, `wiped` when that failure reached the limit.
+    /// A failure leaves an unlocked vault unlocked.
+    public func unlock(passcode: SecretBytes) throws(VaultError) {
+        try attempt(failure: .wrongPasscode) { state in
+            (state.passcodeWrap, Array(VaultState.passcodeContext(vaultId: state.vaultId)), passcode)
+        }
+    }
+
+    /// Unlocks with the answers to the security questions (normalized; see `SecurityAnswers`).
+    /// Same throttling and failure rules as `unlock(passcode:)`.
+    public func unlock(answers: [String]) throws(VaultError) {
+        let passphrase = SecretBytes(try SecurityAnswers.passphrase(answers))
+        try attempt(failure: .wrongAnswers) { state in
+            (state.recoveryWrap, Array(VaultState.recoveryContext(vaultId: state.vaultId, questions: state.questions)), passphrase)
+        }
+    }
+
+    /// Recovery (the seed's reset flow): unlock with the answers, then set `newPasscode`.
+    public func recover(answers: [String], newPasscode: SecretBytes) throws(VaultError) {
+        try unlock(answers: answers)
+        try updatePasscode(newPasscode)
+    }
+
+    /// Locks: drops the vault and application keys, whose buffers are zeroed as they are released,
+    /// and clears any temporary set-up values.
+    public func purge() {
+        lock.withLock {
+            unlocked = nil
+            temporary = Temporary()
+        }
+    }
+
+    private func attempt(
+        failure: VaultError, _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
+    ) throws(VaultError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try sync()
+        let state = try loadState()
+        try checkThrottle()
+        let (wrap, context, passphrase) = select(state)
+        let vaultKey: SecretBytes
+        do {
+            vaultKey = try Self.unwrap(wrap, passphrase: passphrase, context: context, limits: configuration.kdfLimits)
+        } catch .crypto(.authenticationFailed) {
+            try recordFailure()
+            throw failure
+        }
+        let keys = try Self.openKeys(state, vaultKey: vaultKey)
+        try resetFailures()
+        unlocked = keys
+    }
+
+    // MARK: Changing secrets (unlocked only)
+
+    /// Re-wraps the vault key under `newPasscode` (data and application keys are untouched) in one
+    /// durable write: a crash leaves either the old or the new passcode working.
+    public func updatePasscode(_ newPasscode: SecretBytes) throws(VaultError) {
+        guard newPasscode.count > 0 else { throw .invalidSecret("the passcode is empty") }
+        try change { state, keys throws(VaultError) in
+            state.passcodeWrap = try Self.wrap(
+                keys.vaultKey, passphrase: newPasscode, kdf: try newWrapKDF(state),
+                context: VaultState.passcodeContext(vaultId: state.vaultId))
+        }
+    }
+
+    /// Replaces the questions and answers (re-wrapping the vault key under the new answers) in one
+    /// durable write.
+    public func updateSecurityQuestionsAndAnswers(questions: [String], answers: [String]) throws(VaultError) {
+        try Self.validate(questions: questions, answers: answers)
+        let passphrase = SecretBytes(try SecurityAnswers.passphrase(answers))
+        try change { state, keys throws(VaultError) in
+            state.questions = questions
+            state.recoveryWrap = try Self.wrap(
+                keys.vaultKey, passphrase: passphrase, kdf: try newWrapKDF(state),
+                context: VaultState.recoveryContext(vaultId: state.vaultId, questions: questions))
+        }
+    }
+
+    /// Runs `body` on the current state and keys under the lock and stores the result durably.
+    func change(_ body: (inout VaultState, inout Keys) throws(VaultError) -> Void) throws(VaultError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard var keys = unlocked else { throw .locked }
+        try sync()
+        var state = try loadState()
+        try body(&state, &keys)
+        try store(state)
+        unlocked = keys
+    }
+
+    /// The application keys while unlocked (for sealing), without holding the lock during crypto.
+    func currentKeys() throws(VaultError) -> Keys {
+        guard let keys = lock.withLock({ unlocked }) else { throw .locked }
+        return keys
+    }
+
+    private func newWrapKDF(_ state: VaultState) throws(VaultError) -> PasswordKDF {
+        if let kdf = configuration.kdf { return kdf }
+        do {
+            return try Envelope.header(of: state.passcodeWrap).kdf ?? .default
+        } catch {
+            throw .corruptState("the passcode wrap header is not valid")
+        }
+    }
+
+    private static func validate(questions: [String], answers: [String]) throws(VaultError) {
+        guard !questions.isEmpty else { throw .invalidSecret("at least one security question is needed") }
+        guard questions.count == answers.count else {
+            throw .invalidSecret("\(questions.count) questions but \(answers.count) answers")
+        }
+        guard !questions.contains(where: { $0.allSatisfy(\.isWhitespace) }) else { throw .invalidSecret("a question is blank") }
+        _ = try SecurityAnswers.passphrase(answers)
+    }
+}

@@ -1,0 +1,216 @@
+import ArgumentParser
+import Foundation
+import SecureFoundation
+
+/// `sf vault`: the crypto manager (one application key behind a passcode and security questions).
+struct VaultCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vault",
+        abstract: "Manage the vault: an application key behind a passcode and security questions.",
+        subcommands: [
+            VaultInitCommand.self, VaultStatusCommand.self, VaultChangePasscodeCommand.self,
+            VaultChangeQuestionsCommand.self, VaultRecoverCommand.self, VaultEncryptCommand.self,
+            VaultDecryptCommand.self, VaultRotateCommand.self,
+        ]
+    )
+}
+
+/// The passcode of an existing vault: `--passcode-file` (first line) or a prompt without echo.
+struct VaultPasscodeOption: ParsableArguments {
+    @Option(help: "File whose first line is the vault passcode (default: prompt).") var passcodeFile: String?
+
+    func read() throws -> SecretBytes {
+        if let passcodeFile { return try Terminal.readSecret(fromFile: passcodeFile) }
+        return try Terminal.readSecret(prompt: "Vault passcode: ", alternative: "--passcode-file")
+    }
+
+    /// Opens the vault in `keychain` and unlocks it with the passcode.
+    func unlockedVault(_ keychain: Keychain) throws -> Vault {
+        let vault = Vault(keychain: keychain)
+        guard vault.hasPasscode else { throw VaultError.notSetUp }
+        try vault.unlock(passcode: try read())
+        return vault
+    }
+}
+
+/// Questions and answers, from files (one per line) or prompted.
+struct VaultQuestionsOptions: ParsableArguments {
+    @Option(help: "File with one security question per line (default: prompt).") var questionsFile: String?
+    @Option(help: "File with one answer per line, in the order of the questions (default: prompt).") var answersFile: String?
+
+    func read() throws -> (questions: [String], answers: [String]) {
+        let questions = try questionsFile.map(VaultFiles.lines) ?? VaultFiles.promptQuestions()
+        let answers = try answersFile.map(VaultFiles.lines) ?? questions.map { question in
+            String(decoding: try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { Data($0) }, as: UTF8.self)
+        }
+        return (questions, answers)
+    }
+}
+
+/// The new passcode for init, change-passcode and recover.
+struct VaultNewPasscodeOption: ParsableArguments {
+    @Option(help: "File whose first line is the new passcode (default: prompt twice).") var newPasscodeFile: String?
+
+    func read(prompt: String = "New vault passcode: ") throws -> SecretBytes {
+        if let newPasscodeFile { return try Terminal.readSecret(fromFile: newPasscodeFile) }
+        return try Terminal.readSecret(prompt: prompt, confirm: true, alternative: "--new-passcode-file")
+    }
+}
+
+enum VaultFiles {
+    /// The non-empty lines of a file (questions and answers are not secrets of the command line).
+    static func lines(_ path: String) throws -> [String] {
+        let text = String(decoding: try FileInput(path: path).readToEnd(), as: UTF8.self)
+        return text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.allSatisfy(\.isWhitespace) }
+    }
+
+    /// Questions typed on standard input, one per line, ended by an empty line.
+    static func promptQuestions() throws -> [String] {
+        Terminal.writeError("Security questions, one per line; an empty line ends the list:")
+        var questions: [String] = []
+        while let line = readLine(), !line.allSatisfy(\.isWhitespace) { questions.append(line) }
+        guard !questions.isEmpty else { throw ValidationError("no security questions given; use --questions-file") }
+        return questions
+    }
+}
+
+struct VaultInitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init", abstract: "Set up the vault: a passcode and security questions with their answers.")
+
+    @OptionGroup var location: KeychainLocation
+    @Option(help: "File whose first line is the passcode (default: prompt twice).") var passcodeFile: String?
+    @OptionGroup var questions: VaultQuestionsOptions
+    @Option(help: "scrypt log2(N) for the passcode and answer wraps (default 17).") var scryptLogN: UInt8 = 17
+
+    func run() throws {
+        let passcode = try passcodeFile.map(Terminal.readSecret(fromFile:))
+            ?? Terminal.readSecret(prompt: "New vault passcode: ", confirm: true, alternative: "--passcode-file")
+        let (questions, answers) = try self.questions.read()
+        let keychain = try location.open()
+        let vault = Vault(keychain: keychain, configuration: .init(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1)))
+        try vault.setUp(passcode: passcode, questions: questions, answers: answers)
+        try keychain.close()
+    }
+}
+
+struct VaultStatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Show whether the vault is set up (no secret needed).")
+
+    @OptionGroup var location: KeychainLocation
+
+    func run() throws {
+        let vault = Vault(keychain: try location.open())
+        guard vault.hasPasscode, let keys = vault.keyIds else {
+            print("vault: not set up")
+            return
+        }
+        print("vault: set up")
+        print("security questions: \(vault.securityQuestions.count)")
+        for question in vault.securityQuestions { print("  \(question)") }
+        print("current key id: \(keys.current) (\(keys.all.count) key\(keys.all.count == 1 ? "" : "s"))")
+        print("failed attempts: \(vault.failedAttempts)")
+    }
+}
+
+struct VaultChangePasscodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "change-passcode", abstract: "Change the passcode (the key and data are unchanged).")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+    @OptionGroup var newPasscode: VaultNewPasscodeOption
+
+    func run() throws {
+        let keychain = try location.open()
+        let vault = try passcode.unlockedVault(keychain)
+        try vault.updatePasscode(try newPasscode.read())
+        try keychain.close()
+    }
+}
+
+struct VaultChangeQuestionsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "change-questions", abstract: "Replace the security questions and answers.")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+    @OptionGroup var questions: VaultQuestionsOptions
+
+    func run() throws {
+        let keychain = try location.open()
+        let vault = try passcode.unlockedVault(keychain)
+        let (questions, answers) = try self.questions.read()
+        try vault.updateSecurityQuestionsAndAnswers(questions: questions, answers: answers)
+        try keychain.close()
+    }
+}
+
+struct VaultRecoverCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recover", abstract: "Unlock with the security answers and set a new passcode.")
+
+    @OptionGroup var location: KeychainLocation
+    @Option(help: "File with one answer per line (default: prompt).") var answersFile: String?
+    @OptionGroup var newPasscode: VaultNewPasscodeOption
+
+    func run() throws {
+        let keychain = try location.open()
+        let vault = Vault(keychain: keychain)
+        guard vault.hasPasscode else { throw VaultError.notSetUp }
+        let answers = try answersFile.map(VaultFiles.lines) ?? vault.securityQuestions.map { question in
+            String(decoding: try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { Data($0) }, as: UTF8.self)
+        }
+        try vault.unlock(answers: answers)
+        try vault.updatePasscode(try newPasscode.read())
+        try keychain.close()
+    }
+}
+
+/// Input, output and context shared by encrypt and decrypt.
+struct VaultDataOptions: ParsableArguments {
+    @Option(help: "Context bound to the sealed data; the same context is needed to decrypt.") var context: String?
+    @Option(name: .shortAndLong, help: "Output file (written atomically); default standard output.") var output: String?
+    @Argument(help: "Input file; default standard input.") var input: String?
+}
+
+struct VaultEncryptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "encrypt", abstract: "Seal data with the application key (SFV1).")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+    @OptionGroup var data: VaultDataOptions
+
+    func run() throws {
+        let plaintext = try Terminal.readInput(data.input)
+        let vault = try passcode.unlockedVault(try location.open())
+        try Terminal.writeOutput(try vault.encrypt(plaintext, context: Data((data.context ?? "").utf8)), to: data.output)
+    }
+}
+
+struct VaultDecryptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "decrypt", abstract: "Open data sealed with `sf vault encrypt`.")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+    @OptionGroup var data: VaultDataOptions
+
+    func run() throws {
+        let sealed = try Terminal.readInput(data.input)
+        let vault = try passcode.unlockedVault(try location.open())
+        try Terminal.writeOutput(try vault.decrypt(sealed, context: Data((data.context ?? "").utf8)), to: data.output)
+    }
+}
+
+struct VaultRotateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate", abstract: "Make a new application key current and re-seal the secure keychain items.")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+
+    func run() throws {
+        let keychain = try location.open()
+        let rotation = try passcode.unlockedVault(keychain).rotateKey()
+        try keychain.close()
+        print("current key id: \(rotation.keyId); re-sealed \(rotation.resealed) secure item(s), skipped \(rotation.skipped)")
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import SFTestSupport
+import SecureCore
+import SecureKeychain
+import SecureVault
+import Testing
+
+@Suite struct VaultLifecycleTests {
+    @Test func setUpThroughTemporaryStorageThenFinalize() throws {
+        let scratch = try VaultScratch()
+        let vault = Vault(keychain: try scratch.keychain(), configuration: configuration())
+        #expect(!vault.hasPasscode && !vault.hasSecurityQuestionsAndAnswers && vault.securityQuestions.isEmpty)
+        #expect(vaultError { try vault.finalize() } == .incompleteSetUp("no temporary passcode"))
+        try vault.setTemporaryPasscode(secret("pass"))
+        #expect(vaultError { try vault.finalize() } == .incompleteSetUp("no temporary security questions and answers"))
+        try vault.setTemporarySecurityQuestions(testQuestions, answers: testAnswers)
+        try vault.finalize()
+        #expect(vault.hasPasscode && vault.hasSecurityQuestionsAndAnswers && !vault.isLocked)
+        #expect(vault.securityQuestions == testQuestions)
+        #expect(vaultError { try vault.setUp(passcode: secret("x"), questions: ["q"], answers: ["a"]) } == .alreadySetUp)
+    }
+
+    @Test func rejectsInvalidSecrets() throws {
+        let vault = Vault(keychain: try VaultScratch().keychain(), configuration: configuration())
+        #expect(vaultError { try vault.setTemporaryPasscode(SecretBytes(Data())) } == .invalidSecret("the passcode is empty"))
+        #expect(vaultError { try vault.setTemporarySecurityQuestions(["q1", "q2"], answers: ["a"]) } == .invalidSecret("2 questions but 1 answers"))
+        #expect(vaultError { try vault.setTemporarySecurityQuestions([], answers: []) } == .invalidSecret("at least one security question is needed"))
+        #expect(vaultError { try vault.setTemporarySecurityQuestions(["q"], answers: ["  "]) } == .invalidSecret("an answer is blank"))
+    }
+
+    @Test func unlockPurgeAndReadWhileLocked() throws {
+        let scratch = try VaultScratch()
+        let sealed = try scratch.setUpVault().encrypt(Data("hello".utf8))
+        let vault = Vault(keychain: try scratch.keychain(), configuration: configuration())
+        #expect(vault.isLocked && vault.hasPasscode && vault.securityQuestions == testQuestions)
+        #expect(vaultError { _ = try vault.decrypt(sealed) } == .locked)
+        #expect(vaultError { try vault.updatePasscode(secret("new")) } == .locked)
+        #expect(vaultError { try vault.updateSecurityQuestionsAndAnswers(questions: ["q"], answers: ["a"]) } == .locked)
+        #expect(vaultError { try vault.rotateKey() } == .locked)
+        try vault.unlock(passcode: secret("old passcode"))
+        #expect(try vault.decrypt(sealed) == Data("hello".utf8))
+        vault.purge()
+        #expect(vault.isLocked)
+        #expect(vaultError { _ = try vault.encrypt(Data()) } == .locked)
+        #expect(throws: SecureCoreError.locked) { _ = try vault.seal(Data(), context: Data()) }
+    }
+
+    @Test func failedAttemptLeavesUnlockedVaultUnlockedAndStateUnchanged() throws {
+        let scratch = try VaultScratch()
+        let vault = try scratch.setUpVault()
+        let keychain = vault.keychain
+        let before = try keychain.passwordData(service: Vault.stateService, account: "default")
+        #expect(vaultError { try vault.unlock(passcode: secret("wrong")) } == .wrongPasscode)
+        #expect(vaultError { try vault.unlock(answers: ["no", "no"]) } == .wrongAnswers)
+        #expect(!vault.isLocked)
+        #expect(try vault.decrypt(try vault.encrypt(Data("still".utf8))) == Data("still".utf8))
+        #expect(try keychain.passwordData(service: Vault.stateService, account: "default") == before)
+    }
+
+    @Test func changePasscodeAndQuestions() throws {
+        let scratch = try VaultScratch()
+        let vault = try scratch.setUpVault()
+        let sealed = try vault.encrypt(Data("data".utf8))
+        try vault.updatePasscode(secret("new passcode"))
+        try vault.updateSecurityQuestionsAndAnswers(questions: ["Favourite colour?"], answers: ["Blue"])
+        let reopened = Vault(keychain: try scratch.keychain(), configuration: configuration())
+        #expect(reopened.securityQuestions == ["Favourite colour?"])
+        #expect(vaultError { try reopened.unlock(passcode: secret("old passcode")) } == .wrongPasscode)
+        #expect(vaultError { try reopened.unlock(answers: testAnswers) } == .wrongAnswers)
+        try reopened.unlock(passcode: secret("new passcode"))
+        #expect(try reopened.decrypt(sealed) == Data("data".utf8))
+        reopened.purge()
+        try reopened.unlock(answers: ["blue"])
+        #expect(try reopened.decrypt(sealed) == Data("data".utf8))
+    }
+
+    @Test func recoveryWithAnswersSetsANewPasscode() throws {
+        let scratch = try VaultScratch()
+        let sealed = try scratch.setUpVault().encrypt(Data("data".utf8))
+        let vault = Vault(keychain: try scratch.keychain(), configuration: configuration())
+        try vault.recover(answers: ["  REX ", "elm   street"], newPasscode: secret("reset passcode"))
+        vault.purge()
+        #expect(vaultError { try vault.unlock(passcode: secret("old passcode")) } == .wrongPasscode)
+        try vault.unlock(passcode: secret("reset passcode"))
+        #expect(try vault.decrypt(sealed) == Data("data".utf8))
+    }
+
+    @Test func wrapsUseScryptWithTheirOwnSaltsAndNoSecretIsStoredInClear() throws {
+        let scratch = try VaultScratch()
+        let vault = try scratch.setUpVault()
+        let state = try vault.keychain.passwordData(service: Vault.stateService, account: "default")
+        let json = try #require(try JSONSerialization.jsonObject(with: state) as? [String: Any])
+        let passcodeWrap = try #require(Data(base64Encoded: json["passcodeWrap"] as? String ?? ""))
+        let recoveryWrap = try #require(Data(base64Encoded: json["recoveryWrap"] as? String ?? ""))
+        let a = try Envelope.header(of: passcodeWrap), b = try Envelope.header(of: recoveryWrap)
+        #expect(a.kdf == testKDF && b.kdf == testKDF)
+        #expect(a.salt.count == 16 && a.salt != b.salt)
+        for needle in ["old passcode", "Rex", "rex", "elm street"] {
+            #expect(state.range(of: Data(needle.utf8)) == nil)
+        }
+    }
+
+    @Test func defaultCostIsScryptLogN17() throws {
+        let scratch = try VaultScratch()
+        var configuration = Vault.Configuration()
+        configuration.throttling = nil
+        let vault = Vault(keychain: try scratch.keychain(), configuration: configuration)
+        try vault.setUp(passcode: secret("p"), questions: ["q"], answers: ["a"])
+        let state = try vault.keychain.passwordData(service: Vault.stateService, account: "default")
+        let json = try #require(try JSONSerialization.jsonObject(with: state) as? [String: Any])
+        let wrap = try #require(Data(base64Encoded: json["passcodeWrap"] as? String ?? ""))
+        #expect(try Envelope.header(of: wrap).kdf == .scrypt(logN: 17, r: 8, p: 1))
+        vault.purge()
+        try vault.unlock(passcode: secret("p"))
+        #expect(!vault.isLocked)
+    }
+
+    @Test func keychainSecureItemsSealThroughTheVault() throws {
+        let scratch = try VaultScratch()
+        let vault = try scratch.setUpVault()
+        let keychain = vault.keychain
+        try keychain.setSecurePassword("s3cret", service: "mail", account: "me", sealer: vault)
+        #expect(try keychain.securePassword(service: "mail", account: "me", sealer: vault) == "s3cret")
+        vault.purge()
+        #expect(throws: KeychainError.locked) { _ = try keychain.securePassword(service: "mail", account: "me", sealer: vault) }
+        #expect(throws: KeychainError.locked) { try keychain.setSecurePassword("x", service: "mail", account: "me", sealer: vault) }
+    }
+
+    @Test func wipeAfterConfiguredFailures() throws {
+        let scratch = try VaultScratch()
+        var configuration = configuration(throttling: nil)
+        configuration.wipeAfterFailures = 3
+        _ = try scratch.setUpVault(configuration)
+        let vault = Vault(keychain: try scratch.keychain(), configuration: configuration)
+        #expect(vaultError { try vault.unlock(passcode: secret("a")) } == .wrongPasscode)
+        #expect(vaultError { try vault.unlock(passcode: secret("b")) } == .wrongPasscode)
+        #expect(vaultError { try vault.unlock(passcode: secret("c")) } == .wiped)
+        #expect(!vault.hasPasscode)
+        #expect(vaultError { try vault.unlock(passcode: secret("old passcode")) } == .notSetUp)
+    }
+}
