@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
+        .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .executable(name: "sf", targets: ["sf"]),
     ],
@@ -26,7 +27,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .target(name: "SecureFoundation", dependencies: ["SecureCore"], swiftSettings: strict),
+        .target(
+            name: "AgeEncryption",
+            dependencies: [
+                "SecureCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "SecureFoundation", dependencies: ["SecureCore", "AgeEncryption"], swiftSettings: strict),
         .executableTarget(
             name: "sf",
             dependencies: [
@@ -38,6 +48,10 @@ let package = Package(
         // Shared by the test targets only (vectors, peers, processes); not a product.
         .target(name: "SFTestSupport", swiftSettings: strict),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
+        // The system zlib, only so the age tests can inflate the testkit's compressed vectors.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .testTarget(
+            name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )
