@@ -41,12 +41,18 @@ extension Age {
         /// The default ceiling on the work factor accepted from a file: 22 (about 16 s, 4 GiB).
         public static let defaultWorkFactorCeiling = 22
 
-        private let passphrase: SecretBytes
+        private let passphrase: @Sendable () throws -> SecretBytes
         /// The largest work factor (log2 N) this identity will compute.
         public let workFactorCeiling: Int
 
         /// An identity for `passphrase` (UTF-8 bytes) that accepts work factors up to `workFactorCeiling`.
         public init(passphrase: SecretBytes, workFactorCeiling: Int = defaultWorkFactorCeiling) {
+            self.init(workFactorCeiling: workFactorCeiling) { passphrase }
+        }
+
+        /// An identity that asks `passphrase` for the passphrase only once a well-formed scrypt
+        /// stanza within the ceiling was found (so a prompt is not wasted on a file it would refuse).
+        public init(workFactorCeiling: Int = defaultWorkFactorCeiling, passphrase: @escaping @Sendable () throws -> SecretBytes) {
             self.passphrase = passphrase
             self.workFactorCeiling = min(workFactorCeiling, 40)
         }
@@ -75,7 +81,7 @@ extension Age {
                 guard stanza.body.count == FileKeyWrap.wrappedByteCount else {
                     throw AgeError.malformedHeader("an scrypt stanza body is not 32 bytes")
                 }
-                let wrapKey = try Self.deriveWrapKey(passphrase, salt: salt, workFactor: workFactor)
+                let wrapKey = try Self.deriveWrapKey(passphrase(), salt: salt, workFactor: workFactor)
                 return FileKeyWrap.open(stanza.body, with: wrapKey)
             }
             return nil

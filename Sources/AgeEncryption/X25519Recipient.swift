@@ -4,7 +4,7 @@ import SecureCore
 
 extension Age {
     /// The native X25519 recipient: an `age1…` public key.
-    public struct X25519Recipient: Recipient, Hashable {
+    public struct X25519Recipient: Recipient, Hashable, CustomStringConvertible {
         static let stanzaType = "X25519"
         static let wrapInfo = Data("age-encryption.org/v1/X25519".utf8)
 
@@ -24,6 +24,9 @@ extension Age {
 
         /// The `age1…` Bech32 encoding.
         public var string: String { Bech32.encode(hrp: "age", data: publicKey.rawRepresentation) }
+
+        /// The `age1…` encoding (public, safe to print).
+        public var description: String { string }
 
         public func wrap(fileKey: SecretBytes) throws -> [Stanza] {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()

@@ -11,6 +11,7 @@ struct SF: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             RandomCommand.self,
+            EncryptCommand.self, DecryptCommand.self, KeygenCommand.self,
         ]
     )
 }

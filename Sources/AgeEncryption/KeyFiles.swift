@@ -1,0 +1,51 @@
+import Foundation
+
+extension Age {
+    /// Parses a recipients file (as `age -R` reads it): one recipient per line, `#` comments and
+    /// empty lines ignored. Accepts `age1…` X25519 recipients and OpenSSH `ssh-ed25519` / `ssh-rsa`
+    /// public key lines. Throws `invalidRecipient` naming the line that fails.
+    public static func parseRecipients(_ text: String) throws -> [any Recipient] {
+        var recipients = [any Recipient]()
+        for (number, line) in lines(text) {
+            do {
+                recipients.append(try parseRecipient(line))
+            } catch AgeError.invalidRecipient(let reason) {
+                throw AgeError.invalidRecipient("line \(number): \(reason)")
+            }
+        }
+        guard !recipients.isEmpty else { throw AgeError.invalidRecipient("the recipients file lists no recipient") }
+        return recipients
+    }
+
+    /// Parses one recipient string: `age1…`, `ssh-ed25519 …` or `ssh-rsa …`.
+    public static func parseRecipient(_ text: String) throws -> any Recipient {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("ssh-") { return try SSHKeys.parseRecipient(trimmed) }
+        return try X25519Recipient(trimmed)
+    }
+
+    /// Parses an identity file (as `age -i` reads it): `AGE-SECRET-KEY-1…` lines with `#` comments
+    /// and empty lines, or one unencrypted OpenSSH private key (`ssh-ed25519` or `ssh-rsa`).
+    /// Errors never quote the file, which holds secrets.
+    public static func parseIdentities(_ text: String) throws -> [any Identity] {
+        if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") { return [try SSHKeys.parseIdentity(text)] }
+        var identities = [any Identity]()
+        for (number, line) in lines(text) {
+            do {
+                identities.append(try X25519Identity(line))
+            } catch {
+                throw AgeError.invalidIdentity("line \(number) is not an AGE-SECRET-KEY-1… identity")
+            }
+        }
+        guard !identities.isEmpty else { throw AgeError.invalidIdentity("the identity file holds no identity") }
+        return identities
+    }
+
+    /// Non-empty, non-comment lines with their 1-based numbers, trailing CR and spaces removed.
+    private static func lines(_ text: String) -> [(Int, String)] {
+        text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, raw in
+            let line = raw.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+            return line.isEmpty || line.hasPrefix("#") ? nil : (index + 1, line)
+        }
+    }
+}
