@@ -43,8 +43,9 @@ extension Age {
 
     /// Non-empty, non-comment lines with their 1-based numbers, trailing CR and spaces removed.
     private static func lines(_ text: String) -> [(Int, String)] {
-        text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, raw in
-            let line = raw.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\r")))
+        // `\r\n` is one Character in Swift, so split on every kind of line ending.
+        text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated().compactMap { index, raw in
+            let line = raw.trimmingCharacters(in: .whitespaces)
             return line.isEmpty || line.hasPrefix("#") ? nil : (index + 1, line)
         }
     }

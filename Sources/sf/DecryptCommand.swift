@@ -33,6 +33,15 @@ struct DecryptCommand: ParsableCommand {
     var input: String?
 
     func run() throws {
+        try Self.decrypt(
+            identityFiles: identityFiles, passphraseFile: passphraseFile, maxWorkFactor: maxWorkFactor,
+            output: output, input: input)
+    }
+
+    /// The decryption shared with `sf encrypt -d`.
+    static func decrypt(
+        identityFiles: [String], passphraseFile: String?, maxWorkFactor: Int, output: String?, input: String?
+    ) throws {
         try AgeCommandSupport.run {
             var identities = [any Age.Identity]()
             for path in identityFiles { identities += try Age.parseIdentities(AgeCommandSupport.readText(path)) }

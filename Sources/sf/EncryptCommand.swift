@@ -51,12 +51,9 @@ struct EncryptCommand: ParsableCommand {
             if !recipients.isEmpty || !recipientFiles.isEmpty || armor || passphrase {
                 AgeCommandSupport.usage("-r, -R, -a and -p cannot be used with -d")
             }
-            var command = DecryptCommand()
-            command.identityFiles = identityFiles
-            command.passphraseFile = passphraseFile
-            command.output = output
-            command.input = input
-            return try command.run()
+            return try DecryptCommand.decrypt(
+                identityFiles: identityFiles, passphraseFile: passphraseFile,
+                maxWorkFactor: Age.ScryptIdentity.defaultWorkFactorCeiling, output: output, input: input)
         }
         try AgeCommandSupport.run {
             let usesPassphrase = passphrase || passphraseFile != nil
