@@ -13,18 +13,11 @@ import SecureFoundation
 /// What `sf encrypt`, `sf decrypt` and `sf keygen` share: input and output selection, error
 /// reporting with age's exit statuses, and the progress bar.
 enum AgeCommandSupport {
-    /// Runs `body`, turning library and I/O failures into a message on stderr and exit status 1.
+    /// Runs `body` after tuning the allocator; errors reach `sf`'s main, which prints them and
+    /// exits 1 (operation failed) or 2 (`ValidationError`, usage).
     static func run(_ body: () throws -> Void) throws {
         keepFreedMemory()
-        do {
-            try body()
-        } catch let error as AgeError {
-            fail(error.description)
-        } catch let error as PassphraseReader.Failure {
-            fail(error.description)
-        } catch let error as SecureCoreError {
-            fail(error.description)
-        }
+        try body()
     }
 
     /// swift-crypto returns every sealed or opened 64 KiB chunk in a fresh allocation. By default
@@ -37,16 +30,6 @@ enum AgeCommandSupport {
         #endif
     }
 
-    static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("sf: error: \(message)\n".utf8))
-        exit(1)
-    }
-
-    static func usage(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("sf: usage error: \(message)\n".utf8))
-        exit(2)
-    }
-
     /// The input file, or standard input for nil or `-`; wrapped in a progress bar when stderr is
     /// a terminal and the input is a regular file over 64 MiB.
     static func input(_ path: String?) throws -> Age.ByteSource {
@@ -57,15 +40,23 @@ enum AgeCommandSupport {
         return source
     }
 
-    /// Writes to `path` atomically (complete or absent), or streams to standard output.
+    /// Writes to a regular file `path` atomically (complete or absent), straight to a device or
+    /// pipe `path` (never replacing, say, /dev/null), or streams to standard output.
     static func withOutput(_ path: String?, binary: Bool, _ body: (Age.ByteSink) throws -> Void) throws {
         if let path, path != "-" {
+            var status = stat()
+            if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+                let fd = open(path, O_WRONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw CLIError("\(path): \(String(cString: strerror(errno)))") }
+                defer { close(fd) }
+                return try body(Age.DescriptorSink(descriptor: fd, name: path))
+            }
             try AtomicFile.write(to: path) { output in
                 try body(Age.DescriptorSink(descriptor: output.descriptor, name: path))
             }
         } else {
             if binary, isatty(1) == 1 {
-                fail("refusing to write binary age data to a terminal; use -a for armor or -o FILE")
+                throw CLIError("refusing to write binary age data to a terminal; use -a for armor or -o FILE")
             }
             try body(Age.DescriptorSink(descriptor: 1, name: "standard output"))
         }
@@ -73,11 +64,7 @@ enum AgeCommandSupport {
 
     /// The text of a key file, or a clear error.
     static func readText(_ path: String) throws -> String {
-        if path == "-" {
-            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        }
-        guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
-        return String(decoding: data, as: UTF8.self)
+        return String(decoding: try Terminal.readInput(path), as: UTF8.self)
     }
 }
 

@@ -48,7 +48,8 @@ struct DecryptCommand: ParsableCommand {
             if identities.isEmpty || passphraseFile != nil {
                 let file = passphraseFile
                 identities.append(Age.ScryptIdentity(workFactorCeiling: maxWorkFactor) {
-                    try file.map(PassphraseReader.read(fromFile:)) ?? PassphraseReader.prompt("Enter passphrase: ")
+                    try file.map(Terminal.readSecret(fromFile:))
+                        ?? Terminal.readSecret(prompt: "Enter passphrase: ", alternative: "--passphrase-file")
                 })
             }
             let source = try AgeCommandSupport.input(input)

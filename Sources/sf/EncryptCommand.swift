@@ -49,7 +49,7 @@ struct EncryptCommand: ParsableCommand {
     func run() throws {
         if decrypt {
             if !recipients.isEmpty || !recipientFiles.isEmpty || armor || passphrase {
-                AgeCommandSupport.usage("-r, -R, -a and -p cannot be used with -d")
+                throw ValidationError("-r, -R, -a and -p cannot be used with -d")
             }
             return try DecryptCommand.decrypt(
                 identityFiles: identityFiles, passphraseFile: passphraseFile,
@@ -63,25 +63,23 @@ struct EncryptCommand: ParsableCommand {
             for path in identityFiles {
                 for identity in try Age.parseIdentities(AgeCommandSupport.readText(path)) {
                     guard let convertible = identity as? any RecipientConvertible else {
-                        AgeCommandSupport.usage("the identity in \(path) cannot be turned into a recipient")
+                        throw ValidationError("the identity in \(path) cannot be turned into a recipient")
                     }
                     all.append(convertible.recipientForEncryption)
                 }
             }
             if usesPassphrase {
-                guard all.isEmpty else { AgeCommandSupport.usage("-p cannot be combined with recipients") }
+                guard all.isEmpty else { throw ValidationError("-p cannot be combined with recipients") }
                 let secret: SecretBytes
                 if let passphraseFile {
-                    secret = try PassphraseReader.read(fromFile: passphraseFile)
+                    secret = try Terminal.readSecret(fromFile: passphraseFile)
                 } else {
-                    secret = try PassphraseReader.prompt("Enter passphrase: ")
-                    guard try PassphraseReader.prompt("Confirm passphrase: ") == secret else {
-                        AgeCommandSupport.fail("passphrases did not match")
-                    }
+                    secret = try Terminal.readSecret(
+                        prompt: "Enter passphrase: ", confirm: true, alternative: "--passphrase-file")
                 }
                 all.append(try Age.ScryptRecipient(passphrase: secret, workFactor: workFactor))
             }
-            guard !all.isEmpty else { AgeCommandSupport.usage("give at least one of -r, -R, -i or -p") }
+            guard !all.isEmpty else { throw ValidationError("give at least one of -r, -R, -i or -p") }
             let source = try AgeCommandSupport.input(input)
             try AgeCommandSupport.withOutput(output, binary: !armor) { sink in
                 try Age.Encryptor(recipients: all, to: sink, armored: armor).encrypt(from: source)
@@ -96,5 +94,9 @@ protocol RecipientConvertible {
 }
 
 extension Age.X25519Identity: RecipientConvertible {
+    var recipientForEncryption: any Age.Recipient { recipient }
+}
+
+extension Age.SSHEd25519Identity: RecipientConvertible {
     var recipientForEncryption: any Age.Recipient { recipient }
 }

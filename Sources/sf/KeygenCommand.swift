@@ -30,19 +30,19 @@ struct KeygenCommand: ParsableCommand {
                 for identity in identities {
                     guard let convertible = identity as? any RecipientConvertible,
                         let text = (convertible.recipientForEncryption as? any CustomStringConvertible)?.description
-                    else { AgeCommandSupport.fail("an identity in the file has no printable recipient") }
+                    else { throw CLIError("an identity in the file has no printable recipient") }
                     lines += text + "\n"
                 }
                 try emit(lines, to: output)
                 return
             }
-            if input != nil { AgeCommandSupport.usage("an input file is only accepted with -y") }
+            if input != nil { throw ValidationError("an input file is only accepted with -y") }
             let identity = Age.X25519Identity()
             let created = ISO8601DateFormatter().string(from: Date())
             let text = "# created: \(created)\n# public key: \(identity.recipient.string)\n\(identity.secretString)\n"
             if let output {
                 guard !FileManager.default.fileExists(atPath: output) else {
-                    AgeCommandSupport.fail("\(output) exists; refusing to overwrite an identity file")
+                    throw CLIError("\(output) exists; refusing to overwrite an identity file")
                 }
                 try AtomicFile.write(Data(text.utf8), to: output, permissions: 0o600)
                 FileHandle.standardError.write(Data("Public key: \(identity.recipient.string)\n".utf8))
