@@ -93,4 +93,16 @@ import Testing
         #expect(throws: AgeError.self) { try Age.parseIdentities("# nothing\n") }
         #expect(throws: AgeError.self) { try Age.parseRecipients("age1bogus\n") }
     }
+
+    @Test func hybridPostQuantum() throws {
+        let identity = try Age.HybridIdentity()
+        let plaintext = SecureRandom.bytes(count: 64 * 1024 + 1)
+        let file = try Age.encrypt(plaintext, to: [identity.recipient])
+        #expect(try Age.decrypt(file, identities: [identity]) == plaintext)
+        let parsed = try Age.parseIdentities(identity.secretString + "\n")
+        #expect(try Age.decrypt(file, identities: parsed) == plaintext)
+        let recipient = try Age.parseRecipient(identity.recipient.description)
+        #expect(try Age.decrypt(Age.encrypt(Data("pq".utf8), to: [recipient]), identities: [identity]) == Data("pq".utf8))
+        #expect(throws: AgeError.noIdentityMatched) { try Age.decrypt(file, identities: [try Age.HybridIdentity()]) }
+    }
 }
