@@ -41,7 +41,7 @@ let package = Package(
             name: "sf",
             dependencies: [
                 "SecureFoundation",
-                .target(name: "CMalloc", condition: .when(platforms: [.linux])),
+                .target(name: "CLinuxExtras", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -49,8 +49,8 @@ let package = Package(
         // Shared by the test targets only (vectors, peers, processes); not a product.
         .target(name: "SFTestSupport", swiftSettings: strict),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
-        // glibc's <malloc.h>, so sf can tune the allocator for its 64 KiB chunk churn (Linux only).
-        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
+        // glibc's mallopt and sync_file_range, for sf's allocator tuning and early writeback (Linux only).
+        .systemLibrary(name: "CLinuxExtras", path: "Sources/CLinuxExtras"),
         // The system zlib, only so the age tests can inflate the testkit's compressed vectors.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .testTarget(
