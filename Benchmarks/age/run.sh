@@ -33,9 +33,10 @@ flock /tmp/sf-build.lock hyperfine --warmup 1 --runs "${RUNS:-5}" --export-markd
 cat "$work/results.md"
 
 echo
+exec 9>/tmp/sf-build.lock && flock 9   # hold the build lock for the memory runs too
 echo "| command | peak RSS (MiB) |"
 echo "|---|---|"
-peak() { flock /tmp/sf-build.lock /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident/ { printf "%.1f", $6 / 1024 }'; }
+peak() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident/ { printf "%.1f", $6 / 1024 }'; }
 echo "| sf encrypt | $(peak "$sf" encrypt -r "$recipient" "$work/plain") |"
 echo "| age encrypt | $(peak age -r "$recipient" "$work/plain") |"
 echo "| sf decrypt | $(peak "$sf" decrypt -i "$work/key" "$work/age.age") |"

@@ -31,7 +31,7 @@ final class PayloadEncryptor {
         while offset < bytes.count {
             if used > Self.batchBytes {
                 try writeOut(seal(chunks: Stream.batchChunks, final: false))
-                carryExtraSlot(into: current)
+                used = carryExtraSlot(into: current)
             }
             let n = min(bytes.count - offset, Self.capacity - used)
             (current.slot(0).baseAddress! + used).copyMemory(from: bytes.baseAddress! + offset, byteCount: n)
@@ -69,12 +69,11 @@ final class PayloadEncryptor {
         used = 0
     }
 
-    /// Moves the bytes in the extra slot of `current` to the start of `destination`; returns their count.
-    @discardableResult
+    /// Copies the bytes in the extra slot of `current` to the start of `destination` (which may be
+    /// `current`: the regions cannot overlap); returns their count.
     private func carryExtraSlot(into destination: SlotBuffer) -> Int {
         let extra = used - Self.batchBytes
         destination.slot(0).baseAddress!.copyMemory(from: current.slot(0).baseAddress! + Self.batchBytes, byteCount: extra)
-        used = destination === current ? extra : used
         return extra
     }
 

@@ -94,6 +94,7 @@ import Testing
         #expect(throws: AgeError.self) { try Age.parseRecipients("age1bogus\n") }
     }
 
+    @available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *)
     @Test func hybridPostQuantum() throws {
         let identity = try Age.HybridIdentity()
         let plaintext = SecureRandom.bytes(count: 64 * 1024 + 1)

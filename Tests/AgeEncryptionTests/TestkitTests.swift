@@ -18,7 +18,10 @@ import Testing
     func vector(_ name: String) throws {
         let vector = try TestkitVector.load(name)
         var identities: [any Age.Identity] = try vector.identities.map { text -> any Age.Identity in
-            text.hasPrefix("AGE-SECRET-KEY-PQ-") ? try Age.HybridIdentity(text) : try Age.X25519Identity(text)
+            if text.hasPrefix("AGE-SECRET-KEY-PQ-"), #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) {
+                return try Age.HybridIdentity(text)
+            }
+            return try Age.X25519Identity(text)
         }
         identities += vector.passphrases.map { Age.ScryptIdentity(passphrase: SecretBytes(Data($0.utf8))) }
 
