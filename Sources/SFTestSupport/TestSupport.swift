@@ -96,6 +96,9 @@ extension TestSupport {
         let group = DispatchGroup()
         DispatchQueue.global().async(group: group) { outBox.data = output.fileHandleForReading.readDataToEndOfFile() }
         DispatchQueue.global().async(group: group) { errBox.data = error.fileHandleForReading.readDataToEndOfFile() }
+        // A child may exit before reading all its input (for example on a header error); the write
+        // must then fail with EPIPE instead of killing the test process with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         if !stdin.isEmpty { try? input.fileHandleForWriting.write(contentsOf: stdin) }
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()

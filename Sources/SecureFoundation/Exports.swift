@@ -1,3 +1,4 @@
 @_exported import SecureCore
 @_exported import SecureKeychain
 @_exported import SecureVault
+@_exported import AgeEncryption

@@ -19,6 +19,7 @@ struct SF: AsyncParsableCommand {
             TourCommand.self,
             KeychainCommand.self,
             VaultCommand.self,
+            EncryptCommand.self, DecryptCommand.self, KeygenCommand.self,
         ]
     )
 }

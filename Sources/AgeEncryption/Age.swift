@@ -1,0 +1,39 @@
+import Foundation
+import SecureCore
+
+/// age v1 file encryption (c2sp.org/age, age-encryption.org/v1): the header with its recipient
+/// stanzas and MAC, the STREAM payload, ASCII armor, and the native recipient types. Files written
+/// here are read by `age`, `rage` and every other conforming implementation, and vice versa.
+public enum Age {
+    /// The length of a file key: 16 bytes from a CSPRNG, fresh for every file.
+    public static let fileKeyByteCount = 16
+
+    /// Something a file can be encrypted to: wraps the file key into one or more stanzas.
+    ///
+    /// Implement this to add a recipient type (for example keys held elsewhere); the protocol is
+    /// deliberately small, as in the reference implementation.
+    public protocol Recipient: Sendable {
+        /// Wraps the 16-byte `fileKey` into stanzas that the matching identity can unwrap.
+        func wrap(fileKey: SecretBytes) throws -> [Stanza]
+        /// True when the stanzas of this recipient must be the only ones in the header (scrypt).
+        var requiresOnlyStanza: Bool { get }
+    }
+
+    /// Something a file can be decrypted with: recognizes its own stanzas and unwraps the file key.
+    ///
+    /// Implement this to add an identity type (for example a key kept in a keychain).
+    public protocol Identity: Sendable {
+        /// Returns the 16-byte file key when one of `stanzas` is addressed to this identity and
+        /// opens; nil when none is. Throws `AgeError.malformedHeader` (or a more specific case)
+        /// when a stanza of this identity's type is malformed, which aborts decryption.
+        func unwrap(stanzas: [Stanza]) throws -> SecretBytes?
+    }
+
+    /// A fresh random file key.
+    static func generateFileKey() -> SecretBytes { SecretBytes.random(count: fileKeyByteCount) }
+}
+
+extension Age.Recipient {
+    /// Most recipient types can be mixed with others.
+    public var requiresOnlyStanza: Bool { false }
+}

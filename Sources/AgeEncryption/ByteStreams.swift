@@ -1,0 +1,196 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+extension Age {
+    /// A source of bytes for decryption or encryption. Not shared across threads.
+    public protocol ByteSource: AnyObject {
+        /// Fills `buffer` as far as the input allows and returns the byte count, which is less than
+        /// the buffer's size only at the end of the input.
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    }
+
+    /// A destination of bytes for decryption or encryption. Not shared across threads.
+    public protocol ByteSink: AnyObject {
+        /// Writes all of `bytes`.
+        func write(_ bytes: UnsafeRawBufferPointer) throws
+    }
+
+    /// Reads a POSIX file descriptor (a file, a pipe, standard input).
+    public final class DescriptorSource: ByteSource {
+        private let descriptor: Int32
+        private let closesDescriptor: Bool
+        private let name: String
+
+        /// Reads `descriptor`, which the caller keeps open and closes.
+        public init(descriptor: Int32, name: String) {
+            self.descriptor = descriptor
+            self.closesDescriptor = false
+            self.name = name
+        }
+
+        /// Opens `path` for reading; the descriptor is closed with this object.
+        public init(path: String) throws {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw AgeError.io("\(path): \(String(cString: strerror(errno)))") }
+            self.descriptor = fd
+            self.closesDescriptor = true
+            self.name = path
+        }
+
+        deinit { if closesDescriptor { close(descriptor) } }
+
+        public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            var total = 0
+            while total < buffer.count {
+                let n = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw AgeError.io("\(name): \(String(cString: strerror(errno)))")
+                }
+                if n == 0 { break }
+                total += n
+            }
+            return total
+        }
+    }
+
+    /// Writes a POSIX file descriptor, which the caller keeps open and closes.
+    public final class DescriptorSink: ByteSink {
+        private let descriptor: Int32
+        private let name: String
+
+        /// Writes to `descriptor` (for example 1 for standard output).
+        public init(descriptor: Int32, name: String) {
+            self.descriptor = descriptor
+            self.name = name
+        }
+
+        public func write(_ bytes: UnsafeRawBufferPointer) throws {
+            var offset = 0
+            while offset < bytes.count {
+                let n = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw AgeError.io("\(name): \(String(cString: strerror(errno)))")
+                }
+                offset += n
+            }
+        }
+    }
+
+    /// Reads from bytes in memory.
+    public final class DataSource: ByteSource {
+        private let data: Data
+        private var offset = 0
+
+        /// Reads `data` from its start.
+        public init(_ data: Data) { self.data = data }
+
+        public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let n = min(buffer.count, data.count - offset)
+            guard n > 0 else { return 0 }
+            let start = data.startIndex + offset
+            data.copyBytes(to: buffer.bindMemory(to: UInt8.self), from: start..<start + n)
+            offset += n
+            return n
+        }
+    }
+
+    /// Collects written bytes in memory.
+    public final class DataSink: ByteSink {
+        /// Everything written so far.
+        public private(set) var data = Data()
+
+        /// An empty sink.
+        public init() {}
+
+        public func write(_ bytes: UnsafeRawBufferPointer) throws { data.append(contentsOf: bytes) }
+    }
+}
+
+/// A source with read-ahead, so the header parser can read lines and the payload reader can take
+/// over exactly where the header ended.
+final class BufferedSource: Age.ByteSource {
+    private let base: Age.ByteSource
+    private var pending = [UInt8]()
+    private var pendingStart = 0
+    private var atEnd = false
+    private let refill = 4096
+
+    init(_ base: Age.ByteSource) { self.base = base }
+
+    /// The next line without its LF; nil at the end of input or when no LF comes within
+    /// `maximumLength` bytes. With `acceptingUnterminated`, a non-empty last line without LF is returned.
+    func readLine(maximumLength: Int, acceptingUnterminated: Bool = false) throws -> [UInt8]? {
+        var searchFrom = pendingStart
+        while true {
+            if let lf = pending[searchFrom...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(pending[pendingStart..<lf])
+                pendingStart = lf + 1
+                return line
+            }
+            let scanned = pending.count - pendingStart
+            guard scanned <= maximumLength else { return nil }
+            if try !fill() {
+                guard acceptingUnterminated, scanned > 0 else { return nil }
+                let line = Array(pending[pendingStart...])
+                pendingStart = pending.count
+                return line
+            }
+            searchFrom = pendingStart + scanned
+        }
+    }
+
+    /// Consumes leading whitespace (at most `limit` bytes).
+    func skipWhitespace(limit: Int) throws {
+        let start = try peek(limit + 1)
+        pendingStart += start.prefix(while: Age.Armor.isWhitespace).count
+    }
+
+    /// True when only whitespace (at most `limit` bytes) remains; consumes it.
+    func remainingIsWhitespace(limit: Int) throws -> Bool {
+        let rest = try peek(limit + 1)
+        guard rest.count <= limit, rest.allSatisfy(Age.Armor.isWhitespace) else { return false }
+        pendingStart += rest.count
+        return true
+    }
+
+    /// Up to `count` bytes without consuming them (fewer only at the end of input).
+    func peek(_ count: Int) throws -> ArraySlice<UInt8> {
+        while pending.count - pendingStart < count, try fill() {}
+        return pending[pendingStart..<min(pending.count, pendingStart + count)]
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let buffered = min(buffer.count, pending.count - pendingStart)
+        if buffered > 0 {
+            pending.withUnsafeBytes { source in
+                buffer.baseAddress!.copyMemory(from: source.baseAddress! + pendingStart, byteCount: buffered)
+            }
+            pendingStart += buffered
+        }
+        guard buffered < buffer.count, !atEnd else { return buffered }
+        return try buffered + base.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[buffered...]))
+    }
+
+    /// Appends more input to `pending`; false at the end of input.
+    private func fill() throws -> Bool {
+        guard !atEnd else { return false }
+        if pendingStart > 0 {
+            pending.removeFirst(pendingStart)
+            pendingStart = 0
+        }
+        let old = pending.count
+        pending += [UInt8](repeating: 0, count: refill)
+        let n = try pending.withUnsafeMutableBytes { try base.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
+        pending.removeLast(refill - n)
+        if n < refill { atEnd = true }
+        return n > 0
+    }
+}

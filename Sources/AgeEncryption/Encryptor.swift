@@ -1,0 +1,146 @@
+import Foundation
+import SecureCore
+
+extension Age {
+    /// Streaming encryption to one or more recipients, with memory bounded independently of the
+    /// input size (about 4 MiB). Write plaintext with `write`, or pull it from a source with
+    /// `encrypt(from:)`, then call `finish()`; the output is incomplete until `finish()` returns.
+    public final class Encryptor {
+        private let payload: PayloadEncryptor
+        private let armor: ArmorWriter?
+        private var finished = false
+
+        /// Writes the header (and the armor's first line when `armored`) to `sink`.
+        /// Throws `invalidRecipientSet` for no recipients, or for an scrypt recipient among others.
+        public init(recipients: [any Recipient], to sink: ByteSink, armored: Bool = false) throws {
+            guard !recipients.isEmpty else { throw AgeError.invalidRecipientSet("no recipients") }
+            if recipients.count > 1, recipients.contains(where: \.requiresOnlyStanza) {
+                throw AgeError.invalidRecipientSet("a passphrase cannot be combined with other recipients")
+            }
+            let fileKey = Age.generateFileKey()
+            var stanzas = [Stanza]()
+            for recipient in recipients { stanzas += try recipient.wrap(fileKey: fileKey) }
+            let armor = armored ? try ArmorWriter(sink: sink) : nil
+            let output: ByteSink = armor ?? sink
+            let nonce = SecureRandom.bytes(count: Stream.payloadNonceSize)
+            var start = Header(stanzas: stanzas, fileKey: fileKey).encoded()
+            start.append(nonce)
+            try start.withUnsafeBytes { try output.write($0) }
+            self.armor = armor
+            self.payload = PayloadEncryptor(sink: output, key: Stream.payloadKey(fileKey: fileKey, nonce: nonce))
+        }
+
+        /// Encrypts `bytes` (buffered until a batch of chunks is complete).
+        public func write(_ bytes: UnsafeRawBufferPointer) throws { try payload.write(bytes) }
+
+        /// Encrypts `data`.
+        public func write(_ data: some DataProtocol) throws {
+            for region in data.regions { try region.withUnsafeBytes { try payload.write($0) } }
+        }
+
+        /// Encrypts everything `source` yields, then finishes the file.
+        public func encrypt(from source: ByteSource) throws {
+            try payload.write(from: source)
+            try finish()
+        }
+
+        /// Seals the final chunk and closes the armor. Call exactly once.
+        public func finish() throws {
+            guard !finished else { return }
+            finished = true
+            try payload.finish()
+            try armor?.finish()
+        }
+    }
+
+    /// Whether encrypted input is armored.
+    public enum Encoding: Sendable {
+        /// Binary age.
+        case binary
+        /// ASCII armor, strictly decoded.
+        case armored
+        /// Armored when the first non-whitespace byte is `-` (binary age files start with `a`).
+        case detect
+    }
+
+    /// Streaming decryption with bounded memory (about 4 MiB). The initializer reads the header and
+    /// unwraps the file key; `read(into:)` or `decrypt(to:)` then release plaintext only after its
+    /// 64 KiB chunk authenticated. After an error, the plaintext already released is authentic but
+    /// incomplete, and the caller must discard it (the file helpers do).
+    public final class Decryptor {
+        private let payload: PayloadDecryptor
+        private var chunks: [Data] = []
+        private var chunkIndex = 0
+        private var chunkOffset = 0
+        private var done = false
+
+        /// Reads the header from `source` and unwraps the file key with the first identity that
+        /// matches. Throws `malformedHeader`, `unsupportedVersion`, `armor`, `noIdentityMatched`,
+        /// `headerMACMismatch` or `workFactorAboveCeiling` before any plaintext exists.
+        public init(from source: ByteSource, identities: [any Identity], encoding: Encoding = .detect) throws {
+            let raw = BufferedSource(source)
+            let armored: Bool
+            switch encoding {
+            case .binary: armored = false
+            case .armored: armored = true
+            case .detect: armored = try Armor.looksArmored(raw)
+            }
+            let input = armored ? BufferedSource(ArmorReader(raw)) : raw
+            let header = try Header.parse(from: input)
+            if header.stanzas.count > 1, header.stanzas.contains(where: { $0.type == ScryptRecipient.stanzaType }) {
+                throw AgeError.malformedHeader("an scrypt stanza must be the only stanza in the header")
+            }
+            var fileKey: SecretBytes?
+            for identity in identities {
+                if let key = try identity.unwrap(stanzas: header.stanzas) {
+                    fileKey = key
+                    break
+                }
+            }
+            guard let fileKey else { throw AgeError.noIdentityMatched }
+            guard header.verifyMAC(fileKey: fileKey) else { throw AgeError.headerMACMismatch }
+            var nonce = Data(count: Stream.payloadNonceSize)
+            let n = try nonce.withUnsafeMutableBytes { try input.read(into: $0) }
+            guard n == Stream.payloadNonceSize else { throw AgeError.malformedHeader("the payload nonce is missing or short") }
+            payload = PayloadDecryptor(source: input, key: Stream.payloadKey(fileKey: fileKey, nonce: nonce))
+        }
+
+        /// Fills `buffer` with authenticated plaintext; fewer bytes than its size only at the end,
+        /// 0 once the payload ended correctly. Throws on the first chunk that does not authenticate.
+        public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            var total = 0
+            while total < buffer.count {
+                if chunkIndex == chunks.count {
+                    if done { break }
+                    chunks = try payload.nextBatch()
+                    chunkIndex = 0
+                    chunkOffset = 0
+                    if chunks.isEmpty { done = true }
+                    continue
+                }
+                let chunk = chunks[chunkIndex]
+                let n = min(buffer.count - total, chunk.count - chunkOffset)
+                chunk.copyBytes(
+                    to: UnsafeMutableRawBufferPointer(rebasing: buffer[total..<total + n]).bindMemory(to: UInt8.self),
+                    from: chunk.startIndex + chunkOffset..<chunk.startIndex + chunkOffset + n)
+                chunkOffset += n
+                total += n
+                if chunkOffset == chunk.count {
+                    chunkIndex += 1
+                    chunkOffset = 0
+                }
+            }
+            return total
+        }
+
+        /// Writes all the plaintext to `sink`, chunk by chunk as each batch authenticates.
+        public func decrypt(to sink: ByteSink) throws {
+            precondition(chunks.isEmpty, "decrypt(to:) after read(into:)")
+            while true {
+                let batch = try payload.nextBatch()
+                if batch.isEmpty { return }
+                for chunk in batch { try chunk.withUnsafeBytes { try sink.write($0) } }
+            }
+        }
+    }
+}

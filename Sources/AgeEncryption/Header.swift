@@ -1,0 +1,136 @@
+import Crypto
+import Foundation
+import SecureCore
+
+extension Age {
+    /// The textual header of an age v1 file: recipient stanzas and the header MAC.
+    public struct Header: Sendable, Equatable {
+        /// The version line, without its line feed.
+        static let versionLine = "age-encryption.org/v1"
+        /// Ceiling on the number of stanzas read from untrusted input: each one can cost a public-key
+        /// operation per identity before the header can be authenticated.
+        public static let maximumStanzaCount = 1024
+        /// Ceiling on one header line's length (the longest native argument line is under 1,600 bytes).
+        static let maximumLineLength = 16 * 1024
+
+        /// The recipient stanzas, in file order (at least one).
+        public var stanzas: [Stanza]
+        /// The 32-byte HMAC-SHA-256 over `macInput`.
+        public var mac: Data
+
+        /// The header bytes the MAC covers: everything up to and including `---`.
+        public var macInput: Data { Header.encodeWithoutMAC(stanzas) }
+
+        /// A header with `stanzas` whose MAC is computed from `fileKey`.
+        init(stanzas: [Stanza], fileKey: SecretBytes) {
+            self.stanzas = stanzas
+            self.mac = Header.computeMAC(over: Header.encodeWithoutMAC(stanzas), fileKey: fileKey)
+        }
+
+        /// A parsed header.
+        init(stanzas: [Stanza], mac: Data) {
+            self.stanzas = stanzas
+            self.mac = mac
+        }
+
+        /// The encoded header, ending with the MAC line's line feed.
+        public func encoded() -> Data {
+            var out = Header.encodeWithoutMAC(stanzas)
+            out.append(contentsOf: " \(RawBase64.encode(mac))\n".utf8)
+            return out
+        }
+
+        /// True when `mac` is the MAC of this header under `fileKey` (constant-time comparison).
+        public func verifyMAC(fileKey: SecretBytes) -> Bool {
+            ConstantTime.equal(Header.computeMAC(over: macInput, fileKey: fileKey), mac)
+        }
+
+        static func computeMAC(over bytes: Data, fileKey: SecretBytes) -> Data {
+            let key = HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: fileKey.symmetricKey, info: Data("header".utf8), outputByteCount: 32)
+            return Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key))
+        }
+
+        static func encodeWithoutMAC(_ stanzas: [Stanza]) -> Data {
+            var text = versionLine + "\n"
+            for stanza in stanzas {
+                text += "-> " + stanza.arguments.joined(separator: " ") + "\n"
+                let body = RawBase64.encode(stanza.body)
+                var index = body.startIndex
+                // Full 64-column lines, then a final line shorter than 64 (possibly empty).
+                while body.distance(from: index, to: body.endIndex) >= 64 {
+                    let end = body.index(index, offsetBy: 64)
+                    text += body[index..<end] + "\n"
+                    index = end
+                }
+                text += body[index...] + "\n"
+            }
+            return Data((text + "---").utf8)
+        }
+
+        /// Reads and strictly parses a header from `source`, leaving it positioned at the payload.
+        static func parse(from source: BufferedSource) throws -> Header {
+            let version = try readLine(source)
+            guard version == Array(versionLine.utf8) else {
+                let prefix = Array("age-encryption.org/".utf8)
+                if version.starts(with: prefix), version.count > prefix.count, version.allSatisfy(isVisible) {
+                    throw AgeError.unsupportedVersion(String(decoding: version, as: UTF8.self))
+                }
+                throw AgeError.malformedHeader("the file does not start with an age version line")
+            }
+            var stanzas = [Stanza]()
+            while true {
+                let line = try readLine(source)
+                if line.starts(with: Array("-> ".utf8)) {
+                    guard stanzas.count < maximumStanzaCount else {
+                        throw AgeError.malformedHeader("more than \(maximumStanzaCount) recipient stanzas")
+                    }
+                    stanzas.append(try parseStanza(argumentLine: line, source: source))
+                } else if line.starts(with: Array("---".utf8)) {
+                    guard !stanzas.isEmpty else { throw AgeError.malformedHeader("the header has no recipient stanza") }
+                    return Header(stanzas: stanzas, mac: try parseMAC(line))
+                } else {
+                    throw AgeError.malformedHeader("a header line starts with neither \"->\" nor \"---\"")
+                }
+            }
+        }
+
+        private static func parseStanza(argumentLine line: [UInt8], source: BufferedSource) throws -> Stanza {
+            let arguments = line.dropFirst(3).split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+            guard arguments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isVisible) }) else {
+                throw AgeError.malformedHeader("a stanza argument is empty or not printable ASCII")
+            }
+            var body = [UInt8]()
+            while true {
+                let bodyLine = try readLine(source)
+                guard bodyLine.count <= 64, bodyLine.allSatisfy(RawBase64.isAlphabet) else {
+                    throw AgeError.malformedHeader("a stanza body line is longer than 64 columns or not base64")
+                }
+                body += bodyLine
+                if bodyLine.count < 64 { break }
+            }
+            guard let decoded = RawBase64.decode(String(decoding: body, as: UTF8.self)) else {
+                throw AgeError.malformedHeader("a stanza body is not canonical base64")
+            }
+            return Stanza(arguments: arguments.map { String(decoding: $0, as: UTF8.self) }, body: decoded)
+        }
+
+        private static func parseMAC(_ line: [UInt8]) throws -> Data {
+            guard line.count == 4 + 43, line[3] == UInt8(ascii: " "),
+                let mac = RawBase64.decode(String(decoding: line[4...], as: UTF8.self)), mac.count == 32
+            else { throw AgeError.malformedHeader("the MAC line is not \"--- \" followed by a canonical 32-byte MAC") }
+            return mac
+        }
+
+        /// One line without its LF. CR is not a line ending in the header (it fails `isVisible` later).
+        private static func readLine(_ source: BufferedSource) throws -> [UInt8] {
+            guard let line = try source.readLine(maximumLength: maximumLineLength) else {
+                throw AgeError.malformedHeader("the file ends inside the header")
+            }
+            return line
+        }
+
+        /// VCHAR: printable ASCII other than space.
+        static func isVisible(_ c: UInt8) -> Bool { (0x21...0x7e).contains(c) }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+extension Age {
+    /// Parses a recipients file (as `age -R` reads it): one recipient per line, `#` comments and
+    /// empty lines ignored. Accepts `age1…` X25519 and `age1pq1…` hybrid recipients and OpenSSH
+    /// `ssh-ed25519` public key lines (`ssh-rsa` lines get a clear "not supported" error). Throws `invalidRecipient` naming the line that fails.
+    public static func parseRecipients(_ text: String) throws -> [any Recipient] {
+        var recipients = [any Recipient]()
+        for (number, line) in lines(text) {
+            do {
+                recipients.append(try parseRecipient(line))
+            } catch AgeError.invalidRecipient(let reason) {
+                throw AgeError.invalidRecipient("line \(number): \(reason)")
+            }
+        }
+        guard !recipients.isEmpty else { throw AgeError.invalidRecipient("the recipients file lists no recipient") }
+        return recipients
+    }
+
+    /// Parses one recipient string: `age1…`, `age1pq1…` or `ssh-ed25519 …`.
+    public static func parseRecipient(_ text: String) throws -> any Recipient {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("ssh-") { return try SSHKeys.parseRecipient(trimmed) }
+        if trimmed.lowercased().hasPrefix("age1pq1") {
+            guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) else {
+                throw AgeError.invalidRecipient("hybrid age1pq1… recipients need a newer operating system")
+            }
+            return try HybridRecipient(trimmed)
+        }
+        return try X25519Recipient(trimmed)
+    }
+
+    /// Parses an identity file (as `age -i` reads it): `AGE-SECRET-KEY-1…` and `AGE-SECRET-KEY-PQ-1…` lines with `#` comments
+    /// and empty lines, or one unencrypted OpenSSH private key (`ssh-ed25519` or `ssh-rsa`).
+    /// Errors never quote the file, which holds secrets.
+    public static func parseIdentities(_ text: String) throws -> [any Identity] {
+        if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") { return [try SSHKeys.parseIdentity(text)] }
+        var identities = [any Identity]()
+        for (number, line) in lines(text) {
+            do {
+                if line.uppercased().hasPrefix("AGE-SECRET-KEY-PQ-1"),
+                    #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *)
+                {
+                    identities.append(try HybridIdentity(line))
+                } else {
+                    identities.append(try X25519Identity(line))
+                }
+            } catch {
+                throw AgeError.invalidIdentity("line \(number) is not an AGE-SECRET-KEY-1… identity")
+            }
+        }
+        guard !identities.isEmpty else { throw AgeError.invalidIdentity("the identity file holds no identity") }
+        return identities
+    }
+
+    /// Non-empty, non-comment lines with their 1-based numbers, trailing CR and spaces removed.
+    private static func lines(_ text: String) -> [(Int, String)] {
+        // `\r\n` is one Character in Swift, so split on every kind of line ending.
+        text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated().compactMap { index, raw in
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            return line.isEmpty || line.hasPrefix("#") ? nil : (index + 1, line)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import SecureFoundation
+
+/// `sf encrypt`: age-compatible encryption (`age -e`); with `-d`, decryption as `age -d`.
+struct EncryptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encrypt",
+        abstract: "Encrypt a file in the age format (flags as in age).",
+        discussion: """
+            Encrypts INPUT (or standard input) to the given recipients or to a passphrase. The output \
+            (-o) is written atomically; without -o it goes to standard output. Passphrases are typed \
+            at the terminal without echo, or read from the first line of --passphrase-file.
+            """)
+
+    @Option(name: [.customShort("r"), .customLong("recipient")], help: "An age1…, ssh-ed25519 or ssh-rsa recipient (repeatable).")
+    var recipients: [String] = []
+
+    @Option(name: [.customShort("R"), .customLong("recipients-file")], help: "A file of recipients, one per line (repeatable).")
+    var recipientFiles: [String] = []
+
+    @Option(name: [.customShort("i"), .customLong("identity")], help: "Encrypt to the recipient of this identity file (repeatable).")
+    var identityFiles: [String] = []
+
+    @Flag(name: [.customShort("p"), .customLong("passphrase")], help: "Encrypt with a passphrase (scrypt).")
+    var passphrase = false
+
+    @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from the first line of this file (implies -p).")
+    var passphraseFile: String?
+
+    @Option(name: .customLong("work-factor"), help: "scrypt work factor (log2 N) for -p.")
+    var workFactor = Age.ScryptRecipient.defaultWorkFactor
+
+    @Flag(name: [.customShort("a"), .customLong("armor")], help: "Write PEM-armored ASCII.")
+    var armor = false
+
+    @Option(name: [.customShort("o"), .customLong("output")], help: "Output file (default: standard output).")
+    var output: String?
+
+    @Flag(name: [.customShort("e"), .customLong("encrypt")], help: "Encrypt (the default; accepted for age compatibility).")
+    var encrypt = false
+
+    @Flag(name: [.customShort("d"), .customLong("decrypt")], help: "Decrypt instead, as `sf decrypt` (age compatibility).")
+    var decrypt = false
+
+    @Argument(help: "Input file (default: standard input).")
+    var input: String?
+
+    func run() throws {
+        if decrypt {
+            if !recipients.isEmpty || !recipientFiles.isEmpty || armor || passphrase {
+                throw ValidationError("-r, -R, -a and -p cannot be used with -d")
+            }
+            return try DecryptCommand.decrypt(
+                identityFiles: identityFiles, passphraseFile: passphraseFile,
+                maxWorkFactor: Age.ScryptIdentity.defaultWorkFactorCeiling, output: output, input: input)
+        }
+        try AgeCommandSupport.run {
+            let usesPassphrase = passphrase || passphraseFile != nil
+            var all = [any Age.Recipient]()
+            for text in recipients { all.append(try Age.parseRecipient(text)) }
+            for path in recipientFiles { all += try Age.parseRecipients(AgeCommandSupport.readText(path)) }
+            for path in identityFiles {
+                for identity in try Age.parseIdentities(AgeCommandSupport.readText(path)) {
+                    guard let convertible = identity as? any RecipientConvertible else {
+                        throw ValidationError("the identity in \(path) cannot be turned into a recipient")
+                    }
+                    all.append(convertible.recipientForEncryption)
+                }
+            }
+            if usesPassphrase {
+                guard all.isEmpty else { throw ValidationError("-p cannot be combined with recipients") }
+                let secret: SecretBytes
+                if let passphraseFile {
+                    secret = try Terminal.readSecret(fromFile: passphraseFile)
+                } else {
+                    secret = try Terminal.readSecret(
+                        prompt: "Enter passphrase: ", confirm: true, alternative: "--passphrase-file")
+                }
+                all.append(try Age.ScryptRecipient(passphrase: secret, workFactor: workFactor))
+            }
+            guard !all.isEmpty else { throw ValidationError("give at least one of -r, -R, -i or -p") }
+            let source = try AgeCommandSupport.input(input)
+            try AgeCommandSupport.withOutput(output, binary: !armor) { sink in
+                try Age.Encryptor(recipients: all, to: sink, armored: armor).encrypt(from: source)
+            }
+        }
+    }
+}
+
+/// Identities whose recipient `sf encrypt -i` can encrypt to.
+protocol RecipientConvertible {
+    var recipientForEncryption: any Age.Recipient { get }
+}
+
+extension Age.X25519Identity: RecipientConvertible {
+    var recipientForEncryption: any Age.Recipient { recipient }
+}
+
+extension Age.SSHEd25519Identity: RecipientConvertible {
+    var recipientForEncryption: any Age.Recipient { recipient }
+}
