@@ -1,1 +1,2 @@
 @_exported import SecureCore
+@_exported import SecureKeys
