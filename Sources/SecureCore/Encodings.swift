@@ -113,9 +113,9 @@ public enum PEM {
     /// Parses exactly one strict PEM block, optionally surrounded by blank lines. When
     /// `expectedLabel` is given, a different label is an error.
     public static func decode(_ text: String, expectedLabel: String? = nil) throws -> Document {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-            line.hasSuffix("\r") ? line.dropLast() : line
-        }
+        // "\r\n" is one Character in Swift, so normalize line ends before splitting.
+        var lines = text.replacingOccurrences(of: "\r\n", with: "\n")
+            .split(separator: "\n", omittingEmptySubsequences: false)
         while lines.last?.isEmpty == true { lines.removeLast() }
         while lines.first?.isEmpty == true { lines.removeFirst() }
         guard lines.count >= 2 else { throw SecureCoreError.malformedEncoding("PEM: missing BEGIN or END line") }

@@ -32,9 +32,32 @@ public struct FileInput: ~Copyable {
 
     deinit { if ownsDescriptor { close(descriptor) } }
 
+    /// Bytes already read by `peek` and not yet returned by a read.
+    private let peeked = PeekBuffer()
+
+    /// Returns up to `count` upcoming bytes without consuming them (to detect a format on a pipe).
+    public func peek(_ count: Int) throws -> Data {
+        if peeked.bytes.count < count {
+            var more = Data(count: count - peeked.bytes.count)
+            let n = try more.withUnsafeMutableBytes { try readFromDescriptor(into: $0) }
+            peeked.bytes.append(more.prefix(n))
+        }
+        return peeked.bytes.prefix(count)
+    }
+
     /// Fills `buffer` as far as the input allows; returns the byte count, less than the buffer's
     /// size only at end of input.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var total = 0
+        if !peeked.bytes.isEmpty {
+            total = min(peeked.bytes.count, buffer.count)
+            peeked.bytes.copyBytes(to: buffer.bindMemory(to: UInt8.self), count: total)
+            peeked.bytes.removeFirst(total)
+        }
+        return total + (try readFromDescriptor(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...])))
+    }
+
+    private func readFromDescriptor(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         var total = 0
         while total < buffer.count {
             let n = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
@@ -65,6 +88,11 @@ public struct FileInput: ~Copyable {
             if chunk.count < chunkSize { return all }
         }
     }
+}
+
+/// Holds peeked bytes; a reference so that reads on a borrowed `FileInput` can consume them.
+private final class PeekBuffer {
+    var bytes = Data()
 }
 
 /// A writable POSIX file descriptor with complete, EINTR-safe writes.

@@ -26,11 +26,11 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     public func validate(within limits: KDFLimits = .default) throws {
         switch self {
         case .scrypt(let logN, let r, let p):
-            guard logN >= 1, logN < 64, r >= 1, p >= 1, UInt64(r) * UInt64(p) < 1 << 30 else {
-                throw SecureCoreError.invalidParameter("scrypt parameters logN=\(logN) r=\(r) p=\(p) are invalid")
-            }
             guard logN <= limits.maxScryptLogN else {
                 throw SecureCoreError.costAboveCeiling("scrypt logN \(logN) above ceiling \(limits.maxScryptLogN)")
+            }
+            guard logN >= 1, logN < 64, r >= 1, p >= 1, UInt64(r) * UInt64(p) < 1 << 30 else {
+                throw SecureCoreError.invalidParameter("scrypt parameters logN=\(logN) r=\(r) p=\(p) are invalid")
             }
             guard r <= limits.maxScryptR, p <= limits.maxScryptP else {
                 throw SecureCoreError.costAboveCeiling(

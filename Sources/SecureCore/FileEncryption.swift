@@ -1,0 +1,51 @@
+import Crypto
+import Foundation
+
+/// Encrypting and decrypting files (the seed's `EncryptFileToPath`) in the chunked `SFS1` format:
+/// memory stays bounded whatever the file size, and the destination is written atomically, so a
+/// failure (wrong key, tampering, truncation, full disk) leaves no output file at all.
+public enum FileEncryption {
+    /// Encrypts the file at `source` to `destination` under a 32-byte key.
+    public static func encryptFile(
+        at source: String, to destination: String, key: SymmetricKey,
+        algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
+    ) throws {
+        let input = try FileInput(path: source)
+        try AtomicFile.write(to: destination) { output in
+            try StreamEnvelope.encrypt(from: input, to: output, key: key, algorithm: algorithm, context: context)
+        }
+    }
+
+    /// Encrypts the file at `source` to `destination` under a passphrase.
+    public static func encryptFile<S: DataProtocol>(
+        at source: String, to destination: String, passphrase: S, kdf: PasswordKDF = .default,
+        algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
+    ) throws {
+        let input = try FileInput(path: source)
+        try AtomicFile.write(to: destination) { output in
+            try StreamEnvelope.encrypt(
+                from: input, to: output, passphrase: passphrase, kdf: kdf, algorithm: algorithm, context: context)
+        }
+    }
+
+    /// Decrypts the file at `source` to `destination` under a 32-byte key; all or nothing.
+    public static func decryptFile(
+        at source: String, to destination: String, key: SymmetricKey, context: some DataProtocol = Data()
+    ) throws {
+        let input = try FileInput(path: source)
+        try AtomicFile.write(to: destination) { output in
+            try StreamEnvelope.decrypt(from: input, to: output, key: key, context: context)
+        }
+    }
+
+    /// Decrypts the file at `source` to `destination` under a passphrase; all or nothing.
+    public static func decryptFile<S: DataProtocol>(
+        at source: String, to destination: String, passphrase: S, context: some DataProtocol = Data(),
+        limits: KDFLimits = .default
+    ) throws {
+        let input = try FileInput(path: source)
+        try AtomicFile.write(to: destination) { output in
+            try StreamEnvelope.decrypt(from: input, to: output, passphrase: passphrase, context: context, limits: limits)
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import SecureFoundation
+
+/// Where the key of `sf seal` / `sf open` comes from: a key file, a passphrase file, or a prompt.
+struct KeyOptions: ParsableArguments {
+    @Option(help: "File holding a 32-byte key: raw bytes, or 64 hex digits (as `sf random` prints).")
+    var keyFile: String?
+
+    @Option(help: "File whose first line is the passphrase (otherwise it is prompted for without echo).")
+    var passphraseFile: String?
+
+    func validate() throws {
+        if keyFile != nil, passphraseFile != nil {
+            throw ValidationError("use either --key-file or --passphrase-file, not both")
+        }
+    }
+
+    enum Material {
+        case key(SymmetricKey)
+        case passphrase(SecretBytes)
+    }
+
+    /// The key or passphrase; prompts on the terminal when neither file is given.
+    func material(confirmPrompt: Bool) throws -> Material {
+        if let keyFile { return .key(try Self.readKeyFile(keyFile)) }
+        if let passphraseFile { return .passphrase(try Terminal.readSecret(fromFile: passphraseFile)) }
+        return .passphrase(try Terminal.readSecret(
+            prompt: "Passphrase: ", confirm: confirmPrompt, alternative: "--passphrase-file or --key-file"))
+    }
+
+    static func readKeyFile(_ path: String) throws -> SymmetricKey {
+        var contents = try FileInput(path: path).readToEnd()
+        defer { contents.resetBytes(in: 0..<contents.count) }
+        if contents.count == Envelope.keyByteCount { return SymmetricKey(data: contents) }
+        let text = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count == 2 * Envelope.keyByteCount, var bytes = try? Hex.decode(text) else {
+            throw CLIError("\(path): a key file holds 32 raw bytes or 64 hex digits")
+        }
+        defer { bytes.resetBytes(in: 0..<bytes.count) }
+        return SymmetricKey(data: bytes)
+    }
+}

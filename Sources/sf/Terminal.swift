@@ -1,0 +1,97 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import ArgumentParser
+import Foundation
+import SecureFoundation
+
+/// Terminal and standard-stream helpers shared by the commands.
+enum Terminal {
+    /// Writes a line to standard error.
+    static func writeError(_ message: String) {
+        FileHandle.standardError.write(Data((message.hasSuffix("\n") ? message : message + "\n").utf8))
+    }
+
+    /// True when standard error is a terminal (for prompts and progress).
+    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+
+    /// Reads a secret from the controlling terminal with echo off. Throws when there is no terminal:
+    /// secrets are never taken from the command line, so scripts use a file option instead.
+    static func readSecret(prompt: String, confirm: Bool = false, alternative: String) throws -> SecretBytes {
+        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard tty >= 0 else {
+            throw ValidationError("no terminal to prompt for a secret; use \(alternative)")
+        }
+        defer { close(tty) }
+        let first = try readLineWithoutEcho(tty, prompt: prompt)
+        if confirm {
+            let second = try readLineWithoutEcho(tty, prompt: "Confirm: ")
+            guard first == second else { throw CLIError("the two entries do not match") }
+        }
+        guard first.count > 0 else { throw CLIError("empty secret") }
+        return first
+    }
+
+    private static func readLineWithoutEcho(_ tty: Int32, prompt: String) throws -> SecretBytes {
+        _ = prompt.withCString { write(tty, $0, strlen($0)) }
+        var saved = termios()
+        let hasTermios = tcgetattr(tty, &saved) == 0
+        if hasTermios {
+            var silent = saved
+            silent.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(tty, TCSAFLUSH, &silent)
+        }
+        defer {
+            if hasTermios { tcsetattr(tty, TCSAFLUSH, &saved) }
+            _ = write(tty, "\n", 1)
+        }
+        // Read straight into zeroizing storage so no copy of the secret outlives this call.
+        var length = 0
+        let line = SecretBytes(count: 4096) { buffer in
+            while length < buffer.count {
+                var byte: UInt8 = 0
+                let n = read(tty, &byte, 1)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 || byte == UInt8(ascii: "\n") { break }
+                buffer[length] = byte
+                length += 1
+            }
+        }
+        return line.withUnsafeBytes { SecretBytes(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+    }
+
+    /// Reads a secret from a file: the first line, without its line ending (like age and ssh tools).
+    static func readSecret(fromFile path: String) throws -> SecretBytes {
+        var data = try FileInput(path: path).readToEnd()
+        defer { data.resetBytes(in: 0..<data.count) }
+        var end = data.firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
+        if end > data.startIndex, data[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        guard end > data.startIndex else { throw CLIError("\(path): the secret file is empty") }
+        return SecretBytes(data[data.startIndex..<end])
+    }
+
+    /// All of standard input, or of the file at `path` (`-` or nil for standard input).
+    static func readInput(_ path: String?) throws -> Data {
+        if let path, path != "-" { return try FileInput(path: path).readToEnd() }
+        return try FileInput(descriptor: 0, name: "standard input").readToEnd()
+    }
+
+    /// Writes `data` to standard output, or atomically to the file at `path`.
+    static func writeOutput(_ data: Data, to path: String?) throws {
+        if let path, path != "-" {
+            try AtomicFile.write(data, to: path)
+        } else {
+            try FileOutput(descriptor: 1, name: "standard output").write(data)
+        }
+    }
+}
+
+/// An operational failure with a message for the user (exit status 1).
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,178 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import SecureCore
+
+/// Fast KDF settings so round trips over every combination stay quick; the format is the same.
+let testKDFs: [PasswordKDF?] = [nil, .scrypt(logN: 10, r: 8, p: 1), .pbkdf2(hash: .sha256, rounds: 1000)]
+let passphrase = Data("correct horse battery staple".utf8)
+
+func sealForTest(_ plaintext: Data, key: SymmetricKey, kdf: PasswordKDF?, algorithm: Envelope.Algorithm, context: Data) throws -> Data {
+    if let kdf {
+        return try Envelope.seal(plaintext, passphrase: passphrase, kdf: kdf, algorithm: algorithm, context: context)
+    }
+    return try Envelope.seal(plaintext, key: key, algorithm: algorithm, context: context)
+}
+
+func openForTest(_ envelope: Data, key: SymmetricKey, kdf: PasswordKDF?, context: Data) throws -> Data {
+    if kdf != nil { return try Envelope.open(envelope, passphrase: passphrase, context: context) }
+    return try Envelope.open(envelope, key: key, context: context)
+}
+
+func expectError(_ expected: SecureCoreError, _ comment: Comment? = nil, _ body: () throws -> Void) {
+    do {
+        try body()
+        Issue.record("expected \(expected), got success. \(comment?.rawValue ?? "")")
+    } catch let error as SecureCoreError {
+        #expect(error == expected, comment)
+    } catch {
+        Issue.record("expected \(expected), got \(error). \(comment?.rawValue ?? "")")
+    }
+}
+
+@Suite struct EnvelopeTests {
+    let key = SymmetricKey(size: .bits256)
+
+    @Test(arguments: Envelope.Algorithm.allCases, testKDFs)
+    func roundTrip(algorithm: Envelope.Algorithm, kdf: PasswordKDF?) throws {
+        for size in [0, 1, 15, 16, 17, 1000, 70_000] {
+            let plaintext = SecureRandom.bytes(count: size)
+            let context = Data("ctx".utf8)
+            let sealed = try sealForTest(plaintext, key: key, kdf: kdf, algorithm: algorithm, context: context)
+            #expect(try openForTest(sealed, key: key, kdf: kdf, context: context) == plaintext)
+            let header = try Envelope.header(of: sealed)
+            #expect(header.algorithm == algorithm)
+            #expect(header.kdf == kdf)
+        }
+    }
+
+    @Test func headerLayoutMatchesFormatDocument() throws {
+        let raw = try Envelope.seal(Data("x".utf8), key: key)
+        #expect(Array(raw.prefix(6)) == [0x53, 0x46, 0x45, 0x31, 0x01, 0x00])
+        #expect(raw.count == 6 + 12 + 1 + 16)
+        let scrypt = try Envelope.seal(Data(), passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        #expect(Array(scrypt.prefix(9)) == [0x53, 0x46, 0x45, 0x31, 0x01, 0x01, 10, 8, 1])
+        #expect(scrypt.count == 9 + 16 + 12 + 16)
+        let pbkdf2 = try Envelope.seal(Data(), passphrase: passphrase, kdf: .pbkdf2(hash: .sha256, rounds: 1000),
+                                       algorithm: .chaCha20Poly1305)
+        #expect(Array(pbkdf2.prefix(10)) == [0x53, 0x46, 0x45, 0x31, 0x02, 0x02, 0, 0, 0x03, 0xe8])
+    }
+
+    @Test func freshNoncePerMessage() throws {
+        let a = try Envelope.seal(Data("same".utf8), key: key)
+        let b = try Envelope.seal(Data("same".utf8), key: key)
+        #expect(a != b)
+        #expect(a[6..<18] != b[6..<18])
+    }
+
+    /// The error every flipped byte must produce, by the field it lands in.
+    static func expectedErrorForFlip(at index: Int, in sealed: Data, kdf: PasswordKDF?) -> SecureCoreError {
+        switch index {
+        case 0..<4: return .unrecognizedFormat(expected: "SFE1")
+        case 4: return .unsupportedAlgorithm(sealed[4] ^ 0xff)
+        case 5: return .unsupportedKDF(sealed[5] ^ 0xff)
+        default: break
+        }
+        switch kdf {
+        case .scrypt?:
+            if index == 6 { return .costAboveCeiling("scrypt logN \(sealed[6] ^ 0xff) above ceiling 22") }
+            if index == 7 || index == 8 {
+                var r = UInt32(sealed[7]), p = UInt32(sealed[8])
+                if index == 7 { r ^= 0xff } else { p ^= 0xff }
+                return .costAboveCeiling("scrypt r=\(r) p=\(p) above ceiling r≤32 p≤16")
+            }
+        case .pbkdf2?:
+            if (6..<10).contains(index) {
+                var field = Array(sealed[6..<10])
+                field[index - 6] ^= 0xff
+                let rounds = field.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                if rounds > 10_000_000 { return .costAboveCeiling("PBKDF2 rounds \(rounds) above ceiling 10000000") }
+            }
+        case nil:
+            break
+        }
+        return .authenticationFailed
+    }
+
+    @Test(arguments: testKDFs)
+    func everyByteFlipIsRejected(kdf: PasswordKDF?) throws {
+        let sealed = try sealForTest(Data("attack at dawn".utf8), key: key, kdf: kdf, algorithm: .aes256GCM, context: Data())
+        for index in sealed.indices {
+            var tampered = sealed
+            tampered[index] ^= 0xff
+            let expected = Self.expectedErrorForFlip(at: index, in: sealed, kdf: kdf)
+            expectError(expected, "flip at \(index)") { _ = try openForTest(tampered, key: key, kdf: kdf, context: Data()) }
+        }
+    }
+
+    @Test(arguments: testKDFs)
+    func everyTruncationIsRejected(kdf: PasswordKDF?) throws {
+        let sealed = try sealForTest(Data("attack at dawn".utf8), key: key, kdf: kdf, algorithm: .chaCha20Poly1305, context: Data())
+        let headerLength = try Envelope.header(of: sealed).encoded.count
+        let minimum = headerLength + 12 + 16
+        for length in 0..<sealed.count {
+            // Below the minimum the structure is incomplete; above it, a shorter body fails its tag.
+            let expected: SecureCoreError = length < minimum ? .truncated : .authenticationFailed
+            expectError(expected, "length \(length)") { _ = try openForTest(sealed.prefix(length), key: key, kdf: kdf, context: Data()) }
+        }
+    }
+
+    @Test func wrongKeyContextOrPassphraseIsRejected() throws {
+        let sealed = try Envelope.seal(Data("secret".utf8), key: key, context: Data("a".utf8))
+        expectError(.authenticationFailed) { _ = try Envelope.open(sealed, key: SymmetricKey(size: .bits256), context: Data("a".utf8)) }
+        expectError(.authenticationFailed) { _ = try Envelope.open(sealed, key: key, context: Data("b".utf8)) }
+        expectError(.authenticationFailed) { _ = try Envelope.open(sealed, key: key) }
+        let byPassphrase = try Envelope.seal(Data("secret".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        expectError(.authenticationFailed) { _ = try Envelope.open(byPassphrase, passphrase: Data("wrong".utf8)) }
+    }
+
+    @Test func wrongKeyKindAndSizeAreRejected() throws {
+        let sealed = try Envelope.seal(Data("secret".utf8), key: key)
+        #expect(throws: SecureCoreError.self) { try Envelope.open(sealed, passphrase: passphrase) }
+        #expect(throws: SecureCoreError.self) { try Envelope.seal(Data(), key: SymmetricKey(size: .bits128)) }
+        #expect(throws: SecureCoreError.self) { try Envelope.open(sealed, key: SymmetricKey(size: .bits128)) }
+    }
+
+    /// A crafted header asking for scrypt logN 30 (16 GiB, hours) must fail at once, before any KDF work.
+    @Test func costAboveCeilingIsRejectedBeforeWork() throws {
+        var sealed = try Envelope.seal(Data("x".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        sealed[6] = 30
+        let started = ContinuousClock.now
+        expectError(.costAboveCeiling("scrypt logN 30 above ceiling 22")) { _ = try Envelope.open(sealed, passphrase: passphrase) }
+        // Deriving at logN 30 would take hours; the rejection must not even start it.
+        #expect(ContinuousClock.now - started < .seconds(1))
+
+        var pbkdf2 = try Envelope.seal(Data("x".utf8), passphrase: passphrase, kdf: .pbkdf2(hash: .sha256, rounds: 1000))
+        pbkdf2.replaceSubrange(6..<10, with: [0xff, 0xff, 0xff, 0xff])
+        expectError(.costAboveCeiling("PBKDF2 rounds 4294967295 above ceiling 10000000")) {
+            _ = try Envelope.open(pbkdf2, passphrase: passphrase)
+        }
+        // A caller may lower the ceiling below what the data needs.
+        let strict = KDFLimits(maxScryptLogN: 9)
+        let small = try Envelope.seal(Data("x".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        expectError(.costAboveCeiling("scrypt logN 10 above ceiling 9")) { _ = try Envelope.open(small, passphrase: passphrase, limits: strict) }
+    }
+
+    @Test func propertyListAndCodableValues() throws {
+        let plist: [String: Any] = ["name": "Ada", "age": 36, "tags": ["a", "b"], "blob": Data([1, 2, 3])]
+        let sealed = try Envelope.seal(propertyList: plist, key: key)
+        let opened = try #require(try Envelope.openPropertyList(sealed, key: key) as? [String: Any])
+        #expect(opened["name"] as? String == "Ada")
+        #expect((opened["tags"] as? [Any])?.count == 2)
+        #expect(opened["blob"] as? Data == Data([1, 2, 3]))
+
+        struct Record: Codable, Equatable { var to: String; var amount: Int }
+        let record = Record(to: "Bob", amount: 7)
+        let sealedRecord = try Envelope.seal(encodable: record, passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        #expect(try Envelope.open(Record.self, from: sealedRecord, passphrase: passphrase) == record)
+        expectError(.authenticationFailed) { _ = try Envelope.open(Record.self, from: sealedRecord, passphrase: Data("no".utf8)) }
+    }
+
+    @Test func itemSealerBindsContext() throws {
+        let sealer = try KeyItemSealer(key: .random(count: 32))
+        let sealed = try sealer.seal(Data("v".utf8), context: Data("service/account".utf8))
+        #expect(try sealer.open(sealed, context: Data("service/account".utf8)) == Data("v".utf8))
+        expectError(.authenticationFailed) { _ = try sealer.open(sealed, context: Data("service/other".utf8)) }
+    }
+}

@@ -1,0 +1,130 @@
+import Crypto
+import Foundation
+import SFTestSupport
+import Testing
+
+@testable import SecureCore
+
+@Suite struct StreamEnvelopeTests {
+    let key = SymmetricKey(size: .bits256)
+    static let chunk = StreamEnvelope.chunkSize
+    static let batch = StreamEnvelope.chunkSize * StreamEnvelope.chunksPerBatch
+
+    func encrypt(_ plaintext: Data, algorithm: Envelope.Algorithm = .aes256GCM, context: Data = Data()) throws -> Data {
+        try withFiles(plaintext) { input, output in
+            try StreamEnvelope.encrypt(from: FileInput(path: input), to: output, key: key, algorithm: algorithm, context: context)
+        }
+    }
+
+    func decrypt(_ sealed: Data, key: SymmetricKey? = nil, context: Data = Data()) throws -> Data {
+        try withFiles(sealed) { input, output in
+            try StreamEnvelope.decrypt(from: FileInput(path: input), to: output, key: key ?? self.key, context: context)
+        }
+    }
+
+    /// Writes `content` to a temporary file and runs `body` with its path and an output file; returns the output.
+    func withFiles(_ content: Data, _ body: (String, borrowing FileOutput) throws -> Void) throws -> Data {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in").path, output = dir.appendingPathComponent("out").path
+        try content.write(to: URL(fileURLWithPath: input))
+        try AtomicFile.write(to: output) { try body(input, $0) }
+        return try Data(contentsOf: URL(fileURLWithPath: output))
+    }
+
+    @Test(arguments: [0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk, batch - 1, batch, batch + 1, 2 * batch + chunk + 7])
+    func roundTrip(size: Int) throws {
+        let plaintext = SecureRandom.bytes(count: size)
+        for algorithm in Envelope.Algorithm.allCases {
+            let sealed = try encrypt(plaintext, algorithm: algorithm)
+            let chunks = max(1, (size + Self.chunk - 1) / Self.chunk)
+            #expect(sealed.count == 6 + 1 + 16 + size + 16 * chunks)
+            #expect(try decrypt(sealed) == plaintext)
+        }
+    }
+
+    @Test func passphraseRoundTripAndWrongPassphrase() throws {
+        let plaintext = SecureRandom.bytes(count: 100_000)
+        let phrase = Data("hunter2 but longer".utf8)
+        let sealed = try withFiles(plaintext) { input, output in
+            try StreamEnvelope.encrypt(from: FileInput(path: input), to: output, passphrase: phrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        }
+        let opened = try withFiles(sealed) { input, output in
+            try StreamEnvelope.decrypt(from: FileInput(path: input), to: output, passphrase: phrase)
+        }
+        #expect(opened == plaintext)
+        expectError(.authenticationFailed) {
+            _ = try withFiles(sealed) { input, output in
+                try StreamEnvelope.decrypt(from: FileInput(path: input), to: output, passphrase: Data("nope".utf8))
+            }
+        }
+    }
+
+    @Test func truncationAtEveryChunkBoundaryIsDetected() throws {
+        let sealed = try encrypt(SecureRandom.bytes(count: 3 * Self.chunk + 100))
+        let headerLength = 6 + 1 + 16
+        let sealedChunk = Self.chunk + 16
+        for chunks in 1...3 {
+            expectError(.truncated, "after \(chunks) chunks") { _ = try decrypt(sealed.prefix(headerLength + chunks * sealedChunk)) }
+        }
+        expectError(.truncated) { _ = try decrypt(sealed.prefix(headerLength)) }
+        expectError(.truncated) { _ = try decrypt(sealed.prefix(headerLength - 1)) }
+        expectError(.truncated) { _ = try decrypt(sealed.prefix(headerLength + 10)) }
+        expectError(.authenticationFailed) { _ = try decrypt(sealed.dropLast()) }
+    }
+
+    @Test func trailingDataIsDetected() throws {
+        // A full final chunk followed by more bytes: the final-flagged chunk is not at the end.
+        let full = try encrypt(SecureRandom.bytes(count: Self.chunk))
+        expectError(.trailingData) { _ = try decrypt(full + Data([0])) }
+        expectError(.trailingData) { _ = try decrypt(full + full.suffix(Self.chunk + 16)) }
+        let short = try encrypt(SecureRandom.bytes(count: 1000))
+        expectError(.authenticationFailed) { _ = try decrypt(short + Data([0])) }
+    }
+
+    @Test func flippedBytesSwappedChunksAndWrongContextAreRejected() throws {
+        let plaintext = SecureRandom.bytes(count: 2 * Self.chunk + 5)
+        let sealed = try encrypt(plaintext, context: Data("ctx".utf8))
+        let headerLength = 6 + 1 + 16
+        // One flip in every header byte and at several places in every chunk.
+        var positions = Array(0..<headerLength)
+        for start in stride(from: headerLength, to: sealed.count, by: Self.chunk + 16) {
+            positions += [start, start + 1, min(start + Self.chunk + 15, sealed.count - 1)]
+        }
+        for index in positions {
+            var tampered = sealed
+            tampered[index] ^= 0x01
+            #expect(throws: SecureCoreError.self, "flip at \(index)") { try decrypt(tampered, context: Data("ctx".utf8)) }
+        }
+        let a = headerLength, b = a + Self.chunk + 16, c = b + Self.chunk + 16
+        let swapped = sealed[..<a] + sealed[b..<c] + sealed[a..<b] + sealed[c...]
+        expectError(.authenticationFailed) { _ = try decrypt(swapped, context: Data("ctx".utf8)) }
+        expectError(.authenticationFailed) { _ = try decrypt(sealed, context: Data("other".utf8)) }
+        expectError(.authenticationFailed) { _ = try decrypt(sealed, key: SymmetricKey(size: .bits256), context: Data("ctx".utf8)) }
+    }
+
+    @Test func fileEncryptionLeavesNoOutputOnFailure() throws {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let plain = dir.appendingPathComponent("plain").path
+        let sealed = dir.appendingPathComponent("sealed").path
+        let opened = dir.appendingPathComponent("opened").path
+        let content = SecureRandom.bytes(count: 5 * Self.chunk)
+        try content.write(to: URL(fileURLWithPath: plain))
+        try FileEncryption.encryptFile(at: plain, to: sealed, key: key)
+        try FileEncryption.decryptFile(at: sealed, to: opened, key: key)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: opened)) == content)
+
+        try FileManager.default.removeItem(atPath: opened)
+        var tampered = try Data(contentsOf: URL(fileURLWithPath: sealed))
+        tampered[tampered.count - 1] ^= 1
+        try tampered.write(to: URL(fileURLWithPath: sealed))
+        expectError(.authenticationFailed) { try FileEncryption.decryptFile(at: sealed, to: opened, key: key) }
+        #expect(!FileManager.default.fileExists(atPath: opened))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["plain", "sealed"])
+
+        #expect(throws: SecureCoreError.self) {
+            try FileEncryption.encryptFile(at: dir.appendingPathComponent("missing").path, to: sealed, key: key)
+        }
+    }
+}
