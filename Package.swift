@@ -50,8 +50,7 @@ let package = Package(
         // Shared by the test targets only (vectors, peers, processes); not a product.
         .target(name: "SFTestSupport", swiftSettings: strict),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
-        .testTarget(
-            name: "SecureKeysTests", dependencies: ["SecureKeys", "SFTestSupport"], exclude: ["Peers"], swiftSettings: strict),
+        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )

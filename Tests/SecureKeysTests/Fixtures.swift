@@ -91,9 +91,9 @@ func wycheproof(_ name: String) throws -> WycheproofFile? {
     return nil
 }
 
-/// The path of a peer script under Tests/SecureKeysTests/Peers.
+/// The path of a peer script under Tests/peers.
 func peerScript(_ name: String) -> String {
-    TestSupport.packageRoot.appendingPathComponent("Tests/SecureKeysTests/Peers/\(name)").path
+    TestSupport.packageRoot.appendingPathComponent("Tests/peers/\(name)").path
 }
 
 extension SecretBytes {

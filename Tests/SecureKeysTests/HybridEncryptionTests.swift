@@ -116,7 +116,7 @@ import Testing
         let message = SecureRandom.bytes(count: 5000)
         let sealed = try Fixtures.file(try HybridEncryption.encrypt(message, to: key.publicKey), "sfk1")
         let keyFile = try Fixtures.file(Data(pem.utf8), "key")
-        let result = try TestSupport.run(python, [peerScript("hybrid_decrypt.py"), keyFile, sealed])
+        let result = try TestSupport.run(python, [peerScript("sfk1_decrypt.py"), keyFile, sealed])
         #expect(result.status == 0 && result.stdout == message, "\(type): \(result.stderrText)")
     }
 }

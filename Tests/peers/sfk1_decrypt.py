@@ -2,7 +2,7 @@
 """Independent reader of SecureKeys hybrid messages ("SFK1", schemes 0x01 HPKE base and 0x03
 RSA-OAEP), written from docs/FORMATS.md only, using Python `cryptography`.
 
-usage: hybrid_decrypt.py PRIVATE_KEY.pem MESSAGE_FILE   (plaintext on stdout)
+usage: sfk1_decrypt.py PRIVATE_KEY.pem MESSAGE_FILE   (plaintext on stdout)
 """
 import hashlib
 import sys
