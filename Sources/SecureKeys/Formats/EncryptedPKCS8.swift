@@ -63,11 +63,6 @@ public enum EncryptedPKCS8 {
         }
     }
 
-    /// True when `der` parses as an `EncryptedPrivateKeyInfo` (used by format detection).
-    static func isEncryptedInfo(_ der: some DataProtocol) -> Bool {
-        (try? EncryptedPrivateKeyInfo(derEncoded: Array(der))) != nil
-    }
-
     private static func decodeInfo(_ der: some DataProtocol) throws -> EncryptedPrivateKeyInfo {
         do {
             return try EncryptedPrivateKeyInfo(derEncoded: Array(der))
