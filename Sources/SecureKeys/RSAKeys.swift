@@ -22,6 +22,7 @@ public enum RSAKeySize: Int, Sendable, CaseIterable, CustomStringConvertible {
 /// RSA-OAEP encryption; its encodings are PKCS#1 `RSAPublicKey` and X.509 SubjectPublicKeyInfo.
 public struct RSAPublicKey: Sendable {
     let backing: _RSA.Signing.PublicKey
+    private let encryption: SharedKey<_RSA.Encryption.PublicKey>
     /// The size of the modulus.
     public let keySize: RSAKeySize
 
@@ -49,7 +50,9 @@ public struct RSAPublicKey: Sendable {
             throw KeyError.invalidKey("RSA public exponent must be an odd number above 1 of at most 32 bits")
         }
         do {
-            backing = try _RSA.Signing.PublicKey(unsafeDERRepresentation: DER.encoded(structure))
+            let der = DER.encoded(structure)
+            backing = try _RSA.Signing.PublicKey(unsafeDERRepresentation: der)
+            encryption = SharedKey(try _RSA.Encryption.PublicKey(unsafeDERRepresentation: der))
         } catch {
             throw KeyError.invalidKey("RSA public key rejected: \(error)")
         }
@@ -72,15 +75,14 @@ public struct RSAPublicKey: Sendable {
     /// The number of bytes in the modulus (and in every signature and OAEP ciphertext).
     public var modulusByteCount: Int { keySize.rawValue / 8 }
 
-    var encryptionKey: _RSA.Encryption.PublicKey {
-        // Same key material, re-read as an encryption key (swift-crypto keeps the two uses apart).
-        try! _RSA.Encryption.PublicKey(unsafeDERRepresentation: backing.pkcs1DERRepresentation)
-    }
+    /// The same key material as an encryption key (swift-crypto keeps the two uses apart).
+    var encryptionKey: _RSA.Encryption.PublicKey { encryption.key }
 }
 
 /// An RSA private key (two-prime). Encodings: PKCS#1 `RSAPrivateKey` and PKCS#8.
 public struct RSAPrivateKey: Sendable {
     let backing: _RSA.Signing.PrivateKey
+    private let decryption: SharedKey<_RSA.Encryption.PrivateKey>
     /// The matching public key.
     public let publicKey: RSAPublicKey
 
@@ -112,6 +114,7 @@ public struct RSAPrivateKey: Sendable {
 
     private init(backing: _RSA.Signing.PrivateKey) throws {
         self.backing = backing
+        decryption = SharedKey(try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: backing.derRepresentation))
         publicKey = try RSAPublicKey(backing: backing.publicKey)
     }
 
@@ -123,10 +126,16 @@ public struct RSAPrivateKey: Sendable {
         try! RSAPrivateKeyStructure(derEncoded: Array(backing.derRepresentation))
     }
 
-    var decryptionKey: _RSA.Encryption.PrivateKey {
-        // Same key material, re-read as a decryption key (swift-crypto keeps the two uses apart).
-        try! _RSA.Encryption.PrivateKey(unsafeDERRepresentation: backing.derRepresentation)
-    }
+    /// The same key material as a decryption key (swift-crypto keeps the two uses apart).
+    var decryptionKey: _RSA.Encryption.PrivateKey { decryption.key }
+}
+
+/// swift-crypto's RSA encryption keys are not marked `Sendable`, but they are immutable after
+/// creation and BoringSSL's RSA operations may run concurrently on one key, so one parsed copy is
+/// shared instead of re-parsing the DER for every operation.
+private final class SharedKey<Key>: @unchecked Sendable {
+    let key: Key
+    init(_ key: Key) { self.key = key }
 }
 
 private func bitCount(_ bytes: ArraySlice<UInt8>) -> Int {
