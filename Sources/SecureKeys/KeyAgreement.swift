@@ -8,28 +8,24 @@ extension AsymmetricPrivateKey {
     /// result is degenerate (for example an all-zero X25519 output from a low-order point).
     /// Use a KDF (HKDF) on the result; never use it as a key directly.
     public func sharedSecret(with peer: AsymmetricPublicKey) throws -> SecretBytes {
+        guard type == peer.type, let own = agreementRawRepresentation, let theirs = peer.agreementRawRepresentation else {
+            throw KeyError.wrongKeyType(expected: "a \(type) peer key for key agreement", found: peer.type.rawValue)
+        }
         let secret: SharedSecret
         do {
-            switch (self, peer) {
-            case (.x25519(let own), .x25519(let theirs)):
-                secret = try own.sharedSecretFromKeyAgreement(with: theirs)
-            case (.p256(let own), .p256(let theirs)):
-                secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation)
-                    .sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
-            case (.p384(let own), .p384(let theirs)):
-                secret = try P384.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation)
-                    .sharedSecretFromKeyAgreement(with: P384.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
-            case (.p521(let own), .p521(let theirs)):
-                secret = try P521.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation)
-                    .sharedSecretFromKeyAgreement(with: P521.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation))
-            default:
-                throw KeyError.wrongKeyType(expected: "a \(type) peer key for key agreement", found: peer.type.rawValue)
+            switch self {
+            case .x25519: secret = try Self.agree(own, theirs, as: Curve25519.KeyAgreement.PrivateKey.self)
+            case .p256: secret = try Self.agree(own, theirs, as: P256.KeyAgreement.PrivateKey.self)
+            case .p384: secret = try Self.agree(own, theirs, as: P384.KeyAgreement.PrivateKey.self)
+            default: secret = try Self.agree(own, theirs, as: P521.KeyAgreement.PrivateKey.self)
             }
-        } catch let error as KeyError {
-            throw error
         } catch {
             throw KeyError.invalidKey("key agreement failed: \(error)")
         }
         return secret.withUnsafeBytes { SecretBytes($0) }
+    }
+
+    private static func agree<SK: RawAgreementPrivateKey>(_ own: Data, _ theirs: Data, as _: SK.Type) throws -> SharedSecret {
+        try SK(rawRepresentation: own).sharedSecretFromKeyAgreement(with: SK.PublicKey(rawRepresentation: theirs))
     }
 }

@@ -18,104 +18,117 @@ enum HPKEHybrid {
     static let p521 = Suite(ciphersuite: .P521_SHA512_AES_GCM_256, ids: Data([0x00, 0x12, 0x00, 0x03, 0x00, 0x02]), encapsulatedKeyLength: 133)
 
     static func seal(_ message: Data, to recipient: AsymmetricPublicKey, sender: AsymmetricPrivateKey?, header: Data) throws -> Data {
-        let mismatch = KeyError.wrongKeyType(expected: "a sender key of type \(recipient.type)", found: sender?.type.rawValue ?? "")
+        if let sender, sender.type != recipient.type {
+            throw KeyError.wrongKeyType(expected: "a sender key of type \(recipient.type)", found: sender.type.rawValue)
+        }
+        let senderRaw = sender?.agreementRawRepresentation
         switch recipient {
         case .x25519(let key):
-            var senderKey: Curve25519.KeyAgreement.PrivateKey?
-            if let sender {
-                guard case .x25519(let own) = sender else { throw mismatch }
-                senderKey = own
-            }
-            return try seal(message, to: key, sender: senderKey, header: header, suite: x25519)
+            return try seal(message, to: key.rawRepresentation, sender: senderRaw, header: header, suite: x25519, as: Curve25519.KeyAgreement.PrivateKey.self)
         case .p256(let key):
-            var senderKey: P256.KeyAgreement.PrivateKey?
-            if let sender {
-                guard case .p256(let own) = sender else { throw mismatch }
-                senderKey = try P256.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation)
-            }
-            return try seal(message, to: P256.KeyAgreement.PublicKey(rawRepresentation: key.rawRepresentation), sender: senderKey, header: header, suite: p256)
+            return try seal(message, to: key.rawRepresentation, sender: senderRaw, header: header, suite: p256, as: P256.KeyAgreement.PrivateKey.self)
         case .p384(let key):
-            var senderKey: P384.KeyAgreement.PrivateKey?
-            if let sender {
-                guard case .p384(let own) = sender else { throw mismatch }
-                senderKey = try P384.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation)
-            }
-            return try seal(message, to: P384.KeyAgreement.PublicKey(rawRepresentation: key.rawRepresentation), sender: senderKey, header: header, suite: p384)
+            return try seal(message, to: key.rawRepresentation, sender: senderRaw, header: header, suite: p384, as: P384.KeyAgreement.PrivateKey.self)
         case .p521(let key):
-            var senderKey: P521.KeyAgreement.PrivateKey?
-            if let sender {
-                guard case .p521(let own) = sender else { throw mismatch }
-                senderKey = try P521.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation)
-            }
-            return try seal(message, to: P521.KeyAgreement.PublicKey(rawRepresentation: key.rawRepresentation), sender: senderKey, header: header, suite: p521)
+            return try seal(message, to: key.rawRepresentation, sender: senderRaw, header: header, suite: p521, as: P521.KeyAgreement.PrivateKey.self)
         case .rsa, .ed25519:
             throw KeyError.wrongKeyType(expected: "an HPKE recipient (X25519, P-256/384/521)", found: recipient.type.rawValue)
         }
     }
 
     static func open(_ rest: Data, with key: AsymmetricPrivateKey, header: Data, sender: AsymmetricPublicKey?) throws -> Data {
-        let mismatch = KeyError.unexpectedSender(fingerprint: sender?.fingerprint.hex ?? "")
+        if let sender, sender.type != key.type { throw KeyError.unexpectedSender(fingerprint: sender.fingerprint.hex) }
+        let senderRaw = sender?.agreementRawRepresentation
         switch key {
         case .x25519(let own):
-            var senderKey: Curve25519.KeyAgreement.PublicKey?
-            if let sender {
-                guard case .x25519(let theirs) = sender else { throw mismatch }
-                senderKey = theirs
-            }
-            return try open(rest, with: own, sender: senderKey, header: header, suite: x25519)
+            return try open(rest, with: own.rawRepresentation, sender: senderRaw, header: header, suite: x25519, as: Curve25519.KeyAgreement.PrivateKey.self)
         case .p256(let own):
-            var senderKey: P256.KeyAgreement.PublicKey?
-            if let sender {
-                guard case .p256(let theirs) = sender else { throw mismatch }
-                senderKey = try P256.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation)
-            }
-            return try open(rest, with: P256.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation), sender: senderKey, header: header, suite: p256)
+            return try open(rest, with: own.rawRepresentation, sender: senderRaw, header: header, suite: p256, as: P256.KeyAgreement.PrivateKey.self)
         case .p384(let own):
-            var senderKey: P384.KeyAgreement.PublicKey?
-            if let sender {
-                guard case .p384(let theirs) = sender else { throw mismatch }
-                senderKey = try P384.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation)
-            }
-            return try open(rest, with: P384.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation), sender: senderKey, header: header, suite: p384)
+            return try open(rest, with: own.rawRepresentation, sender: senderRaw, header: header, suite: p384, as: P384.KeyAgreement.PrivateKey.self)
         case .p521(let own):
-            var senderKey: P521.KeyAgreement.PublicKey?
-            if let sender {
-                guard case .p521(let theirs) = sender else { throw mismatch }
-                senderKey = try P521.KeyAgreement.PublicKey(rawRepresentation: theirs.rawRepresentation)
-            }
-            return try open(rest, with: P521.KeyAgreement.PrivateKey(rawRepresentation: own.rawRepresentation), sender: senderKey, header: header, suite: p521)
+            return try open(rest, with: own.rawRepresentation, sender: senderRaw, header: header, suite: p521, as: P521.KeyAgreement.PrivateKey.self)
         case .rsa, .ed25519:
             throw KeyError.wrongKeyType(expected: "an HPKE recipient (X25519, P-256/384/521)", found: key.type.rawValue)
         }
     }
 
-    private static func seal<SK: HPKEDiffieHellmanPrivateKey>(
-        _ message: Data, to recipient: SK.PublicKey, sender: SK?, header: Data, suite: Suite
+    private static func seal<SK: RawAgreementPrivateKey>(
+        _ message: Data, to recipientRaw: Data, sender senderRaw: Data?, header: Data, suite: Suite, as _: SK.Type
     ) throws -> Data {
+        let recipient = try SK.PublicKey(rawRepresentation: recipientRaw)
         let info = header + suite.ids
         var context =
-            try sender.map { try HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info, authenticatedBy: $0) }
-            ?? HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info)
+            try senderRaw.map {
+                try HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info, authenticatedBy: SK(rawRepresentation: $0))
+            } ?? HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info)
         let ciphertext = try context.seal(message)
         return info + context.encapsulatedKey + ciphertext
     }
 
-    private static func open<SK: HPKEDiffieHellmanPrivateKey>(
-        _ rest: Data, with key: SK, sender: SK.PublicKey?, header: Data, suite: Suite
+    private static func open<SK: RawAgreementPrivateKey>(
+        _ rest: Data, with ownRaw: Data, sender senderRaw: Data?, header: Data, suite: Suite, as _: SK.Type
     ) throws -> Data {
         guard rest.count >= suite.ids.count else { throw KeyError.truncated }
         guard rest.prefix(suite.ids.count) == suite.ids else { throw KeyError.unrecognizedMessage("HPKE suite does not fit the key") }
         let encStart = rest.startIndex + suite.ids.count, bodyStart = encStart + suite.encapsulatedKeyLength
         guard rest.endIndex - bodyStart >= 16 else { throw KeyError.truncated }
-        let info = header + suite.ids, enc = rest[encStart..<bodyStart]
+        let info = header + suite.ids, enc = Data(rest[encStart..<bodyStart])
+        let key = try SK(rawRepresentation: ownRaw)
+        let sender = try senderRaw.map { try SK.PublicKey(rawRepresentation: $0) }
         do {
             var context =
                 try sender.map {
-                    try HPKE.Recipient(privateKey: key, ciphersuite: suite.ciphersuite, info: info, encapsulatedKey: Data(enc), authenticatedBy: $0)
-                } ?? HPKE.Recipient(privateKey: key, ciphersuite: suite.ciphersuite, info: info, encapsulatedKey: Data(enc))
+                    try HPKE.Recipient(privateKey: key, ciphersuite: suite.ciphersuite, info: info, encapsulatedKey: enc, authenticatedBy: $0)
+                } ?? HPKE.Recipient(privateKey: key, ciphersuite: suite.ciphersuite, info: info, encapsulatedKey: enc)
             return try context.open(rest[bodyStart...])
         } catch {
             throw KeyError.authenticationFailed
+        }
+    }
+}
+
+/// swift-crypto key-agreement keys that rebuild from their raw bytes, so one generic path serves
+/// every curve (our P-256/384/521 keys are stored as signing keys; the scalar and point are the same).
+protocol RawAgreementPrivateKey: HPKEDiffieHellmanPrivateKey where PublicKey: RawAgreementPublicKey {
+    init<D: ContiguousBytes>(rawRepresentation: D) throws
+}
+
+protocol RawAgreementPublicKey {
+    init<D: ContiguousBytes>(rawRepresentation: D) throws
+}
+
+extension Curve25519.KeyAgreement.PrivateKey: RawAgreementPrivateKey {}
+extension Curve25519.KeyAgreement.PublicKey: RawAgreementPublicKey {}
+extension P256.KeyAgreement.PrivateKey: RawAgreementPrivateKey {}
+extension P256.KeyAgreement.PublicKey: RawAgreementPublicKey {}
+extension P384.KeyAgreement.PrivateKey: RawAgreementPrivateKey {}
+extension P384.KeyAgreement.PublicKey: RawAgreementPublicKey {}
+extension P521.KeyAgreement.PrivateKey: RawAgreementPrivateKey {}
+extension P521.KeyAgreement.PublicKey: RawAgreementPublicKey {}
+
+extension AsymmetricPrivateKey {
+    /// The raw scalar of a curve key (nil for RSA and Ed25519), for use as a key-agreement key.
+    var agreementRawRepresentation: Data? {
+        switch self {
+        case .x25519(let key): key.rawRepresentation
+        case .p256(let key): key.rawRepresentation
+        case .p384(let key): key.rawRepresentation
+        case .p521(let key): key.rawRepresentation
+        case .rsa, .ed25519: nil
+        }
+    }
+}
+
+extension AsymmetricPublicKey {
+    /// The raw point of a curve key (nil for RSA and Ed25519), for use as a key-agreement key.
+    var agreementRawRepresentation: Data? {
+        switch self {
+        case .x25519(let key): key.rawRepresentation
+        case .p256(let key): key.rawRepresentation
+        case .p384(let key): key.rawRepresentation
+        case .p521(let key): key.rawRepresentation
+        case .rsa, .ed25519: nil
         }
     }
 }
