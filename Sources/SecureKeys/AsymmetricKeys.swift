@@ -2,9 +2,17 @@ import Crypto
 import Foundation
 import SecureCore
 
-/// The kinds of asymmetric key this module handles.
+/// The kinds of asymmetric key this module handles. `rsa1024` is accepted only by the legacy
+/// Heimdall operations; the raw values are the names `sf key generate --type` takes.
 public enum KeyType: String, Sendable, CaseIterable, CustomStringConvertible {
-    case rsa1024, rsa2048, rsa3072, rsa4096, p256, p384, p521, ed25519, x25519
+    /// RSA keys of 1024 (legacy), 2048, 3072 and 4096 bits.
+    case rsa1024, rsa2048, rsa3072, rsa4096
+    /// NIST curves P-256, P-384 and P-521 (ECDSA and ECDH/HPKE).
+    case p256, p384, p521
+    /// Ed25519 (signatures) and X25519 (key agreement, HPKE).
+    case ed25519, x25519
+
+    /// A short human-readable name; never contains key material.
 
     public var description: String { rawValue }
 
@@ -21,7 +29,9 @@ public enum KeyType: String, Sendable, CaseIterable, CustomStringConvertible {
 /// A public key of any supported type. P-256/384/521 keys serve both ECDSA and ECDH/HPKE (the
 /// encodings do not say which); Ed25519 keys only sign; X25519 keys only agree on keys.
 public enum AsymmetricPublicKey: Sendable {
+    /// An RSA key (one case for every size; see `RSAKeySize`).
     case rsa(RSAPublicKey)
+    /// A NIST curve or Curve25519 key, as the swift-crypto type.
     case p256(P256.Signing.PublicKey)
     case p384(P384.Signing.PublicKey)
     case p521(P521.Signing.PublicKey)
@@ -46,7 +56,9 @@ public enum AsymmetricPublicKey: Sendable {
 
 /// A private key of any supported type, with the matching public key.
 public enum AsymmetricPrivateKey: Sendable {
+    /// An RSA key (one case for every size; see `RSAKeySize`).
     case rsa(RSAPrivateKey)
+    /// A NIST curve or Curve25519 key, as the swift-crypto type.
     case p256(P256.Signing.PrivateKey)
     case p384(P384.Signing.PrivateKey)
     case p521(P521.Signing.PrivateKey)
@@ -94,5 +106,6 @@ public struct KeyFingerprint: Sendable, Hashable, CustomStringConvertible {
     /// Padded standard base64 of the digest.
     public var base64: String { Base64.encode(bytes) }
     /// `SHA256:` followed by the hex digest.
+    /// A short human-readable name; never contains key material.
     public var description: String { "SHA256:\(hex)" }
 }

@@ -50,6 +50,8 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Text that should be base64 is not.
     case malformedBase64
 
+    /// A short human-readable name; never contains key material.
+
     public var description: String {
         switch self {
         case .unrecognizedKeyFormat:

@@ -11,6 +11,8 @@ public enum RSAOAEPPadding: Sendable, CustomStringConvertible {
 
     var backing: _RSA.Encryption.Padding { self == .sha256 ? .PKCS1_OAEP_SHA256 : .PKCS1_OAEP }
 
+    /// A short human-readable name; never contains key material.
+
     public var description: String { self == .sha256 ? "RSA-OAEP-SHA256" : "RSA-OAEP-SHA1" }
 }
 

@@ -7,13 +7,17 @@ import _CryptoExtras
 /// RSA key sizes this module accepts. 2048, 3072 and 4096 bits are accepted everywhere; 1024 bits only
 /// by the legacy Heimdall operations (`Heimdall`), for talking to existing apps.
 public enum RSAKeySize: Int, Sendable, CaseIterable, CustomStringConvertible {
+    /// 1024 bits: legacy Heimdall interoperability only.
     case legacy1024 = 1024
+    /// 2048, 3072 and 4096 bits.
     case bits2048 = 2048
     case bits3072 = 3072
     case bits4096 = 4096
 
     /// True for sizes the native (non-legacy) operations accept.
     public var isModern: Bool { self != .legacy1024 }
+
+    /// A short human-readable name; never contains key material.
 
     public var description: String { "RSA-\(rawValue)" }
 }

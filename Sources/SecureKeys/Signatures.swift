@@ -16,6 +16,8 @@ public enum SignatureScheme: String, Sendable, CaseIterable, CustomStringConvert
     /// Ed25519 (RFC 8032, pure). The only scheme for Ed25519 keys.
     case ed25519 = "ed25519"
 
+    /// A short human-readable name; never contains key material.
+
     public var description: String { rawValue }
 
     /// The default scheme for keys of `type`; nil for X25519, which cannot sign.

@@ -25,6 +25,8 @@ public enum KeyExportFormat: String, Sendable, CaseIterable, CustomStringConvert
     /// Uncompressed X9.63 EC point. P-256/384/521 only.
     case x963 = "x963"
 
+    /// A short human-readable name; never contains key material.
+
     public var description: String { rawValue }
 
     /// True when the format carries private key material.

@@ -5,7 +5,9 @@ import SwiftASN1
 
 /// A key read by `KeyImport`, public or private.
 public enum ImportedKey: Sendable {
+    /// The input held only a public key.
     case `public`(AsymmetricPublicKey)
+    /// The input held a private key (its public key is derived from it).
     case `private`(AsymmetricPrivateKey)
 
     /// The public key (derived from the private key when needed).
