@@ -15,6 +15,8 @@ import Testing
             let sealed = try HybridEncryption.encrypt(message, to: key.publicKey)
             #expect(try HybridEncryption.decrypt(sealed, with: key) == message)
             #expect(try HybridEncryption.claimedSender(of: sealed) == nil)
+            // A slice whose indices do not start at zero decrypts the same.
+            #expect(try HybridEncryption.decrypt((Data([7, 7, 7]) + sealed).dropFirst(3), with: key) == message)
         }
     }
 

@@ -33,20 +33,20 @@ struct HybridMessage {
         return bytes
     }
 
-    /// Reads the fixed part and returns it with the offset of the scheme fields.
+    /// Reads the fixed part and returns it with the rest of the message (a slice, not a copy).
     static func parsePrefix(_ message: Data) throws -> (HybridMessage, rest: Data) {
-        let bytes = Data(message)
-        guard bytes.count >= 5 else {
-            throw bytes.starts(with: magic.prefix(bytes.count)) ? KeyError.truncated : KeyError.unrecognizedMessage("bad magic")
+        let start = message.startIndex
+        guard message.count >= 5 else {
+            throw message.starts(with: magic.prefix(message.count)) ? KeyError.truncated : KeyError.unrecognizedMessage("bad magic")
         }
-        guard bytes.prefix(4) == magic else { throw KeyError.unrecognizedMessage("bad magic") }
-        guard let scheme = Scheme(rawValue: bytes[4]) else {
-            throw KeyError.unrecognizedMessage("unknown scheme 0x\(String(bytes[4], radix: 16))")
+        guard message.prefix(4) == magic else { throw KeyError.unrecognizedMessage("bad magic") }
+        guard let scheme = Scheme(rawValue: message[start + 4]) else {
+            throw KeyError.unrecognizedMessage("unknown scheme 0x\(String(message[start + 4], radix: 16))")
         }
-        let fingerprintsLength = scheme.hasSender ? 64 : 32
-        guard bytes.count >= 5 + fingerprintsLength else { throw KeyError.truncated }
-        let recipient = bytes.subdata(in: 5..<37)
-        let sender = scheme.hasSender ? bytes.subdata(in: 37..<69) : nil
-        return (HybridMessage(scheme: scheme, recipient: recipient, sender: sender), bytes.subdata(in: (5 + fingerprintsLength)..<bytes.count))
+        let fingerprintsEnd = start + 5 + (scheme.hasSender ? 64 : 32)
+        guard message.endIndex >= fingerprintsEnd else { throw KeyError.truncated }
+        let recipient = Data(message[(start + 5)..<(start + 37)])
+        let sender = scheme.hasSender ? Data(message[(start + 37)..<(start + 69)]) : nil
+        return (HybridMessage(scheme: scheme, recipient: recipient, sender: sender), message[fingerprintsEnd...])
     }
 }
