@@ -24,26 +24,29 @@ enum AEAD {
         }
     }
 
-    /// Opens `ciphertextAndTag` (at least 16 bytes); throws `authenticationFailed` on any mismatch.
+    /// Opens `nonce || ciphertext || tag` (at least 28 bytes); throws `authenticationFailed` on any mismatch.
     static func open<A: DataProtocol>(
-        _ algorithm: Envelope.Algorithm, _ ciphertextAndTag: Data, key: SymmetricKey, nonce: some ContiguousBytes,
-        authenticating ad: A
+        _ algorithm: Envelope.Algorithm, combined: Data, key: SymmetricKey, authenticating ad: A
     ) throws -> Data {
-        let nonceData = nonce.withUnsafeBytes { Data($0) }
-        let split = ciphertextAndTag.endIndex - tagByteCount
-        let ciphertext = ciphertextAndTag[ciphertextAndTag.startIndex..<split]
-        let tag = ciphertextAndTag[split...]
         do {
             switch algorithm {
             case .aes256GCM:
-                let box = try AES.GCM.SealedBox(nonce: try AES.GCM.Nonce(data: nonceData), ciphertext: ciphertext, tag: tag)
-                return try AES.GCM.open(box, using: key, authenticating: ad)
+                return try AES.GCM.open(try AES.GCM.SealedBox(combined: combined), using: key, authenticating: ad)
             case .chaCha20Poly1305:
-                let box = try ChaChaPoly.SealedBox(nonce: try ChaChaPoly.Nonce(data: nonceData), ciphertext: ciphertext, tag: tag)
-                return try ChaChaPoly.open(box, using: key, authenticating: ad)
+                return try ChaChaPoly.open(try ChaChaPoly.SealedBox(combined: combined), using: key, authenticating: ad)
             }
         } catch {
             throw SecureCoreError.authenticationFailed
         }
+    }
+
+    /// Opens `ciphertextAndTag` (at least 16 bytes) under a separate nonce.
+    static func open<A: DataProtocol>(
+        _ algorithm: Envelope.Algorithm, _ ciphertextAndTag: Data, key: SymmetricKey, nonce: some ContiguousBytes,
+        authenticating ad: A
+    ) throws -> Data {
+        var combined = nonce.withUnsafeBytes { Data($0) }
+        combined.append(ciphertextAndTag)
+        return try open(algorithm, combined: combined, key: key, authenticating: ad)
     }
 }

@@ -60,7 +60,6 @@ public enum Envelope {
         if case .pbkdf2(let hash, _) = kdf, hash != .sha256 {
             throw SecureCoreError.invalidParameter("the envelope format stores PBKDF2 with HMAC-SHA256 only")
         }
-        try kdf.validate(within: .unlimited)
         let salt = SecureRandom.bytes(count: saltByteCount)
         let header = try encodeHeader(algorithm: algorithm, kdf: kdf, salt: salt)
         let key = try kdf.deriveKey(from: passphrase, salt: salt, limits: .unlimited)
@@ -85,7 +84,7 @@ public enum Envelope {
     /// Opens a raw-key envelope. Throws `authenticationFailed` for a wrong key or context or any
     /// modification, and a specific error for a malformed header.
     public static func open<E: DataProtocol>(_ envelope: E, key: SymmetricKey, context: some DataProtocol = Data()) throws -> Data {
-        let bytes = Data(envelope)
+        let bytes = contiguous(envelope)
         let header = try parseHeader(bytes)
         guard header.kdf == nil else {
             throw SecureCoreError.invalidParameter("this envelope is sealed with a passphrase, not a raw key")
@@ -102,7 +101,7 @@ public enum Envelope {
     public static func open<E: DataProtocol, S: DataProtocol>(
         _ envelope: E, passphrase: S, context: some DataProtocol = Data(), limits: KDFLimits = .default
     ) throws -> Data {
-        let bytes = Data(envelope)
+        let bytes = contiguous(envelope)
         let header = try parseHeader(bytes)
         guard let kdf = header.kdf else {
             throw SecureCoreError.invalidParameter("this envelope is sealed with a raw key, not a passphrase")
@@ -117,7 +116,7 @@ public enum Envelope {
 
     /// Reads the header of `envelope` without a key (to show what it needs, or to choose a key).
     public static func header<E: DataProtocol>(of envelope: E) throws -> Header {
-        try parseHeader(Data(envelope))
+        try parseHeader(contiguous(envelope))
     }
 
     private static func open(_ bytes: Data, header: Header, key: SymmetricKey, context: some DataProtocol) throws -> Data {
@@ -127,9 +126,15 @@ public enum Envelope {
         guard key.bitCount == keyByteCount * 8 else {
             throw SecureCoreError.invalidParameter("key must be \(keyByteCount) bytes")
         }
+        // The envelope stores nonce || ciphertext || tag contiguously: swift-crypto's combined form.
         return try AEAD.open(
-            header.algorithm, bytes[bodyStart...], key: key, nonce: bytes[nonceStart..<bodyStart],
+            header.algorithm, combined: bytes[nonceStart...], key: key,
             authenticating: associatedData(header: header, context: context))
+    }
+
+    /// The input as `Data`, without a copy when it already is one (large envelopes are common).
+    private static func contiguous<E: DataProtocol>(_ envelope: E) -> Data {
+        envelope as? Data ?? Data(envelope)
     }
 
     // MARK: Header

@@ -64,8 +64,8 @@ public enum SecureRandom {
             uncheckedCharacters: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     }
 
-    /// Fills `buffer` with random bytes from swift-crypto's CSPRNG (BoringSSL `RAND_bytes`, seeded
-    /// by `getrandom(2)`, on Linux; the system generator on Apple platforms).
+    /// Fills `buffer` with random bytes through swift-crypto's key generation, which draws from the
+    /// operating system's CSPRNG (`getrandom(2)` on Linux, the system generator on Apple platforms).
     static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
         var offset = 0
         while offset < buffer.count {

@@ -53,21 +53,8 @@ public enum StreamEnvelope {
     ) throws {
         try output.write(header.encoded)
         let sealer = ChunkSealer(header: header, masterKey: masterKey, context: Data(context))
-        let batchBytes = chunkSize * chunksPerBatch
-        var current = try input.read(upTo: batchBytes)
-        var chunkIndex: UInt64 = 0
-        while true {
-            // Read ahead one batch: the current batch is the last one exactly when nothing follows.
-            let next = current.count == batchBytes ? try input.read(upTo: batchBytes) : Data()
-            let isFinalBatch = next.isEmpty
-            let pieces = stride(from: 0, to: max(current.count, 1), by: chunkSize).map {
-                current.startIndex + $0..<current.startIndex + min($0 + chunkSize, current.count)
-            }
-            let sealed = try sealer.seal(pieces.map { current[$0] }, firstIndex: chunkIndex, lastIsFinal: isFinalBatch)
-            for chunk in sealed { try output.write(chunk) }
-            chunkIndex += UInt64(pieces.count)
-            if isFinalBatch { return }
-            current = next
+        try forEachBatch(of: input, chunkSize: chunkSize) { chunks, firstIndex, isFinal in
+            for chunk in try sealer.seal(chunks, firstIndex: firstIndex, lastIsFinal: isFinal) { try output.write(chunk) }
         }
     }
 
@@ -107,21 +94,31 @@ public enum StreamEnvelope {
             throw SecureCoreError.invalidParameter("key must be \(Envelope.keyByteCount) bytes")
         }
         let sealer = ChunkSealer(header: header, masterKey: masterKey, context: Data(context))
-        let sealedChunk = chunkSize + AEAD.tagByteCount
-        let batchBytes = sealedChunk * chunksPerBatch
-        var current = try input.read(upTo: batchBytes)
-        var chunkIndex: UInt64 = 0
-        while true {
-            let next = current.count == batchBytes ? try input.read(upTo: batchBytes) : Data()
-            let isFinalBatch = next.isEmpty
-            let pieces = stride(from: 0, to: max(current.count, 1), by: sealedChunk).map {
-                current.startIndex + $0..<current.startIndex + min($0 + sealedChunk, current.count)
-            }
-            let result = sealer.open(pieces.map { current[$0] }, firstIndex: chunkIndex, lastIsFinal: isFinalBatch)
+        try forEachBatch(of: input, chunkSize: chunkSize + AEAD.tagByteCount) { chunks, firstIndex, isFinal in
+            let result = sealer.open(chunks, firstIndex: firstIndex, lastIsFinal: isFinal)
             for chunk in result.plaintexts { try output.write(chunk) }
             if let failure = result.failure { throw failure }
-            chunkIndex += UInt64(pieces.count)
-            if isFinalBatch { return }
+        }
+    }
+
+    /// Reads `input` to its end in batches of `chunksPerBatch` pieces of `chunkSize` bytes (the last
+    /// piece may be shorter, and an empty input is one empty piece) and calls `body` with each batch,
+    /// the index of its first piece, and whether it is the final batch. Reading one batch ahead is
+    /// what tells the final batch apart: it is the one nothing follows.
+    private static func forEachBatch(
+        of input: borrowing FileInput, chunkSize: Int, _ body: ([Data], UInt64, Bool) throws -> Void
+    ) throws {
+        let batchBytes = chunkSize * chunksPerBatch
+        var current = try input.read(upTo: batchBytes)
+        var firstIndex: UInt64 = 0
+        while true {
+            let next = current.count == batchBytes ? try input.read(upTo: batchBytes) : Data()
+            let pieces = stride(from: 0, to: max(current.count, 1), by: chunkSize).map {
+                current[current.startIndex + $0..<current.startIndex + min($0 + chunkSize, current.count)]
+            }
+            try body(pieces, firstIndex, next.isEmpty)
+            if next.isEmpty { return }
+            firstIndex += UInt64(pieces.count)
             current = next
         }
     }

@@ -22,7 +22,8 @@ struct HashCommand: ParsableCommand {
 
     func run() throws {
         let function = HashFunction(name: algorithm)!
-        let key = try hmacKeyFile.map { try Terminal.readSecret(fromFile: $0) }
+        // The whole file is the key (binary keys may contain newlines).
+        let key = try hmacKeyFile.map { SecretBytes(try FileInput(path: $0).readToEnd()) }
         var lines = ""
         for file in files.isEmpty ? ["-"] : files {
             let digest: Data
