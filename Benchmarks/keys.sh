@@ -6,7 +6,7 @@
 # hybrid encrypt/decrypt (X25519 HPKE and RSA-2048) of 1 KiB and 1 MiB; then `openssl speed` for the
 # same primitives (one core).
 set -euo pipefail
-cd "$(dirname "$0")/keys"
+cd "$(dirname "$0")"
 
 echo "== SecureKeys (release build, ordo-one/benchmark; throughput column = ops/s) =="
 swift package --disable-sandbox benchmark --target KeysBenchmarks --no-progress --format markdown \
