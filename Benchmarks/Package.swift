@@ -24,6 +24,17 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .executableTarget(
+            name: "KeysBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "SecureKeys", package: "SecureFoundation"),
+                .product(name: "SecureCore", package: "SecureFoundation"),
+            ],
+            path: "Benchmarks/KeysBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
             name: "Throughput",
             dependencies: [
                 .product(name: "SecureCore", package: "SecureFoundation"),

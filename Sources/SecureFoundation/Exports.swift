@@ -2,3 +2,4 @@
 @_exported import SecureKeychain
 @_exported import SecureVault
 @_exported import AgeEncryption
+@_exported import SecureKeys

@@ -16,6 +16,7 @@ struct SF: AsyncParsableCommand {
             KDFCommand.self,
             SealCommand.self,
             OpenCommand.self,
+            KeyCommand.self,
             TourCommand.self,
             KeychainCommand.self,
             VaultCommand.self,

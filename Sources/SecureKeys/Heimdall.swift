@@ -1,0 +1,108 @@
+import Crypto
+import Foundation
+import SecureCore
+import _CryptoExtras
+
+/// LEGACY: wire compatibility with Heimdall (the iOS RSA library), so a service can talk to existing
+/// apps. Never the default, and weaker than `HybridEncryption`: the payload has no integrity
+/// protection beyond CBC padding, RSA-OAEP uses SHA-1, and 1024-bit keys are accepted.
+///
+/// Payload: `RSA-OAEP-SHA1(aesKey || iv)` (modulus bytes) `|| AES-CBC-PKCS7(aesKey, iv, message)`,
+/// with a 32, 24 or 16-byte AES key chosen from `modulusBytes - 16 - 42` (≥ 32 → 32, ≥ 24 → 24,
+/// else 16) and a 16-byte IV. Signatures: RSASSA-PKCS1-v1_5 with SHA-256. Text: padded base64, or
+/// Heimdall's "URL-safe" variant (`/` → `_`, `+` → `-`, padding kept).
+public enum Heimdall {
+    /// Encrypts `message` to `key` in Heimdall's payload layout.
+    public static func encrypt(_ message: some DataProtocol, to key: RSAPublicKey) throws -> Data {
+        let keyLength = aesKeyLength(for: key)
+        let keyAndIV = SecretBytes.random(count: keyLength + 16)
+        let wrapped = try key.wrap(keyAndIV, padding: .legacySHA1)
+        let body = try keyAndIV.withUnsafeBytes { bytes in
+            try AES._CBC.encrypt(
+                message, using: SymmetricKey(data: bytes.prefix(keyLength)), iv: AES._CBC.IV(ivBytes: bytes.suffix(16)))
+        }
+        return wrapped + body
+    }
+
+    /// Decrypts a Heimdall payload. Throws `legacyDecryptionFailed` when the payload is too short,
+    /// the key does not unwrap, or the padding is wrong (the payload has no other integrity check).
+    public static func decrypt(_ payload: some DataProtocol, with key: RSAPrivateKey) throws -> Data {
+        let bytes = Data(payload)
+        let modulusBytes = key.publicKey.modulusByteCount
+        guard bytes.count >= modulusBytes + 16, (bytes.count - modulusBytes) % 16 == 0 else {
+            throw KeyError.legacyDecryptionFailed("payload length does not fit the key")
+        }
+        let keyLength = aesKeyLength(for: key.publicKey)
+        let keyAndIV: SecretBytes
+        do {
+            keyAndIV = try key.unwrap(bytes.prefix(modulusBytes), padding: .legacySHA1)
+        } catch {
+            throw KeyError.legacyDecryptionFailed("the wrapped key does not decrypt with this key")
+        }
+        guard keyAndIV.count == keyLength + 16 else { throw KeyError.legacyDecryptionFailed("the wrapped key has the wrong length") }
+        do {
+            return try keyAndIV.withUnsafeBytes { key in
+                try AES._CBC.decrypt(
+                    bytes.dropFirst(modulusBytes), using: SymmetricKey(data: key.prefix(keyLength)),
+                    iv: AES._CBC.IV(ivBytes: key.suffix(16)))
+            }
+        } catch {
+            throw KeyError.legacyDecryptionFailed("bad padding: wrong key or modified payload")
+        }
+    }
+
+    /// Encrypts the UTF-8 bytes of `message` and returns Heimdall's base64 text.
+    public static func encrypt(_ message: String, to key: RSAPublicKey, urlEncode: Bool = false) throws -> String {
+        encodeBase64(try encrypt(Data(message.utf8), to: key), urlSafe: urlEncode)
+    }
+
+    /// Decrypts Heimdall base64 text (either variant) to a UTF-8 string.
+    public static func decrypt(_ base64: String, with key: RSAPrivateKey) throws -> String {
+        let plaintext = try decrypt(decodeBase64(base64), with: key)
+        guard let text = String(data: plaintext, encoding: .utf8) else {
+            throw KeyError.legacyDecryptionFailed("the plaintext is not UTF-8")
+        }
+        return text
+    }
+
+    /// RSASSA-PKCS1-v1_5 SHA-256 signature, as Heimdall's `sign`.
+    public static func sign(_ message: some DataProtocol, with key: RSAPrivateKey) throws -> Data {
+        try key.signature(for: message, scheme: .rsaPKCS1v15)
+    }
+
+    /// Signs the UTF-8 bytes of `message`; Heimdall base64 text.
+    public static func sign(_ message: String, with key: RSAPrivateKey, urlEncode: Bool = false) throws -> String {
+        encodeBase64(try sign(Data(message.utf8), with: key), urlSafe: urlEncode)
+    }
+
+    /// True when `signature` is a valid RSASSA-PKCS1-v1_5 SHA-256 signature of `message`.
+    public static func verify(_ signature: some DataProtocol, for message: some DataProtocol, with key: RSAPublicKey) -> Bool {
+        (try? key.isValidSignature(signature, for: message, scheme: .rsaPKCS1v15)) == true
+    }
+
+    /// Verifies Heimdall base64 text (either variant) over the UTF-8 bytes of `message`.
+    public static func verify(base64 signature: String, for message: String, with key: RSAPublicKey) -> Bool {
+        guard let bytes = try? decodeBase64(signature) else { return false }
+        return verify(bytes, for: Data(message.utf8), with: key)
+    }
+
+    /// Heimdall's base64: padded standard base64, or with `/` → `_` and `+` → `-` (padding kept).
+    public static func encodeBase64(_ bytes: some DataProtocol, urlSafe: Bool) -> String {
+        let text = Base64.encode(bytes)
+        return urlSafe ? text.replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "+", with: "-") : text
+    }
+
+    /// Decodes either variant of Heimdall's base64. Throws `malformedBase64`.
+    public static func decodeBase64(_ text: String) throws -> Data {
+        let standard = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            .replacingOccurrences(of: "_", with: "/").replacingOccurrences(of: "-", with: "+")
+        guard let bytes = try? Base64.decode(standard) else { throw KeyError.malformedBase64 }
+        return bytes
+    }
+
+    /// The AES key length Heimdall derives from the modulus size.
+    static func aesKeyLength(for key: RSAPublicKey) -> Int {
+        let room = key.modulusByteCount - 16 - 42
+        return room >= 32 ? 32 : room >= 24 ? 24 : 16
+    }
+}

@@ -1,0 +1,149 @@
+import Crypto
+import Foundation
+import SecureCore
+import SwiftASN1
+import _CryptoExtras
+
+/// RSA key sizes this module accepts. 2048, 3072 and 4096 bits are accepted everywhere; 1024 bits only
+/// by the legacy Heimdall operations (`Heimdall`), for talking to existing apps.
+public enum RSAKeySize: Int, Sendable, CaseIterable, CustomStringConvertible {
+    /// 1024 bits: legacy Heimdall interoperability only.
+    case legacy1024 = 1024
+    /// 2048, 3072 and 4096 bits.
+    case bits2048 = 2048
+    case bits3072 = 3072
+    case bits4096 = 4096
+
+    /// True for sizes the native (non-legacy) operations accept.
+    public var isModern: Bool { self != .legacy1024 }
+
+    /// A short human-readable name; never contains key material.
+
+    public var description: String { "RSA-\(rawValue)" }
+}
+
+/// An RSA public key (modulus and public exponent). Used for RSA-PSS/PKCS#1 v1.5 verification and
+/// RSA-OAEP encryption; its encodings are PKCS#1 `RSAPublicKey` and X.509 SubjectPublicKeyInfo.
+public struct RSAPublicKey: Sendable {
+    let backing: _RSA.Signing.PublicKey
+    private let encryption: SharedKey<_RSA.Encryption.PublicKey>
+    /// The size of the modulus.
+    public let keySize: RSAKeySize
+
+    /// Builds a key from a PKCS#1 `RSAPublicKey` DER encoding. Throws `malformedDER` or `unsupportedKeySize`.
+    public init(pkcs1DERRepresentation der: some DataProtocol) throws {
+        let structure = try DER.decode(RSAPublicKeyStructure.self, from: der, what: "PKCS#1 RSA public key")
+        try self.init(structure: structure)
+    }
+
+    /// Builds a key from its modulus and public exponent (unsigned big-endian bytes), as Heimdall's
+    /// `publicKeyComponents` gives them. Throws `unsupportedKeySize` or `invalidKey`.
+    public init(modulus: some DataProtocol, exponent: some DataProtocol) throws {
+        let strip = { (bytes: [UInt8]) in bytes.drop(while: { $0 == 0 }) }
+        try self.init(structure: RSAPublicKeyStructure(modulus: strip(Array(modulus)), publicExponent: strip(Array(exponent))))
+    }
+
+    private init(structure: RSAPublicKeyStructure) throws {
+        guard let size = RSAKeySize(rawValue: structure.modulus.count * 8), structure.modulus.first.map({ $0 >= 0x80 }) == true
+        else {
+            throw KeyError.unsupportedKeySize(bitCount(structure.modulus))
+        }
+        guard structure.publicExponent.count <= 4, structure.publicExponent.last.map({ $0 & 1 == 1 }) == true,
+            structure.publicExponent != [1]
+        else {
+            throw KeyError.invalidKey("RSA public exponent must be an odd number above 1 of at most 32 bits")
+        }
+        do {
+            let der = DER.encoded(structure)
+            backing = try _RSA.Signing.PublicKey(unsafeDERRepresentation: der)
+            encryption = SharedKey(try _RSA.Encryption.PublicKey(unsafeDERRepresentation: der))
+        } catch {
+            throw KeyError.invalidKey("RSA public key rejected: \(error)")
+        }
+        keySize = size
+    }
+
+    init(backing: _RSA.Signing.PublicKey) throws {
+        try self.init(pkcs1DERRepresentation: backing.pkcs1DERRepresentation)
+    }
+
+    /// The modulus and public exponent as unsigned big-endian bytes without leading zeros.
+    public var components: (modulus: Data, exponent: Data) {
+        let structure = try! RSAPublicKeyStructure(derEncoded: Array(backing.pkcs1DERRepresentation))
+        return (Data(structure.modulus), Data(structure.publicExponent))
+    }
+
+    /// The PKCS#1 `RSAPublicKey` DER encoding.
+    public var pkcs1DERRepresentation: Data { backing.pkcs1DERRepresentation }
+
+    /// The number of bytes in the modulus (and in every signature and OAEP ciphertext).
+    public var modulusByteCount: Int { keySize.rawValue / 8 }
+
+    /// The same key material as an encryption key (swift-crypto keeps the two uses apart).
+    var encryptionKey: _RSA.Encryption.PublicKey { encryption.key }
+}
+
+/// An RSA private key (two-prime). Encodings: PKCS#1 `RSAPrivateKey` and PKCS#8.
+public struct RSAPrivateKey: Sendable {
+    let backing: _RSA.Signing.PrivateKey
+    private let decryption: SharedKey<_RSA.Encryption.PrivateKey>
+    /// The matching public key.
+    public let publicKey: RSAPublicKey
+
+    /// Generates a new key with public exponent 65537. RSA generation takes seconds for 4096 bits.
+    public init(keySize: RSAKeySize) throws {
+        let key = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: keySize.rawValue))
+        try self.init(backing: key)
+    }
+
+    /// Builds a key from a PKCS#1 `RSAPrivateKey` DER encoding. Throws `malformedDER`,
+    /// `unsupportedKeySize` or `invalidKey` (inconsistent numbers).
+    public init(pkcs1DERRepresentation der: some DataProtocol) throws {
+        let structure = try DER.decode(RSAPrivateKeyStructure.self, from: der, what: "PKCS#1 RSA private key")
+        try self.init(structure: structure)
+    }
+
+    init(structure: RSAPrivateKeyStructure) throws {
+        guard RSAKeySize(rawValue: structure.modulus.count * 8) != nil, structure.modulus.first.map({ $0 >= 0x80 }) == true else {
+            throw KeyError.unsupportedKeySize(bitCount(structure.modulus))
+        }
+        let key: _RSA.Signing.PrivateKey
+        do {
+            key = try _RSA.Signing.PrivateKey(unsafeDERRepresentation: DER.encoded(structure))
+        } catch {
+            throw KeyError.invalidKey("RSA private key rejected: \(error)")
+        }
+        try self.init(backing: key)
+    }
+
+    private init(backing: _RSA.Signing.PrivateKey) throws {
+        self.backing = backing
+        decryption = SharedKey(try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: backing.derRepresentation))
+        publicKey = try RSAPublicKey(backing: backing.publicKey)
+    }
+
+    /// The PKCS#1 `RSAPrivateKey` DER encoding (secret).
+    public var pkcs1DERRepresentation: SecretBytes { SecretBytes(backing.derRepresentation) }
+
+    /// The key's numbers, for JWK export.
+    var structure: RSAPrivateKeyStructure {
+        try! RSAPrivateKeyStructure(derEncoded: Array(backing.derRepresentation))
+    }
+
+    /// The same key material as a decryption key (swift-crypto keeps the two uses apart).
+    var decryptionKey: _RSA.Encryption.PrivateKey { decryption.key }
+}
+
+/// swift-crypto's RSA encryption keys are not marked `Sendable`, but they are immutable after
+/// creation and BoringSSL's RSA operations may run concurrently on one key, so one parsed copy is
+/// shared instead of re-parsing the DER for every operation.
+private final class SharedKey<Key>: @unchecked Sendable {
+    let key: Key
+    init(_ key: Key) { self.key = key }
+}
+
+private func bitCount(_ bytes: ArraySlice<UInt8>) -> Int {
+    let significant = bytes.drop(while: { $0 == 0 })
+    guard let first = significant.first else { return 0 }
+    return significant.count * 8 - first.leadingZeroBitCount
+}

@@ -1,0 +1,259 @@
+import ArgumentParser
+import Foundation
+import SecureFoundation
+
+extension KeyType: ExpressibleByArgument {}
+extension KeyExportFormat: ExpressibleByArgument {}
+extension SignatureScheme: ExpressibleByArgument {}
+
+/// `sf key`: key pairs, formats, hybrid encryption and signatures (SecureKeys). Keys live in files
+/// for now; keychain storage by tag (`--tag`) arrives with SecureKeychain.
+struct KeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Generate, convert, encrypt to, and sign with asymmetric keys (RSA, P-256/384/521, Ed25519, X25519).",
+        subcommands: [
+            KeyGenerateCommand.self, KeyExportCommand.self, KeyFingerprintCommand.self, KeyEncryptCommand.self,
+            KeyDecryptCommand.self, KeySignCommand.self, KeyVerifyCommand.self,
+        ])
+}
+
+/// Reading key files given on the command line.
+struct KeyFileOptions: ParsableArguments {
+    @Option(help: "File with the passphrase of an encrypted private key (first line); prompted for otherwise.")
+    var passphraseFile: String?
+
+    /// The private key in `path`, asking for the passphrase when the key is encrypted.
+    func privateKey(_ path: String) throws -> AsymmetricPrivateKey {
+        let data = try FileInput(path: path).readToEnd()
+        do {
+            return try KeyImport.privateKey(from: data, passphrase: passphraseFile.map(Terminal.readSecret(fromFile:)))
+        } catch KeyError.passphraseRequired {
+            let passphrase = try Terminal.readSecret(prompt: "Passphrase for \(path): ", alternative: "--passphrase-file")
+            return try KeyImport.privateKey(from: data, passphrase: passphrase)
+        }
+    }
+
+    /// The public key in `path` (or the public half of a private key there).
+    static func publicKey(_ path: String) throws -> AsymmetricPublicKey {
+        try KeyImport.publicKey(from: FileInput(path: path).readToEnd())
+    }
+}
+
+struct KeyGenerateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "generate",
+        abstract: "Generate a key pair into a PKCS#8 PEM file (encrypted with --passphrase-file) and print its fingerprint.",
+        discussion: "rsa1024 exists only for talking to legacy Heimdall apps.")
+
+    @Option(help: "rsa2048, rsa3072, rsa4096, p256, p384, p521, ed25519, x25519 (or legacy rsa1024).")
+    var type: KeyType
+    @Option(help: "Private key file to write (atomically, mode 0600).") var out: String
+    @Option(help: "Also write the public key (SPKI PEM) here.") var publicOut: String?
+    @Option(help: "Encrypt the private key (PKCS#8 PBES2, AES-256-CBC) with the passphrase in this file.")
+    var passphraseFile: String?
+
+    func run() throws {
+        let key = try AsymmetricPrivateKey.generate(type)
+        let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
+        let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
+        try encoded.withUnsafeBytes { try AtomicFile.write(Data($0), to: out) }
+        if let publicOut { try AtomicFile.write(try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644) }
+        print("\(type) \(key.publicKey.fingerprint)")
+    }
+}
+
+struct KeyExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export", abstract: "Convert a key file (any supported format, detected) to another format.")
+
+    @Option(name: .customLong("in"), help: "Key file (PEM, DER, OpenSSH, JWK, ...).") var input: String
+    @Option(help: "spki-pem, spki-der, pkcs1, pkcs1-der, pkcs8, pkcs8-der, pkcs8-encrypted, openssh, jwk, x963.")
+    var format: KeyExportFormat
+    @Option(help: "For pkcs8-encrypted: file with the new passphrase.") var newPassphraseFile: String?
+    @OptionGroup var keys: KeyFileOptions
+    @Option(name: .shortAndLong, help: "Output file (written atomically); default standard output.") var output: String?
+
+    func validate() throws {
+        if format == .pkcs8Encrypted, newPassphraseFile == nil {
+            throw ValidationError("pkcs8-encrypted needs --new-passphrase-file")
+        }
+    }
+
+    func run() throws {
+        let data = try FileInput(path: input).readToEnd()
+        let publicOnly: AsymmetricPublicKey?
+        do {
+            publicOnly = try KeyImport.key(from: data).publicKeyIfPublic
+        } catch KeyError.passphraseRequired {
+            publicOnly = nil
+        }
+        if let publicOnly {
+            try Terminal.writeOutput(try publicOnly.exported(as: format), to: output)
+            return
+        }
+        let key = try keys.privateKey(input)
+        let passphrase = try newPassphraseFile.map(Terminal.readSecret(fromFile:))
+        try key.exported(as: format, passphrase: passphrase).withUnsafeBytes { try Terminal.writeOutput(Data($0), to: output) }
+    }
+}
+
+extension ImportedKey {
+    fileprivate var publicKeyIfPublic: AsymmetricPublicKey? {
+        if case .public(let key) = self { key } else { nil }
+    }
+}
+
+struct KeyFingerprintCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fingerprint", abstract: "Print a key's type and SHA-256 fingerprint of its SPKI (hex and base64).")
+
+    @Argument(help: "Key file, public or private (any supported format).") var file: String
+
+    func run() throws {
+        let data = try FileInput(path: file).readToEnd()
+        let key: AsymmetricPublicKey
+        do {
+            key = try KeyImport.publicKey(from: data)
+        } catch KeyError.wrongKeyType {
+            key = try KeyFileOptions().privateKey(file).publicKey
+        }
+        print("\(key.type) SHA256:\(key.fingerprint.hex) \(key.fingerprint.base64)")
+    }
+}
+
+struct KeyEncryptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encrypt",
+        abstract: "Encrypt data to a public key (native SFK1 hybrid format; see docs/FORMATS.md).",
+        discussion: """
+            --from authenticates the sender (HPKE auth mode, or an RSA-PSS signature inside the encryption); \
+            the recipient then decrypts with --from SENDER_PUBLIC_KEY. --heimdall writes the LEGACY Heimdall \
+            payload as base64 text, for existing iOS apps only.
+            """)
+
+    @Option(help: "Recipient public key file.") var to: String
+    @Option(help: "Sender private key file (authenticated mode).") var from: String?
+    @Flag(help: "LEGACY: Heimdall payload (RSA only), base64 text.") var heimdall = false
+    @Flag(help: "With --heimdall: Heimdall's URL-safe base64.") var urlSafe = false
+    @OptionGroup var keys: KeyFileOptions
+    @Option(name: .shortAndLong, help: "Output file (written atomically); default standard output.") var output: String?
+    @Argument(help: "Input file; default standard input.") var input: String?
+
+    func validate() throws {
+        if heimdall, from != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
+        if urlSafe, !heimdall { throw ValidationError("--url-safe applies to --heimdall") }
+    }
+
+    func run() throws {
+        let recipient = try KeyFileOptions.publicKey(to)
+        let message = try Terminal.readInput(input)
+        if heimdall {
+            guard case .rsa(let rsa) = recipient else { throw KeyError.wrongKeyType(expected: "an RSA key", found: recipient.type.rawValue) }
+            let text = Heimdall.encodeBase64(try Heimdall.encrypt(message, to: rsa), urlSafe: urlSafe)
+            try Terminal.writeOutput(Data((text + "\n").utf8), to: output)
+            return
+        }
+        let sealed = try from.map { try HybridEncryption.encrypt(message, to: recipient, from: keys.privateKey($0)) }
+            ?? HybridEncryption.encrypt(message, to: recipient)
+        try Terminal.writeOutput(sealed, to: output)
+    }
+}
+
+struct KeyDecryptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decrypt",
+        abstract: "Decrypt an SFK1 message (or, with --heimdall, a LEGACY Heimdall base64 payload) with a private key.",
+        discussion: "Nothing is written unless the whole message decrypts and authenticates.")
+
+    @Option(help: "Private key file.") var key: String
+    @Option(help: "Expected sender's public key file (for sender-authenticated messages).") var from: String?
+    @Flag(help: "LEGACY: the input is a Heimdall payload in base64 text (either variant).") var heimdall = false
+    @OptionGroup var keys: KeyFileOptions
+    @Option(name: .shortAndLong, help: "Output file (written atomically); default standard output.") var output: String?
+    @Argument(help: "Input file; default standard input.") var input: String?
+
+    func validate() throws {
+        if heimdall, from != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
+    }
+
+    func run() throws {
+        let privateKey = try keys.privateKey(key)
+        let message = try Terminal.readInput(input)
+        let plaintext: Data
+        if heimdall {
+            guard case .rsa(let rsa) = privateKey else { throw KeyError.wrongKeyType(expected: "an RSA key", found: privateKey.type.rawValue) }
+            plaintext = try Heimdall.decrypt(Heimdall.decodeBase64(String(decoding: message, as: UTF8.self)), with: rsa)
+        } else if let from {
+            plaintext = try HybridEncryption.decrypt(message, with: privateKey, from: KeyFileOptions.publicKey(from))
+        } else {
+            plaintext = try HybridEncryption.decrypt(message, with: privateKey)
+        }
+        try Terminal.writeOutput(plaintext, to: output)
+    }
+}
+
+struct KeySignCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign",
+        abstract: "Sign data; prints the signature in base64 (as Heimdall returns it), or raw bytes with --binary.",
+        discussion: "Default schemes: RSA-PSS-SHA256, ECDSA (DER), Ed25519. --heimdall: RSASSA-PKCS1-v1_5/SHA-256, LEGACY sizes allowed.")
+
+    @Option(help: "Private key file.") var key: String
+    @Option(help: "rsa-pss-sha256, rsa-pkcs1v15-sha256, ecdsa-der, ecdsa-raw, ed25519.") var scheme: SignatureScheme?
+    @Flag(help: "LEGACY Heimdall signature (RSA PKCS#1 v1.5 SHA-256).") var heimdall = false
+    @Flag(help: "With --heimdall: Heimdall's URL-safe base64.") var urlSafe = false
+    @Flag(help: "Write the raw signature bytes instead of base64.") var binary = false
+    @OptionGroup var keys: KeyFileOptions
+    @Option(name: .shortAndLong, help: "Signature file (written atomically); default standard output.") var output: String?
+    @Argument(help: "Input file; default standard input.") var input: String?
+
+    func validate() throws {
+        if heimdall, scheme != nil { throw ValidationError("--heimdall fixes the scheme; drop --scheme") }
+        if urlSafe, binary { throw ValidationError("--url-safe applies to base64 output") }
+    }
+
+    func run() throws {
+        let privateKey = try keys.privateKey(key)
+        let message = try Terminal.readInput(input)
+        let signature: Data
+        if heimdall {
+            guard case .rsa(let rsa) = privateKey else { throw KeyError.wrongKeyType(expected: "an RSA key", found: privateKey.type.rawValue) }
+            signature = try Heimdall.sign(message, with: rsa)
+        } else {
+            signature = try privateKey.signature(for: message, scheme: scheme)
+        }
+        let output = binary ? signature : Data((Heimdall.encodeBase64(signature, urlSafe: urlSafe) + "\n").utf8)
+        try Terminal.writeOutput(output, to: self.output)
+    }
+}
+
+struct KeyVerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Verify a detached signature (base64 text in either Heimdall variant, or raw bytes). Exit 0 when valid, 1 otherwise.")
+
+    @Option(help: "Public (or private) key file.") var key: String
+    @Option(help: "Signature file.") var signature: String
+    @Option(help: "rsa-pss-sha256, rsa-pkcs1v15-sha256, ecdsa-der, ecdsa-raw, ed25519.") var scheme: SignatureScheme?
+    @Flag(help: "LEGACY Heimdall signature (RSA PKCS#1 v1.5 SHA-256).") var heimdall = false
+    @Argument(help: "Input file; default standard input.") var input: String?
+
+    func validate() throws {
+        if heimdall, scheme != nil { throw ValidationError("--heimdall fixes the scheme; drop --scheme") }
+    }
+
+    func run() throws {
+        let publicKey = try KeyFileOptions.publicKey(key)
+        let signatureFile = try FileInput(path: signature).readToEnd()
+        let signatureBytes = (try? Heimdall.decodeBase64(String(decoding: signatureFile, as: UTF8.self))) ?? signatureFile
+        let message = try Terminal.readInput(input)
+        if heimdall {
+            guard case .rsa(let rsa) = publicKey else { throw KeyError.wrongKeyType(expected: "an RSA key", found: publicKey.type.rawValue) }
+            guard Heimdall.verify(signatureBytes, for: message, with: rsa) else { throw KeyError.invalidSignature }
+        } else {
+            try publicKey.verify(signatureBytes, for: message, scheme: scheme)
+        }
+        print("signature valid: \(publicKey.type) \(publicKey.fingerprint)")
+    }
+}

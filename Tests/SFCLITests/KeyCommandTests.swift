@@ -1,0 +1,92 @@
+import Foundation
+import SFTestSupport
+import Testing
+
+@Suite struct KeyCommandTests {
+    @Test func generateEncryptedThenExportAndFingerprint() throws {
+        let scratch = try Scratch()
+        let pass = try scratch.write("pass", Data("generate passphrase\n".utf8))
+        let generated = try sf(["key", "generate", "--type", "rsa2048", "--out", scratch.path("rsa.pem"), "--passphrase-file", pass,
+                                "--public-out", scratch.path("rsa.pub")])
+        #expect(generated.status == 0, "\(generated.stderrText)")
+        #expect(generated.stdoutText.hasPrefix("rsa2048 SHA256:"))
+        let pem = try scratch.read("rsa.pem")
+        #expect(String(decoding: pem, as: UTF8.self).hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: scratch.path("rsa.pem"))
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+
+        let fingerprint = try sf(["key", "fingerprint", scratch.path("rsa.pub")])
+        #expect(generated.stdoutText.split(separator: " ")[1].trimmingCharacters(in: .newlines) == fingerprint.stdoutText.split(separator: " ")[1])
+
+        let publicPEM = try scratch.read("rsa.pub")
+        let spki = try sf(["key", "export", "--in", scratch.path("rsa.pem"), "--passphrase-file", pass, "--format", "spki-pem"])
+        #expect(spki.status == 0 && spki.stdout == publicPEM)
+        let wrong = try scratch.write("wrong", Data("nope\n".utf8))
+        let refused = try sf(["key", "export", "--in", scratch.path("rsa.pem"), "--passphrase-file", wrong, "--format", "pkcs8"])
+        #expect(refused.status == 1 && refused.stdout.isEmpty && refused.stderrText.contains("wrong passphrase"))
+
+        if peerAvailable("openssl", check: ["openssl", "version"]) {
+            let opened = try TestSupport.run("openssl", ["pkey", "-in", scratch.path("rsa.pem"), "-passin", "file:\(pass)", "-pubout"])
+            #expect(opened.status == 0 && opened.stdout == publicPEM, "\(opened.stderrText)")
+        }
+    }
+
+    @Test func exportFormatsAndUsageErrors() throws {
+        let scratch = try Scratch()
+        #expect(try sf(["key", "generate", "--type", "ed25519", "--out", scratch.path("ed.pem")]).status == 0)
+        for format in ["spki-pem", "spki-der", "pkcs8", "pkcs8-der", "openssh", "jwk"] {
+            let exported = try sf(["key", "export", "--in", scratch.path("ed.pem"), "--format", format, "-o", scratch.path("ed.\(format)")])
+            #expect(exported.status == 0, "\(format): \(exported.stderrText)")
+            let back = try sf(["key", "fingerprint", scratch.path("ed.\(format)")])
+            #expect(back.status == 0 && back.stdoutText.hasPrefix("ed25519 SHA256:"), "\(format)")
+        }
+        let notRSA = try sf(["key", "export", "--in", scratch.path("ed.pem"), "--format", "pkcs1"])
+        #expect(notRSA.status == 1 && notRSA.stdout.isEmpty)
+        #expect(try sf(["key", "export", "--in", scratch.path("ed.pem"), "--format", "bogus"]).status == 2)
+        #expect(try sf(["key", "generate", "--type", "rsa512", "--out", scratch.path("x")]).status == 2)
+        #expect(try sf(["key", "export", "--in", scratch.path("ed.pem"), "--format", "pkcs8-encrypted"]).status == 2)
+        let garbage = try scratch.write("garbage", Data("not a key".utf8))
+        let malformed = try sf(["key", "fingerprint", garbage])
+        #expect(malformed.status == 1 && malformed.stderrText.contains("not a key in a recognized format"))
+    }
+
+    @Test func encryptDecryptWithSenderAuthentication() throws {
+        let scratch = try Scratch()
+        for name in ["alice", "bob", "carol"] {
+            #expect(try sf(["key", "generate", "--type", "x25519", "--out", scratch.path("\(name).pem"), "--public-out", scratch.path("\(name).pub")]).status == 0)
+        }
+        let message = try scratch.write("message", Data("meet at noon".utf8))
+        let sealed = try sf(["key", "encrypt", "--to", scratch.path("bob.pub"), "--from", scratch.path("alice.pem"), message, "-o", scratch.path("sealed")])
+        #expect(sealed.status == 0 && sealed.stdout.isEmpty)
+        let opened = try sf(["key", "decrypt", "--key", scratch.path("bob.pem"), "--from", scratch.path("alice.pub"), scratch.path("sealed")])
+        #expect(opened.status == 0 && opened.stdoutText == "meet at noon")
+        let wrongSender = try sf(["key", "decrypt", "--key", scratch.path("bob.pem"), "--from", scratch.path("carol.pub"), scratch.path("sealed")])
+        #expect(wrongSender.status == 1 && wrongSender.stdout.isEmpty && wrongSender.stderrText.contains("unexpected key"))
+        let wrongRecipient = try sf(["key", "decrypt", "--key", scratch.path("carol.pem"), "--from", scratch.path("alice.pub"), scratch.path("sealed")])
+        #expect(wrongRecipient.status == 1 && wrongRecipient.stderrText.contains("different key"))
+        var tampered = try scratch.read("sealed")
+        tampered[tampered.count - 1] ^= 1
+        let tamperedFile = try scratch.write("tampered", tampered)
+        let refused = try sf(["key", "decrypt", "--key", scratch.path("bob.pem"), "--from", scratch.path("alice.pub"), tamperedFile, "-o", scratch.path("out")])
+        #expect(refused.status == 1 && !FileManager.default.fileExists(atPath: scratch.path("out")))
+    }
+
+    @Test func signVerifyAndHeimdall() throws {
+        let scratch = try Scratch()
+        #expect(try sf(["key", "generate", "--type", "rsa2048", "--out", scratch.path("rsa.pem"), "--public-out", scratch.path("rsa.pub")]).status == 0)
+        let message = try scratch.write("message", Data("signed text".utf8))
+        for (flags, verifyFlags) in [([String](), [String]()), (["--binary"], []), (["--heimdall", "--url-safe"], ["--heimdall"]), (["--scheme", "rsa-pkcs1v15-sha256"], ["--scheme", "rsa-pkcs1v15-sha256"])] {
+            let signed = try sf(["key", "sign", "--key", scratch.path("rsa.pem"), message, "-o", scratch.path("sig")] + flags)
+            #expect(signed.status == 0, "\(flags): \(signed.stderrText)")
+            let verified = try sf(["key", "verify", "--key", scratch.path("rsa.pub"), "--signature", scratch.path("sig"), message] + verifyFlags)
+            #expect(verified.status == 0, "\(flags): \(verified.stderrText)")
+            let other = try scratch.write("other", Data("signed text!".utf8))
+            let rejected = try sf(["key", "verify", "--key", scratch.path("rsa.pub"), "--signature", scratch.path("sig"), other] + verifyFlags)
+            #expect(rejected.status == 1 && rejected.stdout.isEmpty, "\(flags)")
+        }
+        let sealed = try sf(["key", "encrypt", "--heimdall", "--to", scratch.path("rsa.pub"), message])
+        #expect(sealed.status == 0)
+        let opened = try sf(["key", "decrypt", "--heimdall", "--key", scratch.path("rsa.pem")], stdin: sealed.stdout)
+        #expect(opened.status == 0 && opened.stdoutText == "signed text")
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import SFTestSupport
+import SecureCore
+import SecureKeys
+import Testing
+
+@Suite struct HybridEncryptionTests {
+    static let recipients: [KeyType] = [.x25519, .p256, .p384, .p521, .rsa2048, .rsa4096]
+
+    @Test(arguments: recipients)
+    func roundTripsAnyLength(type: KeyType) throws {
+        let key = Fixtures.key(type).key
+        for length in [0, 1, 4097, 300_000] {
+            let message = SecureRandom.bytes(count: length)
+            let sealed = try HybridEncryption.encrypt(message, to: key.publicKey)
+            #expect(try HybridEncryption.decrypt(sealed, with: key) == message)
+            #expect(try HybridEncryption.claimedSender(of: sealed) == nil)
+            // A slice whose indices do not start at zero decrypts the same.
+            #expect(try HybridEncryption.decrypt((Data([7, 7, 7]) + sealed).dropFirst(3), with: key) == message)
+        }
+    }
+
+    @Test(arguments: [(KeyType.x25519, KeyType.x25519), (.p256, .p256), (.p384, .p384), (.p521, .p521), (.rsa2048, .rsa3072)])
+    func senderAuthentication(recipientType: KeyType, senderType: KeyType) throws {
+        let recipient = Fixtures.key(recipientType).key, sender = Fixtures.key(senderType).key
+        let message = Data("from a known sender".utf8)
+        let sealed = try HybridEncryption.encrypt(message, to: recipient.publicKey, from: sender)
+        #expect(try HybridEncryption.decrypt(sealed, with: recipient, from: sender.publicKey) == message)
+        #expect(try HybridEncryption.claimedSender(of: sealed) == sender.publicKey.fingerprint)
+        #expect(keyError { _ = try HybridEncryption.decrypt(sealed, with: recipient) } == .senderKeyRequired)
+        let impostor = try AsymmetricPrivateKey.generate(senderType == .rsa3072 ? .p256 : senderType).publicKey
+        let impostorKey = senderType == .rsa3072 ? Fixtures.otherRSA2048.publicKey : impostor
+        #expect(keyError { _ = try HybridEncryption.decrypt(sealed, with: recipient, from: impostorKey) }
+            == .unexpectedSender(fingerprint: sender.publicKey.fingerprint.hex))
+        let anonymous = try HybridEncryption.encrypt(message, to: recipient.publicKey)
+        #expect(keyError { _ = try HybridEncryption.decrypt(anonymous, with: recipient, from: sender.publicKey) } == .notSenderAuthenticated)
+    }
+
+    @Test(arguments: [KeyType.x25519, .rsa2048])
+    func forgedSenderClaimFails(type: KeyType) throws {
+        // An attacker authenticates with their own key, then names the expected sender in the header.
+        let recipient = Fixtures.key(type).key
+        let (expected, attacker) = type == .x25519
+            ? (Fixtures.otherX25519, try AsymmetricPrivateKey.generate(.x25519))
+            : (Fixtures.rsa3072.key, Fixtures.otherRSA2048)
+        var forged = try HybridEncryption.encrypt(Data("forged".utf8), to: recipient.publicKey, from: attacker)
+        forged.replaceSubrange(37..<69, with: expected.publicKey.fingerprint.bytes)
+        #expect(keyError { _ = try HybridEncryption.decrypt(forged, with: recipient, from: expected.publicKey) } == .authenticationFailed)
+    }
+
+    @Test func wrongRecipientAndUnsuitableKeys() throws {
+        let sealed = try HybridEncryption.encrypt(Data("x".utf8), to: Fixtures.x25519.key.publicKey)
+        #expect(keyError { _ = try HybridEncryption.decrypt(sealed, with: Fixtures.otherX25519) } == .wrongRecipient)
+        let rsaSealed = try HybridEncryption.encrypt(Data("x".utf8), to: Fixtures.rsa2048.key.publicKey)
+        #expect(keyError { _ = try HybridEncryption.decrypt(rsaSealed, with: Fixtures.otherRSA2048) } == .wrongRecipient)
+        #expect(keyError { _ = try HybridEncryption.decrypt(rsaSealed, with: Fixtures.x25519.key) }.map { if case .unrecognizedMessage = $0 { true } else { false } } == true)
+        #expect(keyError { _ = try HybridEncryption.encrypt(Data(), to: Fixtures.ed25519.key.publicKey) }.map { if case .wrongKeyType = $0 { true } else { false } } == true)
+        #expect(keyError { _ = try HybridEncryption.encrypt(Data(), to: Fixtures.rsa1024.key.publicKey) } == .unsupportedKeySize(1024))
+        #expect(keyError { _ = try HybridEncryption.encrypt(Data(), to: Fixtures.p256.key.publicKey, from: Fixtures.x25519.key) }.map { if case .wrongKeyType = $0 { true } else { false } } == true)
+        #expect(keyError { _ = try HybridEncryption.decrypt(Data("SFK2".utf8) + sealed.dropFirst(4), with: Fixtures.x25519.key) }.map { if case .unrecognizedMessage = $0 { true } else { false } } == true)
+    }
+
+    /// The error a reader must give for a message whose byte `index` was flipped.
+    static func expectedFlipError(at index: Int, scheme: UInt8, hasSender: Bool) -> (KeyError) -> Bool {
+        switch index {
+        case 0..<4: return { if case .unrecognizedMessage = $0 { true } else { false } }
+        case 4: return { if case .unrecognizedMessage = $0 { true } else { $0 == .senderKeyRequired || $0 == .notSenderAuthenticated } }
+        case 5..<37: return { $0 == .wrongRecipient }
+        case 37..<69 where hasSender: return { if case .unexpectedSender = $0 { true } else { false } }
+        case 69..<75 where hasSender && scheme == 2, 37..<43 where !hasSender && scheme == 1:
+            return { if case .unrecognizedMessage = $0 { true } else { false } }
+        default: return { $0 == .authenticationFailed }
+        }
+    }
+
+    @Test(arguments: [(KeyType.x25519, false), (.p256, true), (.rsa2048, false), (.rsa2048, true)])
+    func everyFlippedByteIsRejected(type: KeyType, authenticated: Bool) throws {
+        let key = Fixtures.key(type).key
+        let sender = type == .rsa2048 ? Fixtures.otherRSA2048 : Fixtures.otherP256
+        let message = Data("flip me".utf8)
+        let sealed = authenticated
+            ? try HybridEncryption.encrypt(message, to: key.publicKey, from: sender)
+            : try HybridEncryption.encrypt(message, to: key.publicKey)
+        for index in sealed.indices {
+            var tampered = sealed
+            tampered[index] ^= 0x01
+            let error = keyError {
+                _ = authenticated
+                    ? try HybridEncryption.decrypt(tampered, with: key, from: sender.publicKey)
+                    : try HybridEncryption.decrypt(tampered, with: key)
+            }
+            let matches = Self.expectedFlipError(at: index, scheme: sealed[4], hasSender: authenticated)
+            #expect(error.map(matches) == true, "byte \(index): \(String(describing: error))")
+        }
+    }
+
+    @Test(arguments: [KeyType.x25519, .p521, .rsa2048])
+    func everyTruncationIsRejected(type: KeyType) throws {
+        let key = Fixtures.key(type).key
+        let sealed = try HybridEncryption.encrypt(Data("truncate me".utf8), to: key.publicKey)
+        let bodyStart: Int
+        switch type {
+        case .x25519: bodyStart = 43 + 32
+        case .p521: bodyStart = 43 + 133
+        default: bodyStart = 37 + 256 + 12
+        }
+        for length in 0..<sealed.count {
+            let error = keyError { _ = try HybridEncryption.decrypt(sealed.prefix(length), with: key) }
+            let expected: KeyError = length < bodyStart + 16 ? .truncated : .authenticationFailed
+            #expect(error == expected, "length \(length): \(String(describing: error))")
+        }
+    }
+
+    @Test(arguments: [KeyType.x25519, .p256, .p384, .p521, .rsa2048])
+    func pythonDecryptsFromTheSpecification(type: KeyType) throws {
+        guard let python = python() else { return }
+        let (pem, key) = Fixtures.key(type)
+        let message = SecureRandom.bytes(count: 5000)
+        let sealed = try Fixtures.file(try HybridEncryption.encrypt(message, to: key.publicKey), "sfk1")
+        let keyFile = try Fixtures.file(Data(pem.utf8), "key")
+        let result = try TestSupport.run(python, [peerScript("sfk1_decrypt.py"), keyFile, sealed])
+        #expect(result.status == 0 && result.stdout == message, "\(type): \(result.stderrText)")
+    }
+}
