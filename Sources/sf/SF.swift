@@ -16,11 +16,13 @@ struct SF: AsyncParsableCommand {
             KDFCommand.self,
             SealCommand.self,
             OpenCommand.self,
-            KeyCommand.self,
-            TourCommand.self,
             KeychainCommand.self,
             VaultCommand.self,
-            EncryptCommand.self, DecryptCommand.self, KeygenCommand.self,
+            KeyCommand.self,
+            EncryptCommand.self,
+            DecryptCommand.self,
+            KeygenCommand.self,
+            TourCommand.self,
         ]
     )
 }
