@@ -17,6 +17,9 @@ struct TourCommand: ParsableCommand {
         defer { if !keep { try? FileManager.default.removeItem(at: home) } }
         let tour = Tour(home: home)
         try tour.core()
+        try tour.keychainAndVault()
+        try tour.keys()
+        try tour.age()
         print("\nTour complete: \(tour.steps) steps, all checks passed.\(keep ? " Home: \(home.path)" : "")")
     }
 }
@@ -103,6 +106,77 @@ final class Tour {
             let back = try Envelope.openPropertyList(box, key: key) as? [String: Any]
             try check(back?["user"] as? String == "ada", "plist round trip")
             return "dictionary sealed in \(box.count) bytes and restored"
+        }
+    }
+
+    func keychainAndVault() throws {
+        print("\nSecureKeychain and SecureVault: the iMAS keychain and crypto manager, fixed.\n")
+        let keychain = try Keychain(path: home.appendingPathComponent("keychain.db").path)
+        defer { try? keychain.close() }
+        try step("Store a password; writes are coalesced in the background, synchronize() makes them durable") {
+            try keychain.setPassword("s3cret", service: "mail", account: "ada")
+            try keychain.setPassword("other", service: "mail", account: "bob")
+            try keychain.synchronizeBlocking()
+            try check(try keychain.password(service: "mail", account: "ada") == "s3cret", "keychain read")
+            try keychain.deletePassword(service: "mail", account: "bob")
+            try check(keychain.accounts(service: "mail") == ["ada"], "delete one account only")
+            return "mail/ada stored; deleting mail/bob left mail/ada alone"
+        }
+        let vault = Vault(keychain: keychain, configuration: Vault.Configuration(kdf: .scrypt(logN: 15, r: 8, p: 1)))
+        let passcode = SecretBytes(Data("1234-5678".utf8))
+        try step("Set up the vault: one random application key, wrapped by a passcode and by security answers (scrypt logN 15 here for a quick tour; the default is 17)") {
+            try vault.setUp(passcode: passcode, questions: ["First pet?", "Street you grew up on?"], answers: ["Rex", "Elm"])
+            try check(vault.hasPasscode && vault.hasSecurityQuestionsAndAnswers && !vault.isLocked, "vault set up")
+            return "questions stay readable while locked: \(vault.securityQuestions.joined(separator: " / "))"
+        }
+        try step("Seal a keychain item with the application key; lock the vault and the item will not open") {
+            try keychain.setSecurePassword("card 4111", service: "wallet", account: "ada", sealer: vault)
+            vault.purge()
+            do {
+                _ = try keychain.securePassword(service: "wallet", account: "ada", sealer: vault)
+                throw CLIError("tour check failed: a locked vault opened an item")
+            } catch KeychainError.locked {}
+            return "purge() zeroed the key; reading the secure item now fails with 'locked'"
+        }
+        try step("A wrong passcode never unlocks; the answers (normalized: case, spaces) recover access") {
+            do {
+                try vault.unlock(passcode: SecretBytes(Data("0000-0000".utf8)))
+                throw CLIError("tour check failed: a wrong passcode unlocked")
+            } catch VaultError.wrongPasscode {}
+            try vault.recover(answers: ["  REX ", "elm"], newPasscode: SecretBytes(Data("new passcode".utf8)))
+            try check(try keychain.securePassword(service: "wallet", account: "ada", sealer: vault) == "card 4111", "recovered")
+            return "wrong passcode rejected; recovered with the answers and set a new passcode"
+        }
+    }
+
+    func keys() throws {
+        print("\nSecureKeys: Heimdall for Swift everywhere.\n")
+        try step("Generate an Ed25519 key; sign and verify; a changed message fails") {
+            let key = try AsymmetricPrivateKey.generate(.ed25519)
+            let signature = try key.signature(for: Data("release 1.0".utf8))
+            try check(key.publicKey.isValidSignature(signature, for: Data("release 1.0".utf8)), "valid signature")
+            try check(!key.publicKey.isValidSignature(signature, for: Data("release 1.1".utf8)), "changed message")
+            return "fingerprint \(key.publicKey.fingerprint)"
+        }
+        try step("Encrypt a message of any length to an X25519 public key (HPKE); only that key opens it") {
+            let recipient = try AsymmetricPrivateKey.generate(.x25519)
+            let message = SecureRandom.bytes(count: 100_000)
+            let box = try HybridEncryption.encrypt(message, to: recipient.publicKey)
+            try check(try HybridEncryption.decrypt(box, with: recipient) == message, "hybrid round trip")
+            let stranger = try AsymmetricPrivateKey.generate(.x25519)
+            try check((try? HybridEncryption.decrypt(box, with: stranger)) == nil, "wrong recipient")
+            return "100,000 bytes in a \(box.count)-byte SFK1 message; another key is refused"
+        }
+    }
+
+    func age() throws {
+        print("\nAgeEncryption: files in the age v1 format, readable by age and rage.\n")
+        try step("Encrypt to an age X25519 recipient (armored) and decrypt with its identity") {
+            let identity = Age.X25519Identity()
+            let text = try Age.encrypt(Data("hello, age".utf8), to: [identity.recipient], armored: true)
+            try check(String(decoding: text, as: UTF8.self).hasPrefix("-----BEGIN AGE ENCRYPTED FILE-----"), "armor")
+            try check(try Age.decrypt(text, identities: [identity]) == Data("hello, age".utf8), "age round trip")
+            return "recipient \(identity.recipient.string.prefix(20))…; `age -d -i` reads the same file"
         }
     }
 }
