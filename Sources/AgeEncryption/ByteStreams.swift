@@ -1,11 +1,14 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Foundation
+import SecureCore
+
+/// Runs `body`, reporting SecureCore's I/O failures as `AgeError.io`.
+func ioErrors<R: ~Copyable>(_ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let error as SecureCoreError {
+        throw AgeError.io(error.description)
+    }
+}
 
 extension Age {
     /// A source of bytes for decryption or encryption. Not shared across threads.
@@ -21,66 +24,36 @@ extension Age {
         func write(_ bytes: UnsafeRawBufferPointer) throws
     }
 
-    /// Reads a POSIX file descriptor (a file, a pipe, standard input).
+    /// Reads a POSIX file descriptor (a file, a pipe, standard input), through SecureCore's `FileInput`.
     public final class DescriptorSource: ByteSource {
-        private let descriptor: Int32
-        private let closesDescriptor: Bool
-        private let name: String
+        private let input: FileInput
 
         /// Reads `descriptor`, which the caller keeps open and closes.
         public init(descriptor: Int32, name: String) {
-            self.descriptor = descriptor
-            self.closesDescriptor = false
-            self.name = name
+            input = FileInput(descriptor: descriptor, name: name)
         }
 
         /// Opens `path` for reading; the descriptor is closed with this object.
         public init(path: String) throws {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw AgeError.io("\(path): \(String(cString: strerror(errno)))") }
-            self.descriptor = fd
-            self.closesDescriptor = true
-            self.name = path
+            input = try ioErrors { try FileInput(path: path) }
         }
 
-        deinit { if closesDescriptor { close(descriptor) } }
-
         public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-            var total = 0
-            while total < buffer.count {
-                let n = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw AgeError.io("\(name): \(String(cString: strerror(errno)))")
-                }
-                if n == 0 { break }
-                total += n
-            }
-            return total
+            try ioErrors { try input.read(into: buffer) }
         }
     }
 
-    /// Writes a POSIX file descriptor, which the caller keeps open and closes.
+    /// Writes a POSIX file descriptor, which the caller keeps open and closes, through SecureCore's `FileOutput`.
     public final class DescriptorSink: ByteSink {
-        private let descriptor: Int32
-        private let name: String
+        private let output: FileOutput
 
         /// Writes to `descriptor` (for example 1 for standard output).
         public init(descriptor: Int32, name: String) {
-            self.descriptor = descriptor
-            self.name = name
+            output = FileOutput(descriptor: descriptor, name: name)
         }
 
         public func write(_ bytes: UnsafeRawBufferPointer) throws {
-            var offset = 0
-            while offset < bytes.count {
-                let n = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw AgeError.io("\(name): \(String(cString: strerror(errno)))")
-                }
-                offset += n
-            }
+            try ioErrors { try output.write(bytes) }
         }
     }
 

@@ -12,6 +12,9 @@ extension Age {
         public static let maximumStanzaCount = 1024
         /// Ceiling on one header line's length (the longest native argument line is under 1,600 bytes).
         static let maximumLineLength = 16 * 1024
+        /// Base64 characters in one stanza body: 64 KiB, far above any stanza type's body (a wrapped
+        /// 16-byte file key), so a hostile header cannot grow memory without bound.
+        static let maximumStanzaBodyColumns = 64 * 1024
 
         /// The recipient stanzas, in file order (at least one).
         public var stanzas: [Stanza]
@@ -107,6 +110,10 @@ extension Age {
                     throw AgeError.malformedHeader("a stanza body line is longer than 64 columns or not base64")
                 }
                 body += bodyLine
+                // Bound memory before the MAC is checked: no known stanza body comes near this size.
+                guard body.count <= Self.maximumStanzaBodyColumns else {
+                    throw AgeError.malformedHeader("a stanza body is longer than \(Self.maximumStanzaBodyColumns) base64 characters")
+                }
                 if bodyLine.count < 64 { break }
             }
             guard let decoded = RawBase64.decode(String(decoding: body, as: UTF8.self)) else {

@@ -18,7 +18,13 @@ extension Age {
         public init(_ text: String) throws {
             guard let (hrp, data) = Bech32.decode(text), hrp == "age", data.count == 32,
                 let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: data)
-            else { throw AgeError.invalidRecipient("\"\(text)\" is not an age1… X25519 recipient") }
+            else {
+                // Never echo the input: a mistaken argument is often an identity, which is secret.
+                if text.uppercased().hasPrefix("AGE-SECRET-KEY-") {
+                    throw AgeError.invalidRecipient("this is an identity (a secret key), not a recipient; use its age1… public key")
+                }
+                throw AgeError.invalidRecipient("not an age1… X25519 recipient")
+            }
             self.publicKey = key
         }
 

@@ -29,15 +29,16 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
             guard logN <= limits.maxScryptLogN else {
                 throw SecureCoreError.costAboveCeiling("scrypt logN \(logN) above ceiling \(limits.maxScryptLogN)")
             }
-            guard logN >= 1, logN < 64, r >= 1, p >= 1, UInt64(r) * UInt64(p) < 1 << 30 else {
+            // logN ≤ 56 keeps 128·r·2^logN representable for any UInt32 r below.
+            guard logN >= 1, logN <= 56, r >= 1, p >= 1, UInt64(r) * UInt64(p) < 1 << 30 else {
                 throw SecureCoreError.invalidParameter("scrypt parameters logN=\(logN) r=\(r) p=\(p) are invalid")
             }
             guard r <= limits.maxScryptR, p <= limits.maxScryptP else {
                 throw SecureCoreError.costAboveCeiling(
                     "scrypt r=\(r) p=\(p) above ceiling r≤\(limits.maxScryptR) p≤\(limits.maxScryptP)")
             }
-            let memory = 128 * UInt64(r) << UInt64(logN)
-            guard memory <= limits.maxScryptMemory else {
+            let (memory, overflow) = (128 * UInt64(r)).multipliedReportingOverflow(by: 1 << UInt64(logN))
+            guard !overflow, memory <= limits.maxScryptMemory else {
                 throw SecureCoreError.costAboveCeiling("scrypt needs \(memory >> 20) MiB, ceiling \(limits.maxScryptMemory >> 20) MiB")
             }
         case .pbkdf2(let hash, let rounds):
@@ -134,5 +135,5 @@ public struct KDFLimits: Sendable, Hashable {
 
     /// No ceiling: for parameters the caller chose itself (sealing), never for untrusted input.
     public static let unlimited = KDFLimits(
-        maxScryptLogN: 63, maxScryptR: .max, maxScryptP: .max, maxScryptMemory: .max, maxPBKDF2Rounds: .max)
+        maxScryptLogN: 56, maxScryptR: .max, maxScryptP: .max, maxScryptMemory: .max, maxPBKDF2Rounds: .max)
 }

@@ -236,13 +236,25 @@ private struct ChunkSealer: Sendable {
 }
 
 /// Fixed-size result slots written concurrently, each index by exactly one task, and read only
-/// after `concurrentPerform` returns (which orders those writes before the reads).
+/// after `concurrentPerform` returns (which orders those writes before the reads). The buffer is
+/// allocated once, so concurrent writes to distinct indices never touch shared bookkeeping.
 final class Slots<Value>: @unchecked Sendable {
-    private var storage: [Value?]
-    init(count: Int) { storage = Array(repeating: nil, count: count) }
+    private let storage: UnsafeMutableBufferPointer<Value?>
+
+    init(count: Int) {
+        storage = .allocate(capacity: count)
+        storage.initialize(repeating: nil)
+    }
+
+    deinit {
+        storage.deinitialize()
+        storage.deallocate()
+    }
+
     subscript(index: Int) -> Value? {
         get { storage[index] }
-        set { storage.withUnsafeMutableBufferPointer { $0[index] = newValue } }
+        set { storage[index] = newValue }
     }
-    var values: [Value?] { storage }
+
+    var values: [Value?] { Array(storage) }
 }

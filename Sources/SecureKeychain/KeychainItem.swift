@@ -12,19 +12,22 @@ public struct KeychainItem: Sendable, Equatable {
     }
 
     /// The primary key: at most one item exists per identity.
+    ///
+    /// Names are stored in Unicode NFC, so canonically equivalent spellings (a precomposed "é" and
+    /// "e" + combining accent) name the same item in memory, in the file, and in sealed-value bindings.
     public struct Identity: Hashable, Sendable {
-        public var itemClass: Class
+        public let itemClass: Class
         /// Groups items of one application or team; the empty string is the default group.
-        public var accessGroup: String
-        public var service: String
-        public var account: String
+        public let accessGroup: String
+        public let service: String
+        public let account: String
 
         /// An identity; the access group defaults to the default (empty) group.
         public init(_ itemClass: Class = .genericPassword, accessGroup: String = "", service: String, account: String) {
             self.itemClass = itemClass
-            self.accessGroup = accessGroup
-            self.service = service
-            self.account = account
+            self.accessGroup = accessGroup.precomposedStringWithCanonicalMapping
+            self.service = service.precomposedStringWithCanonicalMapping
+            self.account = account.precomposedStringWithCanonicalMapping
         }
     }
 

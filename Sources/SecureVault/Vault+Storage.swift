@@ -54,14 +54,17 @@ extension Vault {
         let delay = throttling.delay(afterFailures: attempts.failures)
         guard delay > .zero else { return }
         let remaining = attempts.lastFailure + delay.seconds - configuration.now().timeIntervalSince1970
-        if remaining > 0 { throw .throttled(retryAfter: .milliseconds(Int64((remaining * 1000).rounded(.up)))) }
+        // A stored time in the future (clock change or tampering) never waits longer than the maximum.
+        let wait = min(remaining, throttling.maximumDelay.seconds, 1e12)
+        if wait > 0 { throw .throttled(retryAfter: .milliseconds(Int64((wait * 1000).rounded(.up)))) }
     }
 
     /// Counts a failure durably; erases the vault when the configured wipe limit is reached.
     func recordFailure() throws(VaultError) {
         guard configuration.countsFailures else { return }
         var attempts = loadAttempts()
-        attempts.failures = attempts.failures == Int(Int32.max) ? attempts.failures : attempts.failures + 1
+        // Saturating, and safe against a tampered stored count.
+        attempts.failures = attempts.failures < Int(Int32.max) ? max(attempts.failures, 0) + 1 : Int(Int32.max)
         attempts.lastFailure = configuration.now().timeIntervalSince1970
         if let limit = configuration.wipeAfterFailures, attempts.failures >= limit {
             do {

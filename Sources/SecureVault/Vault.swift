@@ -102,7 +102,7 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         let vaultId = SecureRandom.bytes(count: 16)
         let vaultKey = SecretBytes.random(count: Envelope.keyByteCount)
         let applicationKey = SecretBytes.random(count: Envelope.keyByteCount)
-        let kdf = configuration.kdf ?? .default
+        let kdf = try checkedWrapKDF(configuration.kdf ?? .default)
         let state = VaultState(
             version: VaultState.formatVersion, vaultId: vaultId,
             passcodeWrap: try Self.wrap(vaultKey, passphrase: passcode, kdf: kdf, context: VaultState.passcodeContext(vaultId: vaultId)),
@@ -225,12 +225,22 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     }
 
     private func newWrapKDF(_ state: VaultState) throws(VaultError) -> PasswordKDF {
-        if let kdf = configuration.kdf { return kdf }
+        if let kdf = configuration.kdf { return try checkedWrapKDF(kdf) }
         do {
             return try Envelope.header(of: state.passcodeWrap).kdf ?? .default
         } catch {
             throw .corruptState("the passcode wrap header is not valid")
         }
+    }
+
+    /// A wrap must be openable under this vault's own ceilings, or the vault could never be unlocked.
+    private func checkedWrapKDF(_ kdf: PasswordKDF) throws(VaultError) -> PasswordKDF {
+        do {
+            try kdf.validate(within: configuration.kdfLimits)
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(kdf)"))
+        }
+        return kdf
     }
 
     private static func validate(questions: [String], answers: [String]) throws(VaultError) {

@@ -22,7 +22,7 @@ extension Vault {
         public func delay(afterFailures failures: Int) -> Duration {
             guard failures >= freeAttempts else { return .zero }
             let doublings = min(failures - freeAttempts, 62)
-            let seconds = min(baseDelay.seconds * pow(2, Double(doublings)), maximumDelay.seconds)
+            let seconds = min(baseDelay.seconds * pow(2, Double(doublings)), maximumDelay.seconds, 1e12)
             return .milliseconds(Int64((seconds * 1000).rounded(.up)))
         }
     }

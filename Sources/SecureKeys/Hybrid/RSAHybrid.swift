@@ -33,6 +33,7 @@ enum RSAHybrid {
     }
 
     static func open(_ rest: Data, with key: RSAPrivateKey, header: Data, sender: AsymmetricPublicKey?) throws -> Data {
+        guard key.publicKey.keySize.isModern else { throw KeyError.unsupportedKeySize(key.publicKey.keySize.rawValue) }
         let wrappedLength = key.publicKey.modulusByteCount
         guard rest.count >= wrappedLength + 12 + 16 else { throw KeyError.truncated }
         let wrapped = rest.prefix(wrappedLength)

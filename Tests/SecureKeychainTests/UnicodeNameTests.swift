@@ -1,0 +1,42 @@
+import Foundation
+import SecureCore
+import Testing
+
+@testable import SecureKeychain
+
+/// Canonically equivalent names (NFC "é" and NFD "e" + U+0301) are one item in memory, in the file
+/// and in the sealed-value binding, so a delete or update never misses the stored row.
+@Suite struct UnicodeNameTests {
+    let nfc = "caf\u{e9}", nfd = "cafe\u{301}"
+
+    @Test func deleteAndUpdateThroughTheOtherSpellingSurviveReopen() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setPassword("first", service: nfc, account: nfd)
+            try keychain.setPassword("second", service: nfd, account: nfc)
+            try keychain.synchronizeBlocking()
+            try keychain.close()
+
+            let reopened = try Keychain(path: path)
+            #expect(try reopened.password(service: nfc, account: nfc) == "second")
+            #expect(reopened.accounts(service: nfd).count == 1)
+            try reopened.deletePassword(service: nfd, account: nfd)
+            try reopened.synchronizeBlocking()
+            try reopened.close()
+
+            let again = try Keychain(path: path)
+            #expect(throws: KeychainError.self) { try again.password(service: nfc, account: nfc) }
+            try again.close()
+        }
+    }
+
+    @Test func sealedValueBindingIgnoresTheSpelling() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            let sealer = try KeyItemSealer(key: .random(count: 32))
+            try keychain.setSecurePassword("pin", service: nfc, account: "ada", sealer: sealer)
+            #expect(try keychain.securePassword(service: nfd, account: "ada", sealer: sealer) == "pin")
+            try keychain.close()
+        }
+    }
+}
