@@ -147,16 +147,19 @@ public struct FileOutput: ~Copyable {
 /// new one, never a partial file: temporary file in the same directory, fsync, rename, fsync of the
 /// directory.
 public enum AtomicFile {
-    /// Replaces (or creates) `path` with `data`, with the given permissions.
-    public static func write<D: ContiguousBytes>(_ data: D, to path: String, permissions: mode_t = 0o600) throws {
-        try write(to: path, permissions: permissions) { try $0.write(data) }
+    /// Replaces (or creates) `path` with `data`, with the given permissions. With `overwrite: false`
+    /// an existing `path` (even one created while this call runs) is left alone and the call throws.
+    public static func write<D: ContiguousBytes>(
+        _ data: D, to path: String, permissions: mode_t = 0o600, overwrite: Bool = true
+    ) throws {
+        try write(to: path, permissions: permissions, overwrite: overwrite) { try $0.write(data) }
     }
 
     /// Runs `body` with an output positioned in a fresh temporary file next to `path`; when `body`
     /// returns, the file is synced and renamed over `path`. When `body` throws, the temporary file is
     /// removed, `path` is untouched, and the error is rethrown.
     public static func write<R>(
-        to path: String, permissions: mode_t = 0o600, _ body: (borrowing FileOutput) throws -> R
+        to path: String, permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
     ) throws -> R {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
@@ -167,8 +170,18 @@ public enum AtomicFile {
             let output = FileOutput(ownedDescriptor: fd, path: path)
             let result = try body(output)
             try output.sync()
-            guard rename(temporary, path) == 0 else {
-                throw SecureCoreError.io(path: path, reason: "rename: " + String(cString: strerror(errno)))
+            if overwrite {
+                guard rename(temporary, path) == 0 else {
+                    throw SecureCoreError.io(path: path, reason: "rename: " + String(cString: strerror(errno)))
+                }
+            } else {
+                // link(2) fails with EEXIST instead of replacing, atomically.
+                guard link(temporary, path) == 0 else {
+                    throw errno == EEXIST
+                        ? SecureCoreError.fileExists(path: path)
+                        : SecureCoreError.io(path: path, reason: String(cString: strerror(errno)))
+                }
+                unlink(temporary)
             }
             syncDirectory(directory)
             return result

@@ -23,6 +23,8 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
     case locked
     /// A file-system operation failed.
     case io(path: String, reason: String)
+    /// The destination exists and the operation was asked not to replace it.
+    case fileExists(path: String)
 
     public var description: String {
         switch self {
@@ -48,6 +50,8 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
             return "the vault is locked"
         case .io(let path, let reason):
             return "\(path): \(reason)"
+        case .fileExists(let path):
+            return "\(path) already exists"
         }
     }
 }

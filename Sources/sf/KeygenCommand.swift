@@ -41,10 +41,11 @@ struct KeygenCommand: ParsableCommand {
             let created = ISO8601DateFormatter().string(from: Date())
             let text = "# created: \(created)\n# public key: \(identity.recipient.string)\n\(identity.secretString)\n"
             if let output {
-                guard !FileManager.default.fileExists(atPath: output) else {
+                do {
+                    try AtomicFile.write(Data(text.utf8), to: output, permissions: 0o600, overwrite: false)
+                } catch SecureCoreError.fileExists {
                     throw CLIError("\(output) exists; refusing to overwrite an identity file")
                 }
-                try AtomicFile.write(Data(text.utf8), to: output, permissions: 0o600)
                 FileHandle.standardError.write(Data("Public key: \(identity.recipient.string)\n".utf8))
             } else {
                 print(text, terminator: "")

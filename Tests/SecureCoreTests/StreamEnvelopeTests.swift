@@ -126,5 +126,13 @@ import Testing
         #expect(throws: SecureCoreError.self) {
             try FileEncryption.encryptFile(at: dir.appendingPathComponent("missing").path, to: sealed, key: key)
         }
+
+        // Creating without replacing: an existing file is left as it was.
+        let before = try Data(contentsOf: URL(fileURLWithPath: sealed))
+        expectError(.fileExists(path: sealed)) { try AtomicFile.write(Data("new".utf8), to: sealed, overwrite: false) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: sealed)) == before)
+        let fresh = dir.appendingPathComponent("fresh").path
+        try AtomicFile.write(Data("new".utf8), to: fresh, overwrite: false)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fresh)) == Data("new".utf8))
     }
 }
