@@ -4,6 +4,21 @@ import SecureKeychain
 
 /// Reading and writing the state and attempt items, and the throttling rules.
 extension Vault {
+    /// Runs a read-modify-write of the state item holding an exclusive advisory lock on
+    /// `<keychain>.vault-lock`, so two processes (or two `Vault` objects) changing one vault at once
+    /// cannot both start from the same state and have the later write drop the other's change
+    /// (for example a key added by a concurrent rotation).
+    func withStateFileLock<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        let lockPath = keychain.path + ".vault-lock"
+        let fd = openLockFile(lockPath)
+        guard fd >= 0 else { throw .stateLock(path: lockPath, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }  // closing releases the lock
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .stateLock(path: lockPath, reason: String(cString: strerror(errno))) }
+        }
+        return try body()
+    }
+
     func sync() throws(VaultError) {
         do { try keychain.synchronizeBlocking() } catch { throw .keychain(error) }
     }
@@ -83,4 +98,9 @@ extension Vault {
         guard configuration.countsFailures, loadAttempts() != .none else { return }
         try storeAttempts(.none)
     }
+}
+
+/// Opens (creating) a lock file; a free function because `Vault.open` shadows the system call.
+private func openLockFile(_ path: String) -> Int32 {
+    open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
 }

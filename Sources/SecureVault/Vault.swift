@@ -97,24 +97,27 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         guard let questions = temporary.questions, let answers = temporary.answers else {
             throw .incompleteSetUp("no temporary security questions and answers")
         }
-        try sync()
-        guard try storedStateData() == nil else { throw .alreadySetUp }
-        let vaultId = SecureRandom.bytes(count: 16)
-        let vaultKey = SecretBytes.random(count: Envelope.keyByteCount)
-        let applicationKey = SecretBytes.random(count: Envelope.keyByteCount)
-        let kdf = try checkedWrapKDF(configuration.kdf ?? .default)
-        let state = VaultState(
-            version: VaultState.formatVersion, vaultId: vaultId,
-            passcodeWrap: try Self.wrap(vaultKey, passphrase: passcode, kdf: kdf, context: VaultState.passcodeContext(vaultId: vaultId)),
-            questions: questions,
-            recoveryWrap: try Self.wrap(
-                vaultKey, passphrase: SecretBytes(try SecurityAnswers.passphrase(answers)), kdf: kdf,
-                context: VaultState.recoveryContext(vaultId: vaultId, questions: questions)),
-            currentKeyId: 1,
-            keys: [.init(id: 1, sealed: try Self.seal(applicationKey, vaultKey: vaultKey, vaultId: vaultId, keyId: 1))])
-        try store(state)
+        let keys = try withStateFileLock { () throws(VaultError) -> Keys in
+            try sync()
+            guard try storedStateData() == nil else { throw .alreadySetUp }
+            let vaultId = SecureRandom.bytes(count: 16)
+            let vaultKey = SecretBytes.random(count: Envelope.keyByteCount)
+            let applicationKey = SecretBytes.random(count: Envelope.keyByteCount)
+            let kdf = try checkedWrapKDF(configuration.kdf ?? .default)
+            let state = VaultState(
+                version: VaultState.formatVersion, vaultId: vaultId,
+                passcodeWrap: try Self.wrap(vaultKey, passphrase: passcode, kdf: kdf, context: VaultState.passcodeContext(vaultId: vaultId)),
+                questions: questions,
+                recoveryWrap: try Self.wrap(
+                    vaultKey, passphrase: SecretBytes(try SecurityAnswers.passphrase(answers)), kdf: kdf,
+                    context: VaultState.recoveryContext(vaultId: vaultId, questions: questions)),
+                currentKeyId: 1,
+                keys: [.init(id: 1, sealed: try Self.seal(applicationKey, vaultKey: vaultKey, vaultId: vaultId, keyId: 1))])
+            try store(state)
+            return Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
+        }
         temporary = Temporary()
-        unlocked = Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
+        unlocked = keys
     }
 
     /// One-call set-up: the temporary passcode and questions, then `finalize()`.
@@ -211,10 +214,12 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard var keys = unlocked else { throw .locked }
-        try sync()
-        var state = try loadState()
-        try body(&state, &keys)
-        try store(state)
+        try withStateFileLock { () throws(VaultError) in
+            try sync()
+            var state = try loadState()
+            try body(&state, &keys)
+            try store(state)
+        }
         unlocked = keys
     }
 

@@ -30,6 +30,8 @@ public enum VaultError: Error, Equatable, Sendable, CustomStringConvertible {
     case keychain(KeychainError)
     /// Sealing or opening data failed (modified or truncated data, wrong context, bad parameters).
     case crypto(SecureCoreError)
+    /// The lock file that serializes changes to the vault state could not be opened or locked.
+    case stateLock(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -48,6 +50,7 @@ public enum VaultError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unknownKeyId(let id): return "the data was sealed under application key \(id), which this vault does not hold"
         case .keychain(let error): return error.description
         case .crypto(let error): return error.description
+        case .stateLock(let path, let reason): return "\(path): cannot lock the vault state: \(reason)"
         }
     }
 }
