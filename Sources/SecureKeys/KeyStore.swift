@@ -57,7 +57,8 @@ public struct KeyStore: Sendable {
 
     /// Stores an existing private key (and its public key) under `tag`. `duplicateTag` when taken.
     public func storeKeyPair(_ privateKey: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws {
-        let items = try pairItems(privateKey, tag: tag, sealer: sealer)
+        var items = try pairItems(privateKey, tag: tag, sealer: sealer)
+        defer { Self.wipe(&items) }
         try mapping(tag) { () throws(KeychainError) in try keychain.add(items) }
     }
 
@@ -99,7 +100,8 @@ public struct KeyStore: Sendable {
         guard let current = try list().first(where: { $0.tag == tag }) else { throw KeyError.keyNotFound(tag: tag) }
         guard current.hasPrivateKey else { throw KeyError.noPrivateKey(tag: tag) }
         let key = try AsymmetricPrivateKey.generate(type ?? current.type)
-        let items = try pairItems(key, tag: tag, sealer: sealer)
+        var items = try pairItems(key, tag: tag, sealer: sealer)
+        defer { Self.wipe(&items) }
         try mapping(tag) { () throws(KeychainError) in try keychain.replace(items) }
         return key.publicKey
     }
@@ -143,6 +145,11 @@ public struct KeyStore: Sendable {
                 identity: identity(tag + Self.privateSuffix), value: pkcs8, attributes: Self.attributes(key.publicKey),
                 sealer: sealer),
         ]
+    }
+
+    /// Zeroes the values (the clear PKCS#8 before sealing) once the items are stored or refused.
+    private static func wipe(_ items: inout [Keychain.NewItem]) {
+        for index in items.indices { items[index].value.resetBytes(in: 0..<items[index].value.count) }
     }
 
     private static func attributes(_ key: AsymmetricPublicKey) -> KeychainItem.Attributes {

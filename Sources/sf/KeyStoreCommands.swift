@@ -16,7 +16,7 @@ struct KeyStoreOptions: ParsableArguments {
     /// The private key under `tag`, opened with the unlocked vault.
     func privateKey(tag: String) throws -> AsymmetricPrivateKey {
         let store = try open()
-        _ = try store.publicKey(tag: tag)
+        _ = try store.publicKey(tag: tag)  // an unknown tag fails before the passcode is asked for
         return try store.privateKey(tag: tag, sealer: vaultPasscode.unlockedVault(store.keychain))
     }
 
