@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "SecureVault", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
         .target(
             name: "SecureKeys",
-            dependencies: ["SecureCore", .product(name: "SwiftASN1", package: "swift-asn1")] + crypto,
+            dependencies: ["SecureCore", "SecureKeychain", .product(name: "SwiftASN1", package: "swift-asn1")] + crypto,
             swiftSettings: strict
         ),
         .target(name: "AgeEncryption", dependencies: ["SecureCore"] + crypto, swiftSettings: strict),
@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureVaultTests", dependencies: ["SecureVault", "SFTestSupport"], swiftSettings: strict),
-        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),

@@ -27,16 +27,7 @@ extension Keychain {
     public func securePasswordData(
         service: String, account: String, accessGroup: String = "", sealer: any ItemSealer
     ) throws(KeychainError) -> Data {
-        let identity = KeychainItem.Identity(accessGroup: accessGroup, service: service, account: account)
-        let stored = try storedItem(identity)
-        guard stored.isSealed else { throw .protectionMismatch(service: service, account: account, isSealed: false) }
-        do {
-            return try sealer.open(Data(stored.value), context: SealedValueBinding.context(for: identity))
-        } catch SecureCoreError.locked {
-            throw .locked
-        } catch {
-            throw .authenticationFailed(service: service, account: account)
-        }
+        try openSealedValue(KeychainItem.Identity(accessGroup: accessGroup, service: service, account: account), sealer: sealer)
     }
 
     /// A secure password as a string; `valueNotText` when it is not UTF-8.

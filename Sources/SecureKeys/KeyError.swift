@@ -49,6 +49,20 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case legacyDecryptionFailed(String)
     /// Text that should be base64 is not.
     case malformedBase64
+    /// A key store tag is empty or ends in `.private` (reserved for private key items).
+    case invalidTag(String)
+    /// The key store already holds a key under this tag.
+    case duplicateTag(String)
+    /// The key store holds no key under this tag.
+    case keyNotFound(tag: String)
+    /// The key under this tag is a public-only partner key.
+    case noPrivateKey(tag: String)
+    /// The sealer of private keys (for example the vault) is locked.
+    case sealerLocked
+    /// The sealed private key does not open: another sealer (vault key), or the stored value was modified.
+    case sealedKeyDoesNotOpen(tag: String)
+    /// The keychain holding the keys failed (file, storage or lock error).
+    case keychain(String)
 
     /// A short human-readable name; never contains key material.
 
@@ -79,6 +93,13 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .malformedSignature(let detail): "malformed signature: \(detail)"
         case .legacyDecryptionFailed(let detail): "legacy Heimdall payload does not decrypt: \(detail)"
         case .malformedBase64: "malformed base64"
+        case .invalidTag(let tag): "invalid key tag \"\(tag)\": it must be non-empty and not end in \".private\""
+        case .duplicateTag(let tag): "a key with tag \"\(tag)\" already exists"
+        case .keyNotFound(let tag): "no key with tag \"\(tag)\""
+        case .noPrivateKey(let tag): "the key \"\(tag)\" is a public (partner) key without a private key"
+        case .sealerLocked: "the vault is locked: unlock it to use private keys"
+        case .sealedKeyDoesNotOpen(let tag): "the private key \"\(tag)\" does not open: another vault key, or the stored item was modified"
+        case .keychain(let detail): "keychain: \(detail)"
         }
     }
 }

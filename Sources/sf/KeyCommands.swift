@@ -6,15 +6,16 @@ extension KeyType: ExpressibleByArgument {}
 extension KeyExportFormat: ExpressibleByArgument {}
 extension SignatureScheme: ExpressibleByArgument {}
 
-/// `sf key`: key pairs, formats, hybrid encryption and signatures (SecureKeys). Keys live in files
-/// for now; keychain storage by tag (`--tag`) arrives with SecureKeychain.
+/// `sf key`: key pairs, formats, hybrid encryption and signatures (SecureKeys). Keys live in files,
+/// or in the keychain by tag (`--tag`, private keys sealed with the vault).
 struct KeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key",
         abstract: "Generate, convert, encrypt to, and sign with asymmetric keys (RSA, P-256/384/521, Ed25519, X25519).",
         subcommands: [
             KeyGenerateCommand.self, KeyExportCommand.self, KeyFingerprintCommand.self, KeyEncryptCommand.self,
-            KeyDecryptCommand.self, KeySignCommand.self, KeyVerifyCommand.self,
+            KeyDecryptCommand.self, KeySignCommand.self, KeyVerifyCommand.self, KeyListCommand.self, KeyImportCommand.self,
+            KeyDeleteCommand.self,
         ])
 }
 
@@ -43,21 +44,32 @@ struct KeyFileOptions: ParsableArguments {
 struct KeyGenerateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate",
-        abstract: "Generate a key pair into a PKCS#8 PEM file (encrypted with --passphrase-file) and print its fingerprint.",
+        abstract: "Generate a key pair into a PKCS#8 PEM file (encrypted with --passphrase-file), or into the keychain under --tag (private key sealed with the vault), and print its fingerprint.",
         discussion: "rsa1024 exists only for talking to legacy Heimdall apps.")
 
     @Option(help: "rsa2048, rsa3072, rsa4096, p256, p384, p521, ed25519, x25519 (or legacy rsa1024).")
     var type: KeyType
-    @Option(help: "Private key file to write (atomically, mode 0600).") var out: String
+    @Option(help: "Private key file to write (atomically, mode 0600).") var out: String?
+    @Option(help: "Store the key pair in the keychain under this tag instead of a file.") var tag: String?
+    @OptionGroup var store: KeyStoreOptions
     @Option(help: "Also write the public key (SPKI PEM) here.") var publicOut: String?
     @Option(help: "Encrypt the private key (PKCS#8 PBES2, AES-256-CBC) with the passphrase in this file.")
     var passphraseFile: String?
 
+    func validate() throws {
+        try requireOne(out, "--out", tag: tag)
+        if tag != nil, passphraseFile != nil { throw ValidationError("--passphrase-file applies to --out; --tag seals with the vault") }
+    }
+
     func run() throws {
         let key = try AsymmetricPrivateKey.generate(type)
-        let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
-        let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
-        try encoded.withUnsafeBytes { try AtomicFile.write(Data($0), to: out) }
+        if let tag {
+            try store.withVault { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
+        } else if let out {
+            let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
+            let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
+            try encoded.withUnsafeBytes { try AtomicFile.write(Data($0), to: out) }
+        }
         if let publicOut { try AtomicFile.write(try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644) }
         print("\(type) \(key.publicKey.fingerprint)")
     }
@@ -65,9 +77,13 @@ struct KeyGenerateCommand: ParsableCommand {
 
 struct KeyExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Convert a key file (any supported format, detected) to another format.")
+        commandName: "export",
+        abstract: "Convert a key file (any supported format, detected), or a key in the keychain, to another format.",
+        discussion: "With --tag, the pkcs8 formats export the private key (needs the vault passcode); the others the public key.")
 
-    @Option(name: .customLong("in"), help: "Key file (PEM, DER, OpenSSH, JWK, ...).") var input: String
+    @Option(name: .customLong("in"), help: "Key file (PEM, DER, OpenSSH, JWK, ...).") var input: String?
+    @Option(help: "The key stored under this tag instead of a file.") var tag: String?
+    @OptionGroup var store: KeyStoreOptions
     @Option(help: "spki-pem, spki-der, pkcs1, pkcs1-der, pkcs8, pkcs8-der, pkcs8-encrypted, openssh, jwk, x963.")
     var format: KeyExportFormat
     @Option(help: "For pkcs8-encrypted: file with the new passphrase.") var newPassphraseFile: String?
@@ -75,12 +91,22 @@ struct KeyExportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output file (written atomically); default standard output.") var output: String?
 
     func validate() throws {
+        try requireOne(input, "--in", tag: tag)
         if format == .pkcs8Encrypted, newPassphraseFile == nil {
             throw ValidationError("pkcs8-encrypted needs --new-passphrase-file")
         }
     }
 
     func run() throws {
+        if let tag {
+            if [.pkcs8, .pkcs8DER, .pkcs8Encrypted].contains(format) {
+                try writePrivate(store.privateKey(tag: tag))
+            } else {
+                try Terminal.writeOutput(try store.open().publicKey(tag: tag).exported(as: format), to: output)
+            }
+            return
+        }
+        guard let input else { throw ValidationError("give --in or --tag") }
         let data = try FileInput(path: input).readToEnd()
         let publicOnly: AsymmetricPublicKey?
         do {
@@ -92,7 +118,10 @@ struct KeyExportCommand: ParsableCommand {
             try Terminal.writeOutput(try publicOnly.exported(as: format), to: output)
             return
         }
-        let key = try keys.privateKey(input)
+        try writePrivate(keys.privateKey(input))
+    }
+
+    private func writePrivate(_ key: AsymmetricPrivateKey) throws {
         let passphrase = try newPassphraseFile.map(Terminal.readSecret(fromFile:))
         try key.exported(as: format, passphrase: passphrase).withUnsafeBytes { try Terminal.writeOutput(Data($0), to: output) }
     }
@@ -132,7 +161,9 @@ struct KeyEncryptCommand: ParsableCommand {
             payload as base64 text, for existing iOS apps only.
             """)
 
-    @Option(help: "Recipient public key file.") var to: String
+    @Option(help: "Recipient public key file.") var to: String?
+    @Option(help: "Recipient: the key stored under this tag (key pair or partner) instead of --to.") var tag: String?
+    @OptionGroup var store: KeyStoreOptions
     @Option(help: "Sender private key file (authenticated mode).") var from: String?
     @Flag(help: "LEGACY: Heimdall payload (RSA only), base64 text.") var heimdall = false
     @Flag(help: "With --heimdall: Heimdall's URL-safe base64.") var urlSafe = false
@@ -141,12 +172,13 @@ struct KeyEncryptCommand: ParsableCommand {
     @Argument(help: "Input file; default standard input.") var input: String?
 
     func validate() throws {
+        try requireOne(to, "--to", tag: tag)
         if heimdall, from != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
         if urlSafe, !heimdall { throw ValidationError("--url-safe applies to --heimdall") }
     }
 
     func run() throws {
-        let recipient = try KeyFileOptions.publicKey(to)
+        let recipient = try store.publicKey(tag: tag, file: to)
         let message = try Terminal.readInput(input)
         if heimdall {
             guard case .rsa(let rsa) = recipient else { throw KeyError.wrongKeyType(expected: "an RSA key", found: recipient.type.rawValue) }
@@ -166,7 +198,9 @@ struct KeyDecryptCommand: ParsableCommand {
         abstract: "Decrypt an SFK1 message (or, with --heimdall, a LEGACY Heimdall base64 payload) with a private key.",
         discussion: "Nothing is written unless the whole message decrypts and authenticates.")
 
-    @Option(help: "Private key file.") var key: String
+    @Option(help: "Private key file.") var key: String?
+    @Option(help: "The key pair stored under this tag instead of --key (needs the vault passcode).") var tag: String?
+    @OptionGroup var store: KeyStoreOptions
     @Option(help: "Expected sender's public key file (for sender-authenticated messages).") var from: String?
     @Flag(help: "LEGACY: the input is a Heimdall payload in base64 text (either variant).") var heimdall = false
     @OptionGroup var keys: KeyFileOptions
@@ -174,11 +208,12 @@ struct KeyDecryptCommand: ParsableCommand {
     @Argument(help: "Input file; default standard input.") var input: String?
 
     func validate() throws {
+        try requireOne(key, "--key", tag: tag)
         if heimdall, from != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
     }
 
     func run() throws {
-        let privateKey = try keys.privateKey(key)
+        let privateKey = try store.privateKey(tag: tag, file: key, keys: keys)
         let message = try Terminal.readInput(input)
         let plaintext: Data
         if heimdall {
@@ -199,7 +234,9 @@ struct KeySignCommand: ParsableCommand {
         abstract: "Sign data; prints the signature in base64 (as Heimdall returns it), or raw bytes with --binary.",
         discussion: "Default schemes: RSA-PSS-SHA256, ECDSA (DER), Ed25519. --heimdall: RSASSA-PKCS1-v1_5/SHA-256, LEGACY sizes allowed.")
 
-    @Option(help: "Private key file.") var key: String
+    @Option(help: "Private key file.") var key: String?
+    @Option(help: "The key pair stored under this tag instead of --key (needs the vault passcode).") var tag: String?
+    @OptionGroup var store: KeyStoreOptions
     @Option(help: "rsa-pss-sha256, rsa-pkcs1v15-sha256, ecdsa-der, ecdsa-raw, ed25519.") var scheme: SignatureScheme?
     @Flag(help: "LEGACY Heimdall signature (RSA PKCS#1 v1.5 SHA-256).") var heimdall = false
     @Flag(help: "With --heimdall: Heimdall's URL-safe base64.") var urlSafe = false
@@ -209,12 +246,13 @@ struct KeySignCommand: ParsableCommand {
     @Argument(help: "Input file; default standard input.") var input: String?
 
     func validate() throws {
+        try requireOne(key, "--key", tag: tag)
         if heimdall, scheme != nil { throw ValidationError("--heimdall fixes the scheme; drop --scheme") }
         if urlSafe, binary { throw ValidationError("--url-safe applies to base64 output") }
     }
 
     func run() throws {
-        let privateKey = try keys.privateKey(key)
+        let privateKey = try store.privateKey(tag: tag, file: key, keys: keys)
         let message = try Terminal.readInput(input)
         let signature: Data
         if heimdall {
@@ -233,18 +271,21 @@ struct KeyVerifyCommand: ParsableCommand {
         commandName: "verify",
         abstract: "Verify a detached signature (base64 text in either Heimdall variant, or raw bytes). Exit 0 when valid, 1 otherwise.")
 
-    @Option(help: "Public (or private) key file.") var key: String
+    @Option(help: "Public (or private) key file.") var key: String?
+    @Option(help: "The key stored under this tag (key pair or partner) instead of --key.") var tag: String?
+    @OptionGroup var store: KeyStoreOptions
     @Option(help: "Signature file.") var signature: String
     @Option(help: "rsa-pss-sha256, rsa-pkcs1v15-sha256, ecdsa-der, ecdsa-raw, ed25519.") var scheme: SignatureScheme?
     @Flag(help: "LEGACY Heimdall signature (RSA PKCS#1 v1.5 SHA-256).") var heimdall = false
     @Argument(help: "Input file; default standard input.") var input: String?
 
     func validate() throws {
+        try requireOne(key, "--key", tag: tag)
         if heimdall, scheme != nil { throw ValidationError("--heimdall fixes the scheme; drop --scheme") }
     }
 
     func run() throws {
-        let publicKey = try KeyFileOptions.publicKey(key)
+        let publicKey = try store.publicKey(tag: tag, file: key)
         let signatureFile = try FileInput(path: signature).readToEnd()
         let signatureBytes = (try? Heimdall.decodeBase64(String(decoding: signatureFile, as: UTF8.self))) ?? signatureFile
         let message = try Terminal.readInput(input)

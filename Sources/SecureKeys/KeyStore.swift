@@ -1,0 +1,182 @@
+import Foundation
+import SecureCore
+import SecureKeychain
+
+/// Key pairs and partner keys kept in a SecureKeychain file by tag, after Heimdall.
+///
+/// Each key is a keychain item of class `.key` with service `KeyStore.service`: the public key at
+/// account `tag` (clear SPKI DER) and, for a key pair, the private key at `tag + ".private"`
+/// (PKCS#8 DER sealed through the caller's `ItemSealer` and bound to that item, never stored
+/// clear). Both carry label = key type and comment = SHA-256 fingerprint (hex). The two items of a
+/// pair are added, replaced and deleted together. Failures are `KeyError` cases.
+public struct KeyStore: Sendable {
+    /// The keychain service of every key item.
+    public static let service = "securefoundation.keys"
+    /// Appended to a tag to name its private key item (Heimdall's convention).
+    public static let privateSuffix = ".private"
+
+    /// One stored key, as `list()` reports it.
+    public struct Entry: Sendable, Equatable {
+        /// The tag naming the key.
+        public let tag: String
+        /// The key's type.
+        public let type: KeyType
+        /// SHA-256 of its SPKI.
+        public let fingerprint: KeyFingerprint
+        /// True for a key pair, false for a public-only partner key.
+        public let hasPrivateKey: Bool
+
+        /// An entry with these values.
+        public init(tag: String, type: KeyType, fingerprint: KeyFingerprint, hasPrivateKey: Bool) {
+            self.tag = tag
+            self.type = type
+            self.fingerprint = fingerprint
+            self.hasPrivateKey = hasPrivateKey
+        }
+    }
+
+    /// The keychain holding the keys.
+    public let keychain: Keychain
+    /// The access group of the key items (the default group unless given).
+    public let accessGroup: String
+
+    /// A store over `keychain`, using items in `accessGroup`.
+    public init(keychain: Keychain, accessGroup: String = "") {
+        self.keychain = keychain
+        self.accessGroup = accessGroup
+    }
+
+    /// Generates a key pair of `type` under `tag` (private key sealed through `sealer`) and returns
+    /// its public key. `duplicateTag` when the tag is taken; nothing is stored on failure.
+    @discardableResult
+    public func generate(_ type: KeyType, tag: String, sealer: any ItemSealer) throws -> AsymmetricPublicKey {
+        let key = try AsymmetricPrivateKey.generate(type)
+        try storeKeyPair(key, tag: tag, sealer: sealer)
+        return key.publicKey
+    }
+
+    /// Stores an existing private key (and its public key) under `tag`. `duplicateTag` when taken.
+    public func storeKeyPair(_ privateKey: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws {
+        var items = try pairItems(privateKey, tag: tag, sealer: sealer)
+        defer { Self.wipe(&items) }
+        try mapping(tag) { () throws(KeychainError) in try keychain.add(items) }
+    }
+
+    /// Stores a partner's public key under `tag`, with no private part. `duplicateTag` when taken.
+    public func storePartnerKey(_ publicKey: AsymmetricPublicKey, tag: String) throws {
+        let item = try publicItem(publicKey, tag: tag)
+        try mapping(tag) { () throws(KeychainError) in try keychain.add([item]) }
+    }
+
+    /// The public key under `tag` (of a key pair or a partner). `keyNotFound` when absent.
+    public func publicKey(tag: String) throws -> AsymmetricPublicKey {
+        let item = try mapping(tag) { () throws(KeychainError) in try keychain.item(identity(tag)) }
+        return try AsymmetricPublicKey(spkiDERRepresentation: item.value)
+    }
+
+    /// The private key under `tag`, opened through `sealer`: `keyNotFound` when the tag is absent,
+    /// `noPrivateKey` for a partner key, `sealerLocked` when the sealer is locked, and
+    /// `sealedKeyDoesNotOpen` when it is another sealer or the sealed value was modified.
+    public func privateKey(tag: String, sealer: any ItemSealer) throws -> AsymmetricPrivateKey {
+        try requireTag(tag)
+        var der = try mapping(tag) { () throws(KeychainError) in
+            do throws(KeychainError) {
+                return try keychain.openSealedValue(identity(tag + Self.privateSuffix), sealer: sealer)
+            } catch .itemNotFound {
+                _ = try keychain.item(identity(tag))
+                throw KeychainError.protectionMismatch(service: Self.service, account: tag, isSealed: false)
+            }
+        }
+        defer { der.resetBytes(in: 0..<der.count) }
+        return try AsymmetricPrivateKey(pkcs8DERRepresentation: der)
+    }
+
+    /// Replaces the key pair under `tag` by a fresh one of `type` (by default the same type) in
+    /// one change, and returns the new public key. `keyNotFound` when absent, `noPrivateKey` for a
+    /// partner key; the old pair stays when anything fails.
+    @discardableResult
+    public func regenerate(tag: String, type: KeyType? = nil, sealer: any ItemSealer) throws -> AsymmetricPublicKey {
+        try requireTag(tag)
+        guard let current = try list().first(where: { $0.tag == tag }) else { throw KeyError.keyNotFound(tag: tag) }
+        guard current.hasPrivateKey else { throw KeyError.noPrivateKey(tag: tag) }
+        let key = try AsymmetricPrivateKey.generate(type ?? current.type)
+        var items = try pairItems(key, tag: tag, sealer: sealer)
+        defer { Self.wipe(&items) }
+        try mapping(tag) { () throws(KeychainError) in try keychain.replace(items) }
+        return key.publicKey
+    }
+
+    /// Deletes the key under `tag`: both items of a pair, or the partner key. `keyNotFound` when absent.
+    public func delete(tag: String) throws {
+        try requireTag(tag)
+        try mapping(tag) { () throws(KeychainError) in
+            _ = try keychain.delete([identity(tag), identity(tag + Self.privateSuffix)])
+        }
+    }
+
+    /// Every stored key, ordered by tag. `malformedDER` when a stored public key does not parse.
+    public func list() throws -> [Entry] {
+        let items = keychain.items(matching: KeychainQuery(.key, accessGroup: accessGroup, service: Self.service))
+        let accounts = Set(items.map(\.identity.account))
+        return try items.filter { !$0.identity.account.hasSuffix(Self.privateSuffix) }.map { item in
+            let key = try AsymmetricPublicKey(spkiDERRepresentation: item.value)
+            return Entry(
+                tag: item.identity.account, type: key.type, fingerprint: key.fingerprint,
+                hasPrivateKey: accounts.contains(item.identity.account + Self.privateSuffix))
+        }
+    }
+
+    // MARK: Items
+
+    private func identity(_ account: String) -> KeychainItem.Identity {
+        KeychainItem.Identity(.key, accessGroup: accessGroup, service: Self.service, account: account)
+    }
+
+    private func publicItem(_ key: AsymmetricPublicKey, tag: String) throws -> Keychain.NewItem {
+        try requireTag(tag)
+        return Keychain.NewItem(identity: identity(tag), value: key.spkiDERRepresentation, attributes: Self.attributes(key))
+    }
+
+    private func pairItems(_ key: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws -> [Keychain.NewItem] {
+        let pkcs8 = key.pkcs8DERRepresentation.withUnsafeBytes { Data($0) }
+        return [
+            try publicItem(key.publicKey, tag: tag),
+            Keychain.NewItem(
+                identity: identity(tag + Self.privateSuffix), value: pkcs8, attributes: Self.attributes(key.publicKey),
+                sealer: sealer),
+        ]
+    }
+
+    /// Zeroes the values (the clear PKCS#8 before sealing) once the items are stored or refused.
+    private static func wipe(_ items: inout [Keychain.NewItem]) {
+        for index in items.indices { items[index].value.resetBytes(in: 0..<items[index].value.count) }
+    }
+
+    private static func attributes(_ key: AsymmetricPublicKey) -> KeychainItem.Attributes {
+        KeychainItem.Attributes(label: key.type.rawValue, comment: key.fingerprint.hex)
+    }
+
+    /// A tag is non-empty and does not end in `.private`, so no tag names another tag's private item.
+    private func requireTag(_ tag: String) throws {
+        guard !tag.isEmpty, !tag.hasSuffix(Self.privateSuffix) else { throw KeyError.invalidTag(tag) }
+    }
+
+    /// Runs a keychain operation for `tag`, turning its errors into `KeyError` cases.
+    private func mapping<R>(_ tag: String, _ body: () throws(KeychainError) -> R) throws(KeyError) -> R {
+        do {
+            return try body()
+        } catch .duplicateItem {
+            throw .duplicateTag(tag)
+        } catch .itemNotFound {
+            throw .keyNotFound(tag: tag)
+        } catch .protectionMismatch {
+            throw .noPrivateKey(tag: tag)
+        } catch .locked {
+            throw .sealerLocked
+        } catch .authenticationFailed {
+            throw .sealedKeyDoesNotOpen(tag: tag)
+        } catch {
+            throw .keychain(error.description)
+        }
+    }
+}

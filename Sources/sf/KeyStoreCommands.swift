@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import SecureFoundation
+
+/// The keychain holding keys by tag, and the vault passcode that opens their private keys (the
+/// same options as `sf keychain set --secure`).
+struct KeyStoreOptions: ParsableArguments {
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var vaultPasscode: VaultPasscodeOption
+
+    /// The key store in the keychain file.
+    func open() throws -> KeyStore {
+        KeyStore(keychain: try location.open())
+    }
+
+    /// The private key under `tag`, opened with the unlocked vault.
+    func privateKey(tag: String) throws -> AsymmetricPrivateKey {
+        let store = try open()
+        _ = try store.publicKey(tag: tag)  // an unknown tag fails before the passcode is asked for
+        return try store.privateKey(tag: tag, sealer: vaultPasscode.unlockedVault(store.keychain))
+    }
+
+    /// The public key under `tag`, else the one in the key file `path`.
+    func publicKey(tag: String?, file path: String?) throws -> AsymmetricPublicKey {
+        if let tag { return try open().publicKey(tag: tag) }
+        guard let path else { throw ValidationError("give a key file or --tag") }
+        return try KeyFileOptions.publicKey(path)
+    }
+
+    /// The private key under `tag`, else the one in the key file `path` (read with `keys`).
+    func privateKey(tag: String?, file path: String?, keys: KeyFileOptions) throws -> AsymmetricPrivateKey {
+        if let tag { return try privateKey(tag: tag) }
+        guard let path else { throw ValidationError("give a key file or --tag") }
+        return try keys.privateKey(path)
+    }
+
+    /// Runs `body` with the store and the unlocked vault, then closes the keychain (flushing writes).
+    func withVault<R>(_ body: (KeyStore, Vault) throws -> R) throws -> R {
+        let store = try open()
+        let result = try body(store, try vaultPasscode.unlockedVault(store.keychain))
+        try store.keychain.close()
+        return result
+    }
+}
+
+/// Exactly one of a key file option and `--tag`.
+func requireOne(_ file: String?, _ fileOption: String, tag: String?) throws {
+    if (file == nil) == (tag == nil) { throw ValidationError("give either \(fileOption) or --tag") }
+}
+
+struct KeyListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the keys in the keychain: tag, type, SHA-256 fingerprint, and pair or partner.")
+
+    @OptionGroup var location: KeychainLocation
+
+    func run() throws {
+        for entry in try KeyStore(keychain: location.open()).list() {
+            print("\(entry.tag)\t\(entry.type)\t\(entry.fingerprint)\t\(entry.hasPrivateKey ? "pair" : "partner")")
+        }
+    }
+}
+
+struct KeyDeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete the key under a tag (both items of a key pair, or a partner key).")
+
+    @OptionGroup var location: KeychainLocation
+    @Option(help: "The key's tag.") var tag: String
+
+    func run() throws {
+        let store = KeyStore(keychain: try location.open())
+        try store.delete(tag: tag)
+        try store.keychain.close()
+    }
+}
+
+struct KeyImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Store a key file under a tag: a public key becomes a partner key; a private key is sealed with the vault.",
+        discussion: "The format is detected (PEM, DER, PKCS#1/8, encrypted PKCS#8, OpenSSH, JWK, raw EC).")
+
+    @Option(help: "The tag to store the key under.") var tag: String
+    @OptionGroup var keys: KeyFileOptions
+    @OptionGroup var store: KeyStoreOptions
+    @Argument(help: "The key file.") var file: String
+
+    func run() throws {
+        let imported: ImportedKey
+        do {
+            imported = try KeyImport.key(from: FileInput(path: file).readToEnd())
+        } catch KeyError.passphraseRequired {
+            imported = .private(try keys.privateKey(file))
+        }
+        switch imported {
+        case .public(let key):
+            let keyStore = try store.open()
+            try keyStore.storePartnerKey(key, tag: tag)
+            try keyStore.keychain.close()
+        case .private(let key):
+            try store.withVault { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
+        }
+        print("\(imported.publicKey.type) \(imported.publicKey.fingerprint)")
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import SFTestSupport
+import Testing
+
+/// `sf key` with keys kept in the keychain by tag, private keys sealed with the vault.
+@Suite struct KeyCommandTagTests {
+    @Test func generateListSignVerifyEncryptImportDeleteByTag() throws {
+        let scratch = try Scratch()
+        let kc = ["--keychain", scratch.path("keychain.db")]
+        let passcode = try scratch.write("passcode", Data("key store passcode\n".utf8))
+        let wrong = try scratch.write("wrong", Data("not the passcode\n".utf8))
+        let questions = try scratch.write("questions", Data("First pet?\n".utf8))
+        let answers = try scratch.write("answers", Data("Rex\n".utf8))
+        let vault = kc + ["--passcode-file", passcode]
+        var result = try sf(["vault", "init"] + kc + [
+            "--passcode-file", passcode, "--questions-file", questions, "--answers-file", answers, "--scrypt-log-n", "10",
+        ])
+        #expect(result.status == 0, "\(result.stderrText)")
+
+        result = try sf(["key", "generate", "--type", "ed25519", "--tag", "signer"] + vault)
+        #expect(result.status == 0, "\(result.stderrText)")
+        let fingerprint = result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").last.map(String.init)
+        result = try sf(["key", "generate", "--type", "ed25519", "--tag", "signer"] + vault)
+        #expect(result.status == 1 && result.stdout.isEmpty && result.stderrText.contains("already exists"))
+        result = try sf(["key", "generate", "--type", "p256", "--tag", "locked"] + kc + ["--passcode-file", wrong])
+        #expect(result.status == 1 && result.stdout.isEmpty)
+        result = try sf(["key", "generate", "--type", "p256", "--tag", "t", "--out", scratch.path("both.pem")] + vault)
+        #expect(result.status == 2)
+
+        // A partner key from a public key file; a private key file is sealed.
+        result = try sf(["key", "generate", "--type", "x25519", "--out", scratch.path("bob.pem"), "--public-out", scratch.path("bob.pub")])
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["key", "import", "--tag", "bob", scratch.path("bob.pub")] + vault)
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["key", "import", "--tag", "bob-pair", scratch.path("bob.pem")] + vault)
+        #expect(result.status == 0, "\(result.stderrText)")
+
+        result = try sf(["key", "list"] + kc)
+        #expect(result.status == 0)
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines.contains { $0.hasPrefix("signer\ted25519\t\(fingerprint ?? "?")\tpair") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("bob\tx25519\t") && $0.hasSuffix("\tpartner") })
+        #expect(lines.contains { $0.hasPrefix("bob-pair\tx25519\t") && $0.hasSuffix("\tpair") })
+
+        // Sign and verify by tag; a wrong passcode signs nothing.
+        let messageBytes = Data("signed through the keychain".utf8)
+        let message = try scratch.write("message", messageBytes)
+        result = try sf(["key", "sign", "--tag", "signer", "-o", scratch.path("sig"), message] + vault)
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["key", "verify", "--tag", "signer", "--signature", scratch.path("sig"), message] + kc)
+        #expect(result.status == 0 && result.stdoutText.contains("signature valid"), "\(result.stderrText)")
+        result = try sf(["key", "sign", "--tag", "signer", message] + kc + ["--passcode-file", wrong])
+        #expect(result.status == 1 && result.stdout.isEmpty && result.stderrText.contains("wrong passcode"))
+        result = try sf(["key", "sign", "--tag", "bob", message] + vault)
+        #expect(result.status == 1 && result.stderrText.contains("partner"))
+        result = try sf(["key", "sign", "--tag", "signer", "--key", scratch.path("bob.pem"), message] + vault)
+        #expect(result.status == 2)
+
+        // Encrypt to the partner tag; the file private key decrypts; the sealed pair decrypts by tag.
+        result = try sf(["key", "encrypt", "--tag", "bob", "-o", scratch.path("sealed"), message] + kc)
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["key", "decrypt", "--key", scratch.path("bob.pem"), scratch.path("sealed")])
+        #expect(result.status == 0 && result.stdout == messageBytes)
+        result = try sf(["key", "decrypt", "--tag", "bob-pair", scratch.path("sealed")] + vault)
+        #expect(result.status == 0 && result.stdout == messageBytes, "\(result.stderrText)")
+
+        // Export by tag: public formats without the passcode, PKCS#8 through the vault.
+        result = try sf(["key", "export", "--tag", "bob", "--format", "spki-pem"] + kc)
+        #expect(try result.status == 0 && result.stdout == scratch.read("bob.pub"))
+        result = try sf(["key", "export", "--tag", "bob-pair", "--format", "pkcs8"] + vault)
+        #expect(try result.status == 0 && result.stdout == scratch.read("bob.pem"), "\(result.stderrText)")
+
+        result = try sf(["key", "delete", "--tag", "bob-pair"] + kc)
+        #expect(result.status == 0)
+        result = try sf(["key", "delete", "--tag", "bob-pair"] + kc)
+        #expect(result.status == 1 && result.stderrText.contains("no key with tag"))
+        result = try sf(["key", "list"] + kc)
+        #expect(result.stdoutText.split(separator: "\n").count == 2)
+    }
+}
