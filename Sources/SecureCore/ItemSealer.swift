@@ -36,3 +36,29 @@ public struct KeyItemSealer: ItemSealer {
         try Envelope.open(sealed, key: key, context: context)
     }
 }
+
+/// An `ItemSealer` keyed by a passphrase, for applications without a vault: each value is a
+/// passphrase envelope (scrypt with a fresh salt per value, parameters stored), so it opens with the
+/// same passphrase and context only. A wrong passphrase fails with `authenticationFailed`.
+public struct PassphraseItemSealer: ItemSealer {
+    private let passphrase: SecretBytes
+    private let kdf: PasswordKDF
+    private let limits: KDFLimits
+
+    /// A sealer for `passphrase`; new values use `kdf`, stored values are opened within `limits`.
+    public init(passphrase: SecretBytes, kdf: PasswordKDF = .default, limits: KDFLimits = .default) throws {
+        guard passphrase.count > 0 else { throw SecureCoreError.invalidParameter("the passphrase is empty") }
+        try kdf.validate(within: limits)
+        self.passphrase = passphrase
+        self.kdf = kdf
+        self.limits = limits
+    }
+
+    public func seal(_ plaintext: Data, context: Data) throws -> Data {
+        try passphrase.withUnsafeBytes { try Envelope.seal(plaintext, passphrase: $0, kdf: kdf, context: context) }
+    }
+
+    public func open(_ sealed: Data, context: Data) throws -> Data {
+        try passphrase.withUnsafeBytes { try Envelope.open(sealed, passphrase: $0, context: context, limits: limits) }
+    }
+}

@@ -64,7 +64,7 @@ struct KeyGenerateCommand: ParsableCommand {
     func run() throws {
         let key = try AsymmetricPrivateKey.generate(type)
         if let tag {
-            try store.withVault { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
+            try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
         } else if let out {
             let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
             let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
@@ -165,6 +165,7 @@ struct KeyEncryptCommand: ParsableCommand {
     @Option(help: "Recipient: the key stored under this tag (key pair or partner) instead of --to.") var tag: String?
     @OptionGroup var store: KeyStoreOptions
     @Option(help: "Sender private key file (authenticated mode).") var from: String?
+    @Option(help: "Sender: the key pair stored under this tag instead of --from.") var fromTag: String?
     @Flag(help: "LEGACY: Heimdall payload (RSA only), base64 text.") var heimdall = false
     @Flag(help: "With --heimdall: Heimdall's URL-safe base64.") var urlSafe = false
     @OptionGroup var keys: KeyFileOptions
@@ -173,7 +174,8 @@ struct KeyEncryptCommand: ParsableCommand {
 
     func validate() throws {
         try requireOne(to, "--to", tag: tag)
-        if heimdall, from != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
+        if from != nil, fromTag != nil { throw ValidationError("give --from or --from-tag, not both") }
+        if heimdall, from != nil || fromTag != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
         if urlSafe, !heimdall { throw ValidationError("--url-safe applies to --heimdall") }
     }
 
@@ -186,8 +188,9 @@ struct KeyEncryptCommand: ParsableCommand {
             try Terminal.writeOutput(Data((text + "\n").utf8), to: output)
             return
         }
-        let sealed = try from.map { try HybridEncryption.encrypt(message, to: recipient, from: keys.privateKey($0)) }
-            ?? HybridEncryption.encrypt(message, to: recipient)
+        let sealed = from != nil || fromTag != nil
+            ? try HybridEncryption.encrypt(message, to: recipient, from: store.privateKey(tag: fromTag, file: from, keys: keys))
+            : try HybridEncryption.encrypt(message, to: recipient)
         try Terminal.writeOutput(sealed, to: output)
     }
 }
@@ -202,6 +205,7 @@ struct KeyDecryptCommand: ParsableCommand {
     @Option(help: "The key pair stored under this tag instead of --key (needs the vault passcode).") var tag: String?
     @OptionGroup var store: KeyStoreOptions
     @Option(help: "Expected sender's public key file (for sender-authenticated messages).") var from: String?
+    @Option(help: "Expected sender: the key stored under this tag (pair or partner) instead of --from.") var fromTag: String?
     @Flag(help: "LEGACY: the input is a Heimdall payload in base64 text (either variant).") var heimdall = false
     @OptionGroup var keys: KeyFileOptions
     @Option(name: .shortAndLong, help: "Output file (written atomically); default standard output.") var output: String?
@@ -209,7 +213,8 @@ struct KeyDecryptCommand: ParsableCommand {
 
     func validate() throws {
         try requireOne(key, "--key", tag: tag)
-        if heimdall, from != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
+        if from != nil, fromTag != nil { throw ValidationError("give --from or --from-tag, not both") }
+        if heimdall, from != nil || fromTag != nil { throw ValidationError("--heimdall has no sender authentication; drop --from") }
     }
 
     func run() throws {
@@ -219,8 +224,8 @@ struct KeyDecryptCommand: ParsableCommand {
         if heimdall {
             guard case .rsa(let rsa) = privateKey else { throw KeyError.wrongKeyType(expected: "an RSA key", found: privateKey.type.rawValue) }
             plaintext = try Heimdall.decrypt(Heimdall.decodeBase64(String(decoding: message, as: UTF8.self)), with: rsa)
-        } else if let from {
-            plaintext = try HybridEncryption.decrypt(message, with: privateKey, from: KeyFileOptions.publicKey(from))
+        } else if from != nil || fromTag != nil {
+            plaintext = try HybridEncryption.decrypt(message, with: privateKey, from: store.publicKey(tag: fromTag, file: from))
         } else {
             plaintext = try HybridEncryption.decrypt(message, with: privateKey)
         }

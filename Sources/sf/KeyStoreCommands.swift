@@ -7,6 +7,16 @@ import SecureFoundation
 struct KeyStoreOptions: ParsableArguments {
     @OptionGroup var location: KeychainLocation
     @OptionGroup var vaultPasscode: VaultPasscodeOption
+    @Option(help: "Seal and open stored private keys with the passphrase in this file instead of the vault.")
+    var keyPassphraseFile: String?
+
+    /// What seals stored private keys: a passphrase when one is given, else the unlocked vault.
+    func sealer(_ keychain: Keychain) throws -> any ItemSealer {
+        if let keyPassphraseFile {
+            return try PassphraseItemSealer(passphrase: Terminal.readSecret(fromFile: keyPassphraseFile))
+        }
+        return try vaultPasscode.unlockedVault(keychain)
+    }
 
     /// The key store in the keychain file.
     func open() throws -> KeyStore {
@@ -17,7 +27,7 @@ struct KeyStoreOptions: ParsableArguments {
     func privateKey(tag: String) throws -> AsymmetricPrivateKey {
         let store = try open()
         _ = try store.publicKey(tag: tag)  // an unknown tag fails before the passcode is asked for
-        return try store.privateKey(tag: tag, sealer: vaultPasscode.unlockedVault(store.keychain))
+        return try store.privateKey(tag: tag, sealer: sealer(store.keychain))
     }
 
     /// The public key under `tag`, else the one in the key file `path`.
@@ -34,10 +44,10 @@ struct KeyStoreOptions: ParsableArguments {
         return try keys.privateKey(path)
     }
 
-    /// Runs `body` with the store and the unlocked vault, then closes the keychain (flushing writes).
-    func withVault<R>(_ body: (KeyStore, Vault) throws -> R) throws -> R {
+    /// Runs `body` with the store and the sealer, then closes the keychain (flushing writes).
+    func withSealer<R>(_ body: (KeyStore, any ItemSealer) throws -> R) throws -> R {
         let store = try open()
-        let result = try body(store, try vaultPasscode.unlockedVault(store.keychain))
+        let result = try body(store, try sealer(store.keychain))
         try store.keychain.close()
         return result
     }
@@ -99,7 +109,7 @@ struct KeyImportCommand: ParsableCommand {
             try keyStore.storePartnerKey(key, tag: tag)
             try keyStore.keychain.close()
         case .private(let key):
-            try store.withVault { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
+            try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
         }
         print("\(imported.publicKey.type) \(imported.publicKey.fingerprint)")
     }

@@ -79,3 +79,36 @@ import Testing
         #expect(result.stdoutText.split(separator: "\n").count == 2)
     }
 }
+
+/// Without a vault: stored private keys sealed with a passphrase file, and senders named by tag.
+@Suite struct KeyCommandPassphraseStoreTests {
+    @Test func passphraseSealedKeysAndSenderTags() throws {
+        let scratch = try Scratch()
+        let kc = ["--keychain", scratch.path("keychain.db")]
+        let phrase = try scratch.write("phrase", Data("store passphrase\n".utf8))
+        let wrong = try scratch.write("wrong", Data("another passphrase\n".utf8))
+        let store = kc + ["--key-passphrase-file", phrase]
+
+        for tag in ["alice", "bob"] {
+            let result = try sf(["key", "generate", "--type", "x25519", "--tag", tag] + store)
+            #expect(result.status == 0, "\(result.stderrText)")
+        }
+        let message = Data("from alice, by tag".utf8)
+        var result = try sf(["key", "encrypt", "--tag", "bob", "--from-tag", "alice"] + store, stdin: message)
+        #expect(result.status == 0, "\(result.stderrText)")
+        let sealed = result.stdout
+
+        result = try sf(["key", "decrypt", "--tag", "bob", "--from-tag", "alice"] + store, stdin: sealed)
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(result.stdout == message)
+
+        // The wrong expected sender, and the wrong store passphrase, are both refused with nothing on stdout.
+        result = try sf(["key", "decrypt", "--tag", "bob", "--from-tag", "bob"] + store, stdin: sealed)
+        #expect(result.status == 1 && result.stdout.isEmpty)
+        result = try sf(["key", "decrypt", "--tag", "bob", "--from-tag", "alice"] + kc + ["--key-passphrase-file", wrong], stdin: sealed)
+        #expect(result.status == 1 && result.stdout.isEmpty)
+
+        result = try sf(["key", "encrypt", "--tag", "bob", "--from-tag", "alice", "--from", phrase] + store, stdin: message)
+        #expect(result.status == 2)
+    }
+}

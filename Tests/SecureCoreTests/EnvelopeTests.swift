@@ -176,3 +176,19 @@ func expectError(_ expected: SecureCoreError, _ comment: Comment? = nil, _ body:
         expectError(.authenticationFailed) { _ = try sealer.open(sealed, context: Data("service/other".utf8)) }
     }
 }
+
+@Suite struct PassphraseItemSealerTests {
+    @Test func sealsPerValueAndRefusesWrongPassphraseOrContext() throws {
+        let kdf = PasswordKDF.scrypt(logN: 10, r: 8, p: 1)
+        let sealer = try PassphraseItemSealer(passphrase: SecretBytes(Data("pw".utf8)), kdf: kdf)
+        let a = try sealer.seal(Data("v".utf8), context: Data("c".utf8))
+        let b = try sealer.seal(Data("v".utf8), context: Data("c".utf8))
+        #expect(a != b)  // fresh salt and nonce per value
+        #expect(try sealer.open(a, context: Data("c".utf8)) == Data("v".utf8))
+        expectError(.authenticationFailed) { _ = try sealer.open(a, context: Data("d".utf8)) }
+        let other = try PassphraseItemSealer(passphrase: SecretBytes(Data("other".utf8)), kdf: kdf)
+        expectError(.authenticationFailed) { _ = try other.open(a, context: Data("c".utf8)) }
+        #expect(throws: SecureCoreError.self) { try PassphraseItemSealer(passphrase: SecretBytes(Data())) }
+        #expect(throws: SecureCoreError.self) { try PassphraseItemSealer(passphrase: SecretBytes(Data("pw".utf8)), kdf: .scrypt(logN: 30, r: 8, p: 1)) }
+    }
+}
