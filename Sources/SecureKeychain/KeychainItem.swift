@@ -25,9 +25,17 @@ public struct KeychainItem: Sendable, Equatable {
         /// An identity; the access group defaults to the default (empty) group.
         public init(_ itemClass: Class = .genericPassword, accessGroup: String = "", service: String, account: String) {
             self.itemClass = itemClass
-            self.accessGroup = accessGroup.precomposedStringWithCanonicalMapping
-            self.service = service.precomposedStringWithCanonicalMapping
-            self.account = account.precomposedStringWithCanonicalMapping
+            self.accessGroup = Self.nfc(accessGroup)
+            self.service = Self.nfc(service)
+            self.account = Self.nfc(account)
+        }
+
+        /// `name` in NFC. ASCII is already NFC, so the common case skips Foundation's normalization,
+        /// which would otherwise run on every item loaded and every lookup.
+        static func nfc(_ name: String) -> String {
+            var name = name
+            let isASCII = name.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 } }
+            return isASCII ? name : name.precomposedStringWithCanonicalMapping
         }
     }
 
