@@ -173,6 +173,22 @@ public struct WycheproofFile: Decodable, Sendable {
         guard let data = try TestSupport.vector("wycheproof/\(name)") else { return nil }
         return try JSONDecoder().decode(WycheproofFile.self, from: data)
     }
+
+    /// Loads `wycheproof/<name>`, throwing `VectorsMissing` when the vectors folder is absent. For
+    /// tests marked `.enabled(if: TestSupport.vectorsAvailable)`, where absence is a failure.
+    public static func required(_ name: String) throws -> WycheproofFile {
+        guard let file = try load(name) else { throw VectorsMissing(file: "wycheproof/\(name)") }
+        return file
+    }
+}
+
+/// Thrown when a test that needs the published vectors runs without them (under CI).
+public struct VectorsMissing: Error, CustomStringConvertible, Sendable {
+    /// The vector file that was needed, relative to the vectors folder.
+    public let file: String
+
+    /// The file and `TestSupport.vectorsMissingReason`.
+    public var description: String { "\(file): \(TestSupport.vectorsMissingReason)" }
 }
 
 /// A JSON value, for loosely typed vector files.

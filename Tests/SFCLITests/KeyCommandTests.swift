@@ -24,11 +24,19 @@ import Testing
         let wrong = try scratch.write("wrong", Data("nope\n".utf8))
         let refused = try sf(["key", "export", "--in", scratch.path("rsa.pem"), "--passphrase-file", wrong, "--format", "pkcs8"])
         #expect(refused.status == 1 && refused.stdout.isEmpty && refused.stderrText.contains("wrong passphrase"))
+    }
 
-        if peerAvailable("openssl", check: ["openssl", "version"]) {
-            let opened = try TestSupport.run("openssl", ["pkey", "-in", scratch.path("rsa.pem"), "-passin", "file:\(pass)", "-pubout"])
-            #expect(opened.status == 0 && opened.stdout == publicPEM, "\(opened.stderrText)")
-        }
+    // Live peer: OpenSSL opens the passphrase-encrypted PKCS#8 that sf key generate writes.
+    @Test(.requires(.openssl)) func opensslOpensAGeneratedEncryptedKey() throws {
+        let openssl = try TestSupport.path(of: .openssl)
+        let scratch = try Scratch()
+        let pass = try scratch.write("pass", Data("generate passphrase\n".utf8))
+        let generated = try sf(["key", "generate", "--type", "p256", "--out", scratch.path("k.pem"), "--passphrase-file", pass,
+                                "--public-out", scratch.path("k.pub")])
+        #expect(generated.status == 0, "\(generated.stderrText)")
+        let opened = try TestSupport.run(openssl, ["pkey", "-in", scratch.path("k.pem"), "-passin", "file:\(pass)", "-pubout"])
+        let publicPEM = try scratch.read("k.pub")
+        #expect(opened.status == 0 && opened.stdout == publicPEM, "\(opened.stderrText)")
     }
 
     @Test func exportFormatsAndUsageErrors() throws {
