@@ -18,7 +18,7 @@ enum SSHKeys {
             guard reader.isAtEnd, key.count == 32 else { throw AgeError.invalidRecipient("malformed ssh-ed25519 public key") }
             return try Age.SSHEd25519Recipient(publicKey: key, wireFormat: blob)
         case ("ssh-rsa", "ssh-rsa"):
-            throw AgeError.invalidRecipient(
+            throw AgeError.unsupportedKeyType(
                 "ssh-rsa recipients need RSA-OAEP with a label, which swift-crypto does not offer; use an ssh-ed25519 or age1 key")
         default:
             throw AgeError.invalidRecipient("unsupported SSH key type \(fields[0])")
@@ -34,7 +34,7 @@ enum SSHKeys {
             case "ssh-ed25519":
                 return try Age.SSHEd25519Identity(seed: file.ed25519Seed(), wireFormat: file.publicKeyBlob)
             case "ssh-rsa":
-                throw AgeError.invalidIdentity(
+                throw AgeError.unsupportedKeyType(
                     "ssh-rsa identities need RSA-OAEP with a label, which swift-crypto does not offer")
             default:
                 throw AgeError.invalidIdentity("unsupported SSH key type \(file.keyType)")
