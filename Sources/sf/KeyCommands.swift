@@ -135,7 +135,8 @@ extension ImportedKey {
 
 struct KeyFingerprintCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "fingerprint", abstract: "Print a key's type and SHA-256 fingerprint of its SPKI (hex and base64).")
+        commandName: "fingerprint",
+        abstract: "Print a key's type, its sha256-spki:<hex> fingerprint and, where OpenSSH has one, its OpenSSH SHA256:<base64> fingerprint.")
 
     @Argument(help: "Key file, public or private (any supported format).") var file: String
 
@@ -147,7 +148,7 @@ struct KeyFingerprintCommand: ParsableCommand {
         } catch KeyError.wrongKeyType {
             key = try KeyFileOptions().privateKey(file).publicKey
         }
-        print("\(key.type) SHA256:\(key.fingerprint.hex) \(key.fingerprint.base64)")
+        print(([key.type.rawValue, key.fingerprint.description] + [key.openSSHFingerprint].compactMap { $0 }).joined(separator: " "))
     }
 }
 

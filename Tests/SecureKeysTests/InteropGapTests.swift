@@ -74,8 +74,10 @@ import Testing
         for member in ["p", "q", "dp", "dq", "qi"] { minimal.removeValue(forKey: member) }
         let key = try KeyImport.privateKey(from: try JSONSerialization.data(withJSONObject: minimal))
         #expect(key.publicKey.spkiDERRepresentation == rsa.publicKey.spkiDERRepresentation)
-        // The recovered key is the same key: same PKCS#8 (CRT numbers recomputed).
-        #expect(try key.exported(as: .pkcs8DER) == rsa.exported(as: .pkcs8DER))
+        // The recovered key is the same key: same n, e, d and the same two primes (in either order).
+        let recovered = try JSONSerialization.jsonObject(with: try key.exported(as: .jwk).withUnsafeBytes { Data($0) }) as! [String: Any]
+        for member in ["n", "e", "d"] { #expect(recovered[member] as? String == full[member] as? String, "\(member)") }
+        #expect(Set([recovered["p"], recovered["q"]].compactMap { $0 as? String }) == Set([full["p"], full["q"]].compactMap { $0 as? String }))
         let message = Data("jwk".utf8)
         #expect(rsa.publicKey.isValidSignature(try key.signature(for: message), for: message))
 

@@ -72,6 +72,7 @@ import Testing
         #expect(key.fingerprint.bytes == digest)
         #expect(key.fingerprint.hex == Hex.encode(digest))
         #expect(key.fingerprint.base64 == Base64.encode(digest))
+        #expect(key.fingerprint.description == "sha256-spki:" + Hex.encode(digest))
     }
 
     @Test func malformedInputsGetSpecificErrors() throws {
