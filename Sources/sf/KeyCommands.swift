@@ -299,7 +299,13 @@ struct KeyVerifyCommand: ParsableCommand {
             guard case .rsa(let rsa) = publicKey else { throw KeyError.wrongKeyType(expected: "an RSA key", found: publicKey.type.rawValue) }
             guard Heimdall.verify(signatureBytes, for: message, with: rsa) else { throw KeyError.invalidSignature }
         } else {
-            try publicKey.verify(signatureBytes, for: message, scheme: scheme)
+            do {
+                try publicKey.verify(signatureBytes, for: message, scheme: scheme)
+            } catch KeyError.invalidSignature where SignatureScheme.default(for: publicKey.type) == .rsaPSS && (scheme ?? .rsaPSS) == .rsaPSS {
+                // swift-crypto verifies PSS only with a 32-byte salt (docs/FORMATS.md, "Signature encodings").
+                throw CLIError("\(KeyError.invalidSignature) (rsa-pss-sha256 verifies 32-byte salts only: "
+                    + "a signature made with another salt length, such as OpenSSL's default, needs -sigopt rsa_pss_saltlen:digest)")
+            }
         }
         print("signature valid: \(publicKey.type) \(publicKey.fingerprint)")
     }

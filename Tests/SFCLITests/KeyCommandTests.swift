@@ -47,6 +47,26 @@ import Testing
         #expect(x.stdoutText.split(separator: " ").count == 2 && x.stdoutText.hasPrefix("x25519 sha256-spki:"))
     }
 
+    // Live peer: OpenSSL signs with PSS; sf verifies 32-byte salts and says what to do otherwise.
+    @Test(.requires(.openssl)) func verifyOpenSSLPSSSignatures() throws {
+        let openssl = try TestSupport.path(of: .openssl)
+        let scratch = try Scratch()
+        #expect(try sf(["key", "generate", "--type", "rsa2048", "--out", scratch.path("k.pem"), "--public-out", scratch.path("k.pub")]).status == 0)
+        let message = try scratch.write("msg", Data("pss from openssl".utf8))
+        for (salt, valid) in [("digest", true), ("max", false)] {
+            let signed = try TestSupport.run(openssl, ["dgst", "-sha256", "-sign", scratch.path("k.pem"), "-sigopt", "rsa_padding_mode:pss",
+                                                       "-sigopt", "rsa_pss_saltlen:\(salt)", "-out", scratch.path("sig-\(salt)"), message])
+            #expect(signed.status == 0, "\(signed.stderrText)")
+            let verified = try sf(["key", "verify", "--key", scratch.path("k.pub"), "--scheme", "rsa-pss-sha256",
+                                   "--signature", scratch.path("sig-\(salt)"), message])
+            if valid {
+                #expect(verified.status == 0 && verified.stdoutText.hasPrefix("signature valid: rsa2048 sha256-spki:"), "\(verified.stderrText)")
+            } else {
+                #expect(verified.status == 1 && verified.stdout.isEmpty && verified.stderrText.contains("rsa_pss_saltlen:digest"))
+            }
+        }
+    }
+
     // Live peer: OpenSSL opens the passphrase-encrypted PKCS#8 that sf key generate writes.
     @Test(.requires(.openssl)) func opensslOpensAGeneratedEncryptedKey() throws {
         let openssl = try TestSupport.path(of: .openssl)
