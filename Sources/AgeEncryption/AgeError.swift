@@ -31,6 +31,9 @@ public enum AgeError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidRecipientSet(String)
     /// An input or output operation failed.
     case io(String)
+    /// A well-formed key of a type this module cannot use (`ssh-rsa`: swift-crypto has no
+    /// RSA-OAEP with a label). Callers may skip such a key when others remain.
+    case unsupportedKeyType(String)
 
     public var description: String {
         switch self {
@@ -49,6 +52,7 @@ public enum AgeError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidIdentity(let reason): "invalid identity: \(reason)"
         case .invalidRecipientSet(let reason): "invalid recipients: \(reason)"
         case .io(let reason): reason
+        case .unsupportedKeyType(let reason): "unsupported key type: \(reason)"
         }
     }
 }

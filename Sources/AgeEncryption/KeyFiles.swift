@@ -3,18 +3,51 @@ import Foundation
 extension Age {
     /// Parses a recipients file (as `age -R` reads it): one recipient per line, `#` comments and
     /// empty lines ignored. Accepts `age1…` X25519 and `age1pq1…` hybrid recipients and OpenSSH
-    /// `ssh-ed25519` public key lines (`ssh-rsa` lines get a clear "not supported" error). Throws `invalidRecipient` naming the line that fails.
+    /// `ssh-ed25519` public key lines. Throws `invalidRecipient` naming the line that fails, and
+    /// `unsupportedKeyType` (naming the line) for an `ssh-rsa` line.
     public static func parseRecipients(_ text: String) throws -> [any Recipient] {
+        var skipped = [SkippedKey]()
+        let recipients = try parseRecipients(text, skippingUnsupported: &skipped)
+        if let first = skipped.first { throw AgeError.unsupportedKeyType("line \(first.line): \(first.reason)") }
+        return recipients
+    }
+
+    /// Parses a recipients file as above, but skips lines whose key type is unsupported (`ssh-rsa`),
+    /// appending each to `skipped`, as long as at least one recipient remains. Malformed lines are
+    /// still errors naming the line.
+    public static func parseRecipients(_ text: String, skippingUnsupported skipped: inout [SkippedKey]) throws -> [any Recipient] {
         var recipients = [any Recipient]()
+        var unsupported = [SkippedKey]()
         for (number, line) in lines(text) {
             do {
                 recipients.append(try parseRecipient(line))
             } catch AgeError.invalidRecipient(let reason) {
                 throw AgeError.invalidRecipient("line \(number): \(reason)")
+            } catch AgeError.unsupportedKeyType(let reason) {
+                unsupported.append(SkippedKey(line: number, reason: reason))
             }
         }
+        if recipients.isEmpty, let first = unsupported.first {
+            throw AgeError.unsupportedKeyType("line \(first.line): \(first.reason)")
+        }
         guard !recipients.isEmpty else { throw AgeError.invalidRecipient("the recipients file lists no recipient") }
+        skipped += unsupported
         return recipients
+    }
+
+    /// A key that `parseRecipients(_:skippingUnsupported:)` left out because its type is not
+    /// supported: its 1-based line number and why. Never holds key material.
+    public struct SkippedKey: Sendable, Equatable {
+        /// The 1-based line number in the file (1 for a whole-file key such as an OpenSSH private key).
+        public let line: Int
+        /// Why the key is not supported.
+        public let reason: String
+
+        /// A skipped key at `line` for `reason`.
+        public init(line: Int, reason: String) {
+            self.line = line
+            self.reason = reason
+        }
     }
 
     /// Parses one recipient string: `age1…`, `age1pq1…` or `ssh-ed25519 …`.
@@ -31,7 +64,8 @@ extension Age {
     }
 
     /// Parses an identity file (as `age -i` reads it): `AGE-SECRET-KEY-1…` and `AGE-SECRET-KEY-PQ-1…` lines with `#` comments
-    /// and empty lines, or one unencrypted OpenSSH private key (`ssh-ed25519` or `ssh-rsa`).
+    /// and empty lines, or one unencrypted OpenSSH private key (`ssh-ed25519`; an `ssh-rsa` key
+    /// throws `unsupportedKeyType`, which callers holding other identities may skip).
     /// Errors never quote the file, which holds secrets.
     public static func parseIdentities(_ text: String) throws -> [any Identity] {
         if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") { return [try SSHKeys.parseIdentity(text)] }

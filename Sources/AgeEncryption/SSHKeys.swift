@@ -18,44 +18,29 @@ enum SSHKeys {
             guard reader.isAtEnd, key.count == 32 else { throw AgeError.invalidRecipient("malformed ssh-ed25519 public key") }
             return try Age.SSHEd25519Recipient(publicKey: key, wireFormat: blob)
         case ("ssh-rsa", "ssh-rsa"):
-            throw AgeError.invalidRecipient(
+            throw AgeError.unsupportedKeyType(
                 "ssh-rsa recipients need RSA-OAEP with a label, which swift-crypto does not offer; use an ssh-ed25519 or age1 key")
         default:
             throw AgeError.invalidRecipient("unsupported SSH key type \(fields[0])")
         }
     }
 
+    /// An identity from an unencrypted OpenSSH private key file, read by SecureCore's
+    /// `OpenSSHPrivateKeyFile` (the reader `sf key` uses too). Only ssh-ed25519 is supported.
     static func parseIdentity(_ text: String) throws -> any Age.Identity {
-        let begin = "-----BEGIN OPENSSH PRIVATE KEY-----", end = "-----END OPENSSH PRIVATE KEY-----"
-        guard let start = text.range(of: begin), let stop = text.range(of: end, range: start.upperBound..<text.endIndex),
-            let blob = try? Base64.decode(text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace })
-        else { throw AgeError.invalidIdentity("not an OpenSSH private key file") }
-        var reader = WireReader(blob)
-        guard try reader.bytes(15) == Data("openssh-key-v1\0".utf8) else {
-            throw AgeError.invalidIdentity("not an openssh-key-v1 private key")
-        }
-        let cipher = try reader.string(), kdf = try reader.string()
-        _ = try reader.string()  // KDF options
-        guard cipher == Data("none".utf8), kdf == Data("none".utf8) else {
-            throw AgeError.invalidIdentity("passphrase-protected OpenSSH keys are not supported; remove the passphrase with ssh-keygen -p")
-        }
-        guard try reader.uint32() == 1 else { throw AgeError.invalidIdentity("the OpenSSH key file must hold exactly one key") }
-        let publicBlob = try reader.string()
-        var secret = WireReader(try reader.string())
-        guard try secret.uint32() == secret.uint32() else { throw AgeError.invalidIdentity("OpenSSH key check bytes differ") }
-        let type = String(decoding: try secret.string(), as: UTF8.self)
-        switch type {
-        case "ssh-ed25519":
-            let publicKey = try secret.string(), both = try secret.string()
-            guard publicKey.count == 32, both.count == 64, both.suffix(32) == publicKey else {
-                throw AgeError.invalidIdentity("malformed ssh-ed25519 private key")
+        do {
+            let file = try OpenSSHPrivateKeyFile(text)
+            switch file.keyType {
+            case "ssh-ed25519":
+                return try Age.SSHEd25519Identity(seed: file.ed25519Seed(), wireFormat: file.publicKeyBlob)
+            case "ssh-rsa":
+                throw AgeError.unsupportedKeyType(
+                    "ssh-rsa identities need RSA-OAEP with a label, which swift-crypto does not offer")
+            default:
+                throw AgeError.invalidIdentity("unsupported SSH key type \(file.keyType)")
             }
-            return try Age.SSHEd25519Identity(seed: SecretBytes(both.prefix(32)), wireFormat: publicBlob)
-        case "ssh-rsa":
-            throw AgeError.invalidIdentity(
-                "ssh-rsa identities need RSA-OAEP with a label, which swift-crypto does not offer")
-        default:
-            throw AgeError.invalidIdentity("unsupported SSH key type \(type)")
+        } catch let error as OpenSSHKeyFileError {
+            throw AgeError.invalidIdentity(error.description)
         }
     }
 
@@ -63,22 +48,19 @@ enum SSHKeys {
     static func tag(_ wireFormat: Data) -> String { RawBase64.encode(Data(SHA256.hash(data: wireFormat)).prefix(4)) }
 }
 
-/// Reads the SSH wire encoding (RFC 4251 §5): uint32 lengths, big-endian.
+/// The SSH wire reader of SecureCore, with its errors reported as invalid keys.
 struct WireReader {
-    private let data: Data
-    private var offset = 0
+    private var reader: SSHWireReader
 
-    init(_ data: Data) { self.data = Data(data) }
+    init(_ data: Data) { reader = SSHWireReader(data) }
 
-    var isAtEnd: Bool { offset == data.count }
+    var isAtEnd: Bool { reader.isAtEnd }
 
-    mutating func bytes(_ count: Int) throws -> Data {
-        guard count >= 0, data.count - offset >= count else { throw AgeError.invalidIdentity("truncated SSH key encoding") }
-        defer { offset += count }
-        return data.subdata(in: offset..<offset + count)
+    mutating func string() throws -> Data {
+        do {
+            return try reader.string()
+        } catch {
+            throw AgeError.invalidIdentity("truncated SSH key encoding")
+        }
     }
-
-    mutating func uint32() throws -> UInt32 { try bytes(4).reduce(0) { $0 << 8 | UInt32($1) } }
-
-    mutating func string() throws -> Data { try bytes(Int(uint32())) }
 }

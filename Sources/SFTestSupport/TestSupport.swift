@@ -16,18 +16,20 @@ public enum TestSupport {
         fatalError("Package.swift not found above \(#filePath)")
     }()
 
-    /// The vectors folder: `$SF_TEST_VECTORS`, else `../shared/vectors` beside the package root.
-    /// Nil (with the reason in `vectorsMissingReason`) when neither exists.
+    /// The vectors folder: `$SF_TEST_VECTORS` when set, else `Tests/Vectors` inside the package
+    /// (the copy every clone has; see Tests/Vectors/README.md). Nil (with the reason in
+    /// `vectorsMissingReason`) when that folder does not exist.
     public static let vectorsDirectory: URL? = {
         if let env = ProcessInfo.processInfo.environment["SF_TEST_VECTORS"], !env.isEmpty {
             return FileManager.default.fileExists(atPath: env) ? URL(fileURLWithPath: env) : nil
         }
-        let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors")
+        let url = packageRoot.appendingPathComponent("Tests/Vectors")
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }()
 
+    /// Why `vectorsDirectory` is nil, for skip and failure messages.
     public static let vectorsMissingReason =
-        "test vectors not found: set SF_TEST_VECTORS or place them at ../shared/vectors beside the package"
+        "test vectors not found: Tests/Vectors is missing from the package, or SF_TEST_VECTORS names a missing folder"
 
     /// The contents of a vector file under the vectors folder, or nil when the folder is absent.
     public static func vector(_ relativePath: String) throws -> Data? {
@@ -171,6 +173,22 @@ public struct WycheproofFile: Decodable, Sendable {
         guard let data = try TestSupport.vector("wycheproof/\(name)") else { return nil }
         return try JSONDecoder().decode(WycheproofFile.self, from: data)
     }
+
+    /// Loads `wycheproof/<name>`, throwing `VectorsMissing` when the vectors folder is absent. For
+    /// tests marked `.enabled(if: TestSupport.vectorsAvailable)`, where absence is a failure.
+    public static func required(_ name: String) throws -> WycheproofFile {
+        guard let file = try load(name) else { throw VectorsMissing(file: "wycheproof/\(name)") }
+        return file
+    }
+}
+
+/// Thrown when a test that needs the published vectors runs without them (under CI).
+public struct VectorsMissing: Error, CustomStringConvertible, Sendable {
+    /// The vector file that was needed, relative to the vectors folder.
+    public let file: String
+
+    /// The file and `TestSupport.vectorsMissingReason`.
+    public var description: String { "\(file): \(TestSupport.vectorsMissingReason)" }
 }
 
 /// A JSON value, for loosely typed vector files.

@@ -105,7 +105,8 @@ public struct KeyFingerprint: Sendable, Hashable, CustomStringConvertible {
     public var hex: String { Hex.encode(bytes) }
     /// Padded standard base64 of the digest.
     public var base64: String { Base64.encode(bytes) }
-    /// `SHA256:` followed by the hex digest.
-    /// A short human-readable name; never contains key material.
-    public var description: String { "SHA256:\(hex)" }
+    /// `sha256-spki:` followed by the lowercase hex digest (docs/FORMATS.md, "Key fingerprints").
+    /// Deliberately unlike OpenSSH's `SHA256:<base64>`, which hashes another encoding of the key
+    /// (see `AsymmetricPublicKey.openSSHFingerprint`).
+    public var description: String { "sha256-spki:\(hex)" }
 }

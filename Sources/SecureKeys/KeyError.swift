@@ -7,7 +7,7 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformedPEM(String)
     /// The DER structure (SPKI, PKCS#1, PKCS#8, SEC1, PBES2) does not parse.
     case malformedDER(String)
-    /// The OpenSSH public key line does not parse.
+    /// The OpenSSH public key line or private key file does not parse.
     case malformedOpenSSH(String)
     /// The JWK JSON does not parse or is missing a required member.
     case malformedJWK(String)
@@ -72,7 +72,7 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
             "not a key in a recognized format (PEM, DER SPKI/PKCS#1/PKCS#8, OpenSSH, JWK or raw EC)"
         case .malformedPEM(let detail): "malformed PEM: \(detail)"
         case .malformedDER(let detail): "malformed DER: \(detail)"
-        case .malformedOpenSSH(let detail): "malformed OpenSSH public key: \(detail)"
+        case .malformedOpenSSH(let detail): "malformed OpenSSH key: \(detail)"
         case .malformedJWK(let detail): "malformed JWK: \(detail)"
         case .unsupportedAlgorithm(let detail): "unsupported algorithm: \(detail)"
         case .unsupportedKeySize(let bits): "unsupported RSA key size \(bits) bits"

@@ -116,7 +116,31 @@ public struct RSAPrivateKey: Sendable {
         try self.init(backing: key)
     }
 
-    private init(backing: _RSA.Signing.PrivateKey) throws {
+    /// Builds a key from its modulus, public exponent and private exponent only (unsigned
+    /// big-endian bytes), recovering the primes p and q (RFC 8017 / NIST SP 800-56B appendix C,
+    /// done by swift-crypto's `_RSA.Signing.PrivateKey._createFromNumbers`). This is what an RSA
+    /// private JWK without its optional CRT members (RFC 7518 §6.3.2) describes. Throws
+    /// `unsupportedKeySize`, or `invalidKey` when the numbers do not form a key.
+    public init(modulus: some DataProtocol, publicExponent: some DataProtocol, privateExponent: some DataProtocol) throws {
+        let n = Data(Array(modulus).drop(while: { $0 == 0 }))
+        let e = Data(Array(publicExponent).drop(while: { $0 == 0 }))
+        let d = Data(Array(privateExponent).drop(while: { $0 == 0 }))
+        guard RSAKeySize(rawValue: n.count * 8) != nil, n.first.map({ $0 >= 0x80 }) == true else {
+            throw KeyError.unsupportedKeySize(bitCount(ArraySlice(n)))
+        }
+        guard e.count <= 4, e.last.map({ $0 & 1 == 1 }) == true, e != Data([1]), !d.isEmpty, d.count <= n.count else {
+            throw KeyError.invalidKey("RSA exponents out of range")
+        }
+        let key: _RSA.Signing.PrivateKey
+        do {
+            key = try _RSA.Signing.PrivateKey._createFromNumbers(n: n, e: e, d: d)
+        } catch {
+            throw KeyError.invalidKey("the RSA numbers n, e and d do not form a key (p and q not recoverable)")
+        }
+        try self.init(backing: key)
+    }
+
+    init(backing: _RSA.Signing.PrivateKey) throws {
         self.backing = backing
         decryption = SharedKey(try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: backing.derRepresentation))
         publicKey = try RSAPublicKey(backing: backing.publicKey)

@@ -62,6 +62,11 @@ enum AgeCommandSupport {
         }
     }
 
+    /// Prints `sf: warning: <message>` on standard error (never secrets).
+    static func warn(_ message: String) {
+        FileHandle.standardError.write(Data("sf: warning: \(message)\n".utf8))
+    }
+
     /// The text of a key file, or a clear error.
     static func readText(_ path: String) throws -> String {
         return String(decoding: try Terminal.readInput(path), as: UTF8.self)

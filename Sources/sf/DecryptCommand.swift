@@ -44,7 +44,18 @@ struct DecryptCommand: ParsableCommand {
     ) throws {
         try AgeCommandSupport.run {
             var identities = [any Age.Identity]()
-            for path in identityFiles { identities += try Age.parseIdentities(AgeCommandSupport.readText(path)) }
+            var unsupported: AgeError?
+            for path in identityFiles {
+                do {
+                    identities += try Age.parseIdentities(AgeCommandSupport.readText(path))
+                } catch let error as AgeError {
+                    // An identity of an unsupported type (ssh-rsa) is skipped when others remain.
+                    guard case .unsupportedKeyType = error else { throw error }
+                    AgeCommandSupport.warn("skipping identity file \(path): \(error)")
+                    unsupported = unsupported ?? error
+                }
+            }
+            if identities.isEmpty, let unsupported { throw unsupported }
             if identities.isEmpty || passphraseFile != nil {
                 let file = passphraseFile
                 identities.append(Age.ScryptIdentity(workFactorCeiling: maxWorkFactor) {

@@ -13,7 +13,7 @@ struct EncryptCommand: ParsableCommand {
             at the terminal without echo, or read from the first line of --passphrase-file.
             """)
 
-    @Option(name: [.customShort("r"), .customLong("recipient")], help: "An age1…, ssh-ed25519 or ssh-rsa recipient (repeatable).")
+    @Option(name: [.customShort("r"), .customLong("recipient")], help: "An age1…, age1pq1… or ssh-ed25519 recipient (repeatable).")
     var recipients: [String] = []
 
     @Option(name: [.customShort("R"), .customLong("recipients-file")], help: "A file of recipients, one per line (repeatable).")
@@ -59,7 +59,12 @@ struct EncryptCommand: ParsableCommand {
             let usesPassphrase = passphrase || passphraseFile != nil
             var all = [any Age.Recipient]()
             for text in recipients { all.append(try Age.parseRecipient(text)) }
-            for path in recipientFiles { all += try Age.parseRecipients(AgeCommandSupport.readText(path)) }
+            for path in recipientFiles {
+                // ssh-rsa lines are skipped with a warning naming the line, when other recipients remain.
+                var skipped = [Age.SkippedKey]()
+                all += try Age.parseRecipients(AgeCommandSupport.readText(path), skippingUnsupported: &skipped)
+                for key in skipped { AgeCommandSupport.warn("skipping \(path) line \(key.line): \(key.reason)") }
+            }
             for path in identityFiles {
                 for identity in try Age.parseIdentities(AgeCommandSupport.readText(path)) {
                     guard let convertible = identity as? any RecipientConvertible else {
@@ -98,5 +103,10 @@ extension Age.X25519Identity: RecipientConvertible {
 }
 
 extension Age.SSHEd25519Identity: RecipientConvertible {
+    var recipientForEncryption: any Age.Recipient { recipient }
+}
+
+@available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *)
+extension Age.HybridIdentity: RecipientConvertible {
     var recipientForEncryption: any Age.Recipient { recipient }
 }

@@ -135,7 +135,8 @@ extension ImportedKey {
 
 struct KeyFingerprintCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "fingerprint", abstract: "Print a key's type and SHA-256 fingerprint of its SPKI (hex and base64).")
+        commandName: "fingerprint",
+        abstract: "Print a key's type, its sha256-spki:<hex> fingerprint and, where OpenSSH has one, its OpenSSH SHA256:<base64> fingerprint.")
 
     @Argument(help: "Key file, public or private (any supported format).") var file: String
 
@@ -147,7 +148,7 @@ struct KeyFingerprintCommand: ParsableCommand {
         } catch KeyError.wrongKeyType {
             key = try KeyFileOptions().privateKey(file).publicKey
         }
-        print("\(key.type) SHA256:\(key.fingerprint.hex) \(key.fingerprint.base64)")
+        print(([key.type.rawValue, key.fingerprint.description] + [key.openSSHFingerprint].compactMap { $0 }).joined(separator: " "))
     }
 }
 
@@ -298,7 +299,13 @@ struct KeyVerifyCommand: ParsableCommand {
             guard case .rsa(let rsa) = publicKey else { throw KeyError.wrongKeyType(expected: "an RSA key", found: publicKey.type.rawValue) }
             guard Heimdall.verify(signatureBytes, for: message, with: rsa) else { throw KeyError.invalidSignature }
         } else {
-            try publicKey.verify(signatureBytes, for: message, scheme: scheme)
+            do {
+                try publicKey.verify(signatureBytes, for: message, scheme: scheme)
+            } catch KeyError.invalidSignature where SignatureScheme.default(for: publicKey.type) == .rsaPSS && (scheme ?? .rsaPSS) == .rsaPSS {
+                // swift-crypto verifies PSS only with a 32-byte salt (docs/FORMATS.md, "Signature encodings").
+                throw CLIError("\(KeyError.invalidSignature) (rsa-pss-sha256 verifies 32-byte salts only: "
+                    + "a signature made with another salt length, such as OpenSSL's default, needs -sigopt rsa_pss_saltlen:digest)")
+            }
         }
         print("signature valid: \(publicKey.type) \(publicKey.fingerprint)")
     }

@@ -5,24 +5,17 @@ import SecureCore
 import Testing
 
 /// Live interoperability with the reference `age` CLI and with Python `pyrage` (rage), through the
-/// built `sf` binary. A missing peer is skipped with a message, and fails under CI=true.
+/// built `sf` binary. A missing peer is reported as skipped by the runner, and fails under CI=true.
 @Suite(.serialized) struct PeerTests {
     static let sizes = [0, 1, 64 * 1024, 64 * 1024 + 1, 100 << 20]
 
-    /// The peer's path, or nil after recording why it is unavailable.
-    static func require(_ tool: String) -> String? {
-        if let path = TestSupport.which(tool) { return path }
-        let message = "\(tool) is not installed; peer test skipped"
-        if TestSupport.isCI { Issue.record(Comment(rawValue: message)) } else { print("SKIPPED: \(message)") }
-        return nil
-    }
+    /// The peer's path; throws `PeerMissing` (reached only under CI, where the condition traits
+    /// below force the tests to run).
+    static func require(_ peer: Peer) throws -> String { try TestSupport.path(of: peer) }
 
-    static func sf() -> String? {
-        guard let url = TestSupport.sfBinary else {
-            Issue.record("the sf binary was not built alongside the tests")
-            return nil
-        }
-        return url.path
+    /// The built `sf` binary.
+    static func sf() throws -> String {
+        try #require(TestSupport.sfBinary, "the sf binary was not built alongside the tests").path
     }
 
     /// A temporary directory with an age-keygen identity and a plaintext of `size` bytes.
@@ -50,9 +43,10 @@ import Testing
         try TestSupport.run("cmp", ["-s", a.path, b.path]).status == 0
     }
 
-    @Test(arguments: sizes, [false, true])
+    // Live peer: the reference age and age-keygen.
+    @Test(.requires(.age, .ageKeygen), arguments: sizes, [false, true])
     func ageEncryptsSfDecrypts(size: Int, armored: Bool) throws {
-        guard let age = Self.require("age"), Self.require("age-keygen") != nil, let sf = Self.sf() else { return }
+        let age = try Self.require(.age), sf = try Self.sf()
         let (dir, recipient) = try Self.workspace(size: size)
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = { (name: String) in dir.appendingPathComponent(name).path }
@@ -63,9 +57,10 @@ import Testing
         #expect(try Self.sameFile(dir.appendingPathComponent("plain"), dir.appendingPathComponent("out")))
     }
 
-    @Test(arguments: sizes, [false, true])
+    // Live peer: the reference age and age-keygen.
+    @Test(.requires(.age, .ageKeygen), arguments: sizes, [false, true])
     func sfEncryptsAgeDecrypts(size: Int, armored: Bool) throws {
-        guard let age = Self.require("age"), Self.require("age-keygen") != nil, let sf = Self.sf() else { return }
+        let age = try Self.require(.age), sf = try Self.sf()
         let (dir, recipient) = try Self.workspace(size: size)
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = { (name: String) in dir.appendingPathComponent(name).path }
@@ -82,8 +77,10 @@ import Testing
         }
     }
 
-    @Test func sfKeygenIdentityWorksWithAge() throws {
-        guard let age = Self.require("age"), let sf = Self.sf() else { return }
+    // Live peer: the reference age and age-keygen.
+    @Test(.requires(.age, .ageKeygen))
+    func sfKeygenIdentityWorksWithAge() throws {
+        let age = try Self.require(.age), sf = try Self.sf()
         let dir = try TestSupport.temporaryDirectory("age-peer")
         defer { try? FileManager.default.removeItem(at: dir) }
         let key = dir.appendingPathComponent("key").path
@@ -102,13 +99,10 @@ import Testing
     }
 
     /// Passphrase files, both directions, with Python pyrage (rage's bindings).
-    @Test func pyragePassphraseBothDirections() throws {
-        guard let python = Self.require("python3"), let sf = Self.sf() else { return }
-        guard try TestSupport.run(python, ["-c", "import pyrage"]).status == 0 else {
-            let message = "pyrage is not installed (pip install pyrage); peer test skipped"
-            if TestSupport.isCI { Issue.record(Comment(rawValue: message)) } else { print("SKIPPED: \(message)") }
-            return
-        }
+    // Live peer: Python pyrage.
+    @Test(.requires(.pyrage))
+    func pyragePassphraseBothDirections() throws {
+        let python = try Self.require(.pyrage), sf = try Self.sf()
         let dir = try TestSupport.temporaryDirectory("age-pyrage")
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = { (name: String) in dir.appendingPathComponent(name).path }

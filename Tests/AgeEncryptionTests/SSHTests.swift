@@ -8,8 +8,8 @@ import Testing
 /// refused with a clear error (swift-crypto has no RSA-OAEP with a label).
 @Suite(.serialized) struct SSHTests {
     /// A fresh unencrypted OpenSSH key pair of `type` in a temporary directory.
-    static func keyPair(_ type: String) throws -> (URL, private: String, public: String)? {
-        guard let keygen = PeerTests.require("ssh-keygen") else { return nil }
+    static func keyPair(_ type: String) throws -> (URL, private: String, public: String) {
+        let keygen = try PeerTests.require(.sshKeygen)
         let dir = try TestSupport.temporaryDirectory("age-ssh")
         let key = dir.appendingPathComponent("id").path
         let result = try TestSupport.run(keygen, ["-q", "-t", type, "-N", "", "-C", "test key", "-f", key])
@@ -17,8 +17,10 @@ import Testing
         return (dir, try String(contentsOfFile: key, encoding: .utf8), try String(contentsOfFile: key + ".pub", encoding: .utf8))
     }
 
-    @Test func ed25519RoundTripInProcess() throws {
-        guard let (dir, privateKey, publicKey) = try Self.keyPair("ed25519") else { return }
+    // Live peer: ssh-keygen makes the keys.
+    @Test(.requires(.sshKeygen))
+    func ed25519RoundTripInProcess() throws {
+        let (dir, privateKey, publicKey) = try Self.keyPair("ed25519")
         defer { try? FileManager.default.removeItem(at: dir) }
         let recipient = try Age.parseRecipient(publicKey)
         let identities = try Age.parseIdentities(privateKey)
@@ -28,17 +30,17 @@ import Testing
             #expect(try Age.decrypt(file, identities: identities) == plaintext)
         }
         // Another SSH key does not match (its tag differs).
-        guard let (otherDir, otherKey, _) = try Self.keyPair("ed25519") else { return }
+        let (otherDir, otherKey, _) = try Self.keyPair("ed25519")
         defer { try? FileManager.default.removeItem(at: otherDir) }
         let file = try Age.encrypt(Data("x".utf8), to: [recipient])
         #expect(throws: AgeError.noIdentityMatched) { try Age.decrypt(file, identities: Age.parseIdentities(otherKey)) }
     }
 
-    @Test(arguments: [0, 1, 64 * 1024, 64 * 1024 + 1], [false, true])
+    // Live peers: ssh-keygen makes the keys, the reference age reads and writes the files.
+    @Test(.requires(.sshKeygen, .age), arguments: [0, 1, 64 * 1024, 64 * 1024 + 1], [false, true])
     func ed25519WithAge(size: Int, armored: Bool) throws {
-        guard let age = PeerTests.require("age"), let sf = PeerTests.sf(),
-            let (dir, _, _) = try Self.keyPair("ed25519")
-        else { return }
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        let (dir, _, _) = try Self.keyPair("ed25519")
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = { (name: String) in dir.appendingPathComponent(name).path }
         let plaintext = SecureRandom.bytes(count: size)
@@ -58,8 +60,10 @@ import Testing
         #expect(ageOpens.stdout == plaintext)
     }
 
-    @Test func rsaIsRefusedClearly() throws {
-        guard let (dir, privateKey, publicKey) = try Self.keyPair("rsa") else { return }
+    // Live peer: ssh-keygen makes the keys.
+    @Test(.requires(.sshKeygen))
+    func rsaIsRefusedClearly() throws {
+        let (dir, privateKey, publicKey) = try Self.keyPair("rsa")
         defer { try? FileManager.default.removeItem(at: dir) }
         #expect(throws: AgeError.self) { try Age.parseRecipient(publicKey) }
         #expect(throws: AgeError.self) { try Age.parseIdentities(privateKey) }

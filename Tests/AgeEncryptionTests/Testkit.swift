@@ -5,7 +5,7 @@ import Foundation
 import SFTestSupport
 import Testing
 
-/// One vector of the CCTV age testkit (../shared/vectors/age; format in its README).
+/// One vector of the CCTV age testkit (Tests/Vectors/age; format in its README).
 struct TestkitVector: Sendable, CustomStringConvertible {
     enum Expectation: String, Sendable {
         case success, noMatch = "no match", hmacFailure = "HMAC failure", headerFailure = "header failure"
@@ -29,7 +29,8 @@ struct TestkitVector: Sendable, CustomStringConvertible {
         guard let dir = TestSupport.vectorsDirectory?.appendingPathComponent("age"),
             let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path)
         else { return [] }
-        return names.filter { !$0.hasSuffix(".md") && !$0.hasPrefix(".") }.sorted()
+        // README.md and LICENSE are the testkit's documentation, not vectors.
+        return names.filter { !$0.hasSuffix(".md") && !$0.hasPrefix(".") && $0 != "LICENSE" }.sorted()
     }()
 
     static func load(_ name: String) throws -> TestkitVector {

@@ -7,14 +7,14 @@ import Testing
 
 /// Every vector of the CCTV age testkit, each with its specific outcome class and payload hash.
 @Suite struct TestkitTests {
-    @Test func vectorsArePresent() {
-        if TestkitVector.names.isEmpty {
-            if TestSupport.isCI { Issue.record("age testkit missing: \(TestSupport.vectorsMissingReason)") }
-            else { print("SKIPPED: age testkit missing: \(TestSupport.vectorsMissingReason)") }
-        }
+    // Published vectors: skipped when Tests/Vectors is absent, a failure under CI.
+    @Test(.requiresVectors)
+    func vectorsArePresent() {
+        #expect(TestkitVector.names.count >= 143, "age testkit missing: \(TestSupport.vectorsMissingReason)")
     }
 
-    @Test(arguments: TestkitVector.names)
+    // Published vectors: skipped when Tests/Vectors is absent (there are then no arguments).
+    @Test(.requiresVectors, arguments: TestkitVector.names)
     func vector(_ name: String) throws {
         let vector = try TestkitVector.load(name)
         var identities: [any Age.Identity] = try vector.identities.map { text -> any Age.Identity in

@@ -8,15 +8,6 @@ func sf(_ arguments: [String], stdin: Data = Data(), environment: [String: Strin
     return try TestSupport.run(binary.path, arguments, stdin: stdin, environment: environment)
 }
 
-/// True when a live peer is usable. Under CI a missing peer is recorded as a failure; elsewhere the
-/// test is skipped with a visible message.
-func peerAvailable(_ name: String, check: [String]) -> Bool {
-    if let result = try? TestSupport.run(check[0], Array(check.dropFirst())), result.status == 0 { return true }
-    let message = "peer \(name) is not available (\(check.joined(separator: " ")) failed)"
-    if TestSupport.isCI { Issue.record(Comment(rawValue: message)) } else { print("SKIPPED: \(message)") }
-    return false
-}
-
 /// A scratch directory with helpers for writing files, removed when the value is released.
 final class Scratch {
     let url: URL

@@ -9,7 +9,7 @@ import Testing
         let generated = try sf(["key", "generate", "--type", "rsa2048", "--out", scratch.path("rsa.pem"), "--passphrase-file", pass,
                                 "--public-out", scratch.path("rsa.pub")])
         #expect(generated.status == 0, "\(generated.stderrText)")
-        #expect(generated.stdoutText.hasPrefix("rsa2048 SHA256:"))
+        #expect(generated.stdoutText.hasPrefix("rsa2048 sha256-spki:"))
         let pem = try scratch.read("rsa.pem")
         #expect(String(decoding: pem, as: UTF8.self).hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
         let attributes = try FileManager.default.attributesOfItem(atPath: scratch.path("rsa.pem"))
@@ -24,11 +24,60 @@ import Testing
         let wrong = try scratch.write("wrong", Data("nope\n".utf8))
         let refused = try sf(["key", "export", "--in", scratch.path("rsa.pem"), "--passphrase-file", wrong, "--format", "pkcs8"])
         #expect(refused.status == 1 && refused.stdout.isEmpty && refused.stderrText.contains("wrong passphrase"))
+    }
 
-        if peerAvailable("openssl", check: ["openssl", "version"]) {
-            let opened = try TestSupport.run("openssl", ["pkey", "-in", scratch.path("rsa.pem"), "-passin", "file:\(pass)", "-pubout"])
-            #expect(opened.status == 0 && opened.stdout == publicPEM, "\(opened.stderrText)")
+    // Live peer: ssh-keygen -l prints the OpenSSH fingerprint sf key fingerprint prints too.
+    @Test(.requires(.sshKeygen), arguments: ["ed25519", "ecdsa", "rsa"])
+    func fingerprintsAreUnambiguousAndMatchSSHKeygen(type: String) throws {
+        let keygen = try TestSupport.path(of: .sshKeygen)
+        let scratch = try Scratch()
+        #expect(try TestSupport.run(keygen, ["-q", "-t", type, "-N", "", "-f", scratch.path("id")]).status == 0)
+        let theirs = try TestSupport.run(keygen, ["-l", "-E", "sha256", "-f", scratch.path("id.pub")])
+        let openSSH = try #require(theirs.stdoutText.split(separator: " ").dropFirst().first.map(String.init))
+        #expect(openSSH.hasPrefix("SHA256:"))
+        for file in ["id", "id.pub"] {
+            let ours = try sf(["key", "fingerprint", scratch.path(file)])
+            let fields = ours.stdoutText.trimmingCharacters(in: .newlines).split(separator: " ").map(String.init)
+            #expect(ours.status == 0 && fields.count == 3, "\(ours.stdoutText) \(ours.stderrText)")
+            #expect(fields.count == 3 && fields[1].hasPrefix("sha256-spki:") && fields[1].count == 12 + 64 && fields[2] == openSSH)
         }
+        // X25519 has no OpenSSH form: only the SPKI fingerprint.
+        #expect(try sf(["key", "generate", "--type", "x25519", "--out", scratch.path("x.pem")]).status == 0)
+        let x = try sf(["key", "fingerprint", scratch.path("x.pem")])
+        #expect(x.stdoutText.split(separator: " ").count == 2 && x.stdoutText.hasPrefix("x25519 sha256-spki:"))
+    }
+
+    // Live peer: OpenSSL signs with PSS; sf verifies 32-byte salts and says what to do otherwise.
+    @Test(.requires(.openssl)) func verifyOpenSSLPSSSignatures() throws {
+        let openssl = try TestSupport.path(of: .openssl)
+        let scratch = try Scratch()
+        #expect(try sf(["key", "generate", "--type", "rsa2048", "--out", scratch.path("k.pem"), "--public-out", scratch.path("k.pub")]).status == 0)
+        let message = try scratch.write("msg", Data("pss from openssl".utf8))
+        for (salt, valid) in [("digest", true), ("max", false)] {
+            let signed = try TestSupport.run(openssl, ["dgst", "-sha256", "-sign", scratch.path("k.pem"), "-sigopt", "rsa_padding_mode:pss",
+                                                       "-sigopt", "rsa_pss_saltlen:\(salt)", "-out", scratch.path("sig-\(salt)"), message])
+            #expect(signed.status == 0, "\(signed.stderrText)")
+            let verified = try sf(["key", "verify", "--key", scratch.path("k.pub"), "--scheme", "rsa-pss-sha256",
+                                   "--signature", scratch.path("sig-\(salt)"), message])
+            if valid {
+                #expect(verified.status == 0 && verified.stdoutText.hasPrefix("signature valid: rsa2048 sha256-spki:"), "\(verified.stderrText)")
+            } else {
+                #expect(verified.status == 1 && verified.stdout.isEmpty && verified.stderrText.contains("rsa_pss_saltlen:digest"))
+            }
+        }
+    }
+
+    // Live peer: OpenSSL opens the passphrase-encrypted PKCS#8 that sf key generate writes.
+    @Test(.requires(.openssl)) func opensslOpensAGeneratedEncryptedKey() throws {
+        let openssl = try TestSupport.path(of: .openssl)
+        let scratch = try Scratch()
+        let pass = try scratch.write("pass", Data("generate passphrase\n".utf8))
+        let generated = try sf(["key", "generate", "--type", "p256", "--out", scratch.path("k.pem"), "--passphrase-file", pass,
+                                "--public-out", scratch.path("k.pub")])
+        #expect(generated.status == 0, "\(generated.stderrText)")
+        let opened = try TestSupport.run(openssl, ["pkey", "-in", scratch.path("k.pem"), "-passin", "file:\(pass)", "-pubout"])
+        let publicPEM = try scratch.read("k.pub")
+        #expect(opened.status == 0 && opened.stdout == publicPEM, "\(opened.stderrText)")
     }
 
     @Test func exportFormatsAndUsageErrors() throws {
@@ -38,7 +87,7 @@ import Testing
             let exported = try sf(["key", "export", "--in", scratch.path("ed.pem"), "--format", format, "-o", scratch.path("ed.\(format)")])
             #expect(exported.status == 0, "\(format): \(exported.stderrText)")
             let back = try sf(["key", "fingerprint", scratch.path("ed.\(format)")])
-            #expect(back.status == 0 && back.stdoutText.hasPrefix("ed25519 SHA256:"), "\(format)")
+            #expect(back.status == 0 && back.stdoutText.hasPrefix("ed25519 sha256-spki:"), "\(format)")
         }
         let notRSA = try sf(["key", "export", "--in", scratch.path("ed.pem"), "--format", "pkcs1"])
         #expect(notRSA.status == 1 && notRSA.stdout.isEmpty)

@@ -34,8 +34,10 @@ import Testing
         #expect(key.withUnsafeBytes { Hex.encode($0) } == expected)
     }
 
-    @Test func wycheproofPBKDF2SHA256() throws {
-        guard let file = try requireVectors("pbkdf2_hmacsha256_test.json") else { return }
+    // Published vectors: skipped when Tests/Vectors is absent, a failure under CI.
+    @Test(.requiresVectors)
+    func wycheproofPBKDF2SHA256() throws {
+        let file = try WycheproofFile.required("pbkdf2_hmacsha256_test.json")
         var checked = 0
         for test in file.testGroups.flatMap(\.tests) {
             let kdf = PasswordKDF.pbkdf2(hash: .sha256, rounds: UInt32(test["iterationCount"]!.int!))
@@ -51,8 +53,10 @@ import Testing
         #expect(checked > 0)
     }
 
-    @Test func wycheproofHMACSHA256() throws {
-        guard let file = try requireVectors("hmac_sha256_test.json") else { return }
+    // Published vectors: skipped when Tests/Vectors is absent, a failure under CI.
+    @Test(.requiresVectors)
+    func wycheproofHMACSHA256() throws {
+        let file = try WycheproofFile.required("hmac_sha256_test.json")
         var checked = 0
         // SecureCore verifies full-length tags only; truncated-tag groups are outside its API.
         for group in file.testGroups where group["tagSize"]?.int == 256 {
@@ -65,8 +69,10 @@ import Testing
         #expect(checked > 0)
     }
 
-    @Test func wycheproofHKDFSHA256() throws {
-        guard let file = try requireVectors("hkdf_sha256_test.json") else { return }
+    // Published vectors: skipped when Tests/Vectors is absent, a failure under CI.
+    @Test(.requiresVectors)
+    func wycheproofHKDFSHA256() throws {
+        let file = try WycheproofFile.required("hkdf_sha256_test.json")
         for test in file.testGroups.flatMap(\.tests) {
             let okm = try? KeyDerivation.hkdf(
                 inputKeyMaterial: test.hex("ikm"), salt: test.hex("salt"), info: test.hex("info"),
@@ -81,9 +87,11 @@ import Testing
 
     /// The AEAD layer under the envelope, with the parameters the native formats use
     /// (256-bit keys, 96-bit nonces, 128-bit tags).
-    @Test(arguments: [("aes_gcm_test.json", Envelope.Algorithm.aes256GCM), ("chacha20_poly1305_test.json", .chaCha20Poly1305)])
+    // Published vectors: skipped when Tests/Vectors is absent, a failure under CI.
+    @Test(.requiresVectors,
+        arguments: [("aes_gcm_test.json", Envelope.Algorithm.aes256GCM), ("chacha20_poly1305_test.json", .chaCha20Poly1305)])
     func wycheproofAEAD(file name: String, algorithm: Envelope.Algorithm) throws {
-        guard let file = try requireVectors(name) else { return }
+        let file = try WycheproofFile.required(name)
         var checked = 0
         for group in file.testGroups
         where group["keySize"]?.int == 256 && group["ivSize"]?.int == 96 && group["tagSize"]?.int == 128 {
@@ -105,15 +113,4 @@ import Testing
         }
         #expect(checked > 50)
     }
-}
-
-/// Loads a Wycheproof file; records a failure under CI when vectors are missing, else skips visibly.
-func requireVectors(_ name: String) throws -> WycheproofFile? {
-    if let file = try WycheproofFile.load(name) { return file }
-    if TestSupport.isCI {
-        Issue.record(Comment(rawValue: TestSupport.vectorsMissingReason))
-    } else {
-        print("SKIPPED: \(TestSupport.vectorsMissingReason)")
-    }
-    return nil
 }

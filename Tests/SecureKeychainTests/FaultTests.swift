@@ -11,14 +11,15 @@ import Testing
 /// Crash and multi-process tests. The child is the built `sf` binary's hidden
 /// `keychain stress-writer`, which prints `synced N` after each completed synchronize() (writes
 /// 0..<N acknowledged as durable); the parent checks every acknowledged write.
-@Suite(.serialized) struct FaultTests {
+// Runs the built sf binary as child processes: skipped when it was not built with the tests, a
+// failure under CI.
+@Suite(.serialized, .requiresSFBinary)
+struct FaultTests {
     /// The value the stress writer stores at `index` (as in `KeychainStressWriterCommand.value`).
     static func value(tag: String, index: Int) -> String { "\(tag):\(index):" + String(repeating: "v", count: index % 64) }
 
-    static func sf() -> URL? {
-        if let binary = TestSupport.sfBinary { return binary }
-        if TestSupport.isCI { Issue.record("sf binary not built") } else { print("SKIP: sf binary not built") }
-        return nil
+    static func sf() throws -> URL {
+        try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
     }
 
     static func writer(_ sf: URL, _ path: String, _ arguments: [String]) -> Process {
@@ -36,7 +37,7 @@ import Testing
     }
 
     @Test func killedWriterNeverLosesAcknowledgedWrites() async throws {
-        guard let sf = Self.sf() else { return }
+        let sf = try Self.sf()
         try await withKeychainDirectory { _, path in
             var acknowledgedByTrial: [Int] = []
             var generator = SystemRandomNumberGenerator()
@@ -82,7 +83,7 @@ import Testing
     }
 
     @Test func concurrentProcessesLoseNoUpdates() async throws {
-        guard let sf = Self.sf() else { return }
+        let sf = try Self.sf()
         try await withKeychainDirectory { _, path in
             let count = 3_000, shared = 200
             let writers = [

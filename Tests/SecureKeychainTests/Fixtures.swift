@@ -22,13 +22,9 @@ func expectError<R>(
     }
 }
 
-/// The `sqlite3` shell, or nil after recording why (a failure under CI).
-func sqliteShell() -> String? {
-    if let shell = TestSupport.which("sqlite3") { return shell }
-    if TestSupport.isCI { Issue.record("sqlite3 shell missing (apt-get install sqlite3)") }
-    else { print("SKIP: sqlite3 shell not installed; file-level checks skipped") }
-    return nil
-}
+/// The `sqlite3` shell, for tests marked `.requires(.sqlite3)` (throws `PeerMissing` when it is
+/// not installed, which only happens under CI).
+func sqliteShell() throws -> String { try TestSupport.path(of: .sqlite3) }
 
 /// Runs SQL on a keychain file through the `sqlite3` shell.
 @discardableResult

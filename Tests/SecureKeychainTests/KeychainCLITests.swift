@@ -16,7 +16,7 @@ import Testing
     }
 
     func withCLI(_ body: (CLI) throws -> Void) async throws {
-        guard let sf = FaultTests.sf() else { return }
+        let sf = try FaultTests.sf()
         try await withKeychainDirectory { _, path in try body(CLI(sf: sf.path, path: path)) }
     }
 
@@ -87,7 +87,7 @@ import Testing
     }
 
     @Test func defaultLocationIsUnderSFHome() async throws {
-        guard let sf = FaultTests.sf() else { return }
+        let sf = try FaultTests.sf()
         try await withKeychainDirectory { directory, _ in
             let home = directory.appendingPathComponent("home").path
             let set = try TestSupport.run(sf.path, ["keychain", "set", "--service", "s", "--account", "a"], stdin: Data("v".utf8),

@@ -29,8 +29,9 @@ import Testing
         expectError(.invalidLocation("set SF_HOME, XDG_DATA_HOME or HOME")) { try Keychain.defaultPath(environment: [:]) }
     }
 
-    @Test func walModeAndSchemaVersionAreRecorded() async throws {
-        guard let shell = sqliteShell() else { return }
+    // Live peer: the sqlite3 shell edits the file underneath the keychain.
+    @Test(.requires(.sqlite3)) func walModeAndSchemaVersionAreRecorded() async throws {
+        let shell = try sqliteShell()
         try await withKeychainDirectory { _, path in
             try Keychain(path: path).close()
             #expect(try runSQL(shell, path, "PRAGMA journal_mode") == "wal")
@@ -39,8 +40,9 @@ import Testing
         }
     }
 
-    @Test func olderSchemaIsMigratedForward() async throws {
-        guard let shell = sqliteShell() else { return }
+    // Live peer: the sqlite3 shell edits the file underneath the keychain.
+    @Test(.requires(.sqlite3)) func olderSchemaIsMigratedForward() async throws {
+        let shell = try sqliteShell()
         try await withKeychainDirectory { _, path in
             // A version-0 file: marked as a keychain, nothing else yet.
             try runSQL(shell, path, """
@@ -55,8 +57,9 @@ import Testing
         }
     }
 
-    @Test func newerSchemaIsRefusedUnchanged() async throws {
-        guard let shell = sqliteShell() else { return }
+    // Live peer: the sqlite3 shell edits the file underneath the keychain.
+    @Test(.requires(.sqlite3)) func newerSchemaIsRefusedUnchanged() async throws {
+        let shell = try sqliteShell()
         try await withKeychainDirectory { _, path in
             try Keychain(path: path).close()
             try runSQL(shell, path, "UPDATE schema_version SET version = 99")
@@ -76,7 +79,13 @@ import Testing
                 guard case .storage(_, let code, _) = error else { Issue.record("unexpected \(error)"); return }
                 #expect(code == 26)  // SQLITE_NOTADB
             }
-            guard let shell = sqliteShell() else { return }
+        }
+    }
+
+    // Live peer: the sqlite3 shell makes a database that is not a keychain.
+    @Test(.requires(.sqlite3)) func otherSQLiteDatabasesAreRefused() async throws {
+        let shell = try sqliteShell()
+        try await withKeychainDirectory { _, path in
             try runSQL(shell, path, "CREATE TABLE unrelated (x)")
             expectError(.notAKeychain(path: path)) { try Keychain(path: path) }
         }

@@ -59,38 +59,6 @@ enum Fixtures {
     }
 }
 
-/// The path of a peer tool, or nil after reporting it missing (a failure under CI).
-func peer(_ name: String) -> String? {
-    if let path = TestSupport.which(name) { return path }
-    if TestSupport.isCI {
-        Issue.record("\(name) is required under CI but not installed")
-    } else {
-        print("SKIPPED: \(name) not installed; peer test not run")
-    }
-    return nil
-}
-
-/// The Python interpreter with `cryptography`, or nil after reporting it missing.
-func python() -> String? {
-    guard let python = peer("python3") else { return nil }
-    if let result = try? TestSupport.run(python, ["-c", "import cryptography.hazmat.primitives.hpke"]), result.status == 0 {
-        return python
-    }
-    if TestSupport.isCI { Issue.record("Python cryptography (with hpke) is required under CI") } else {
-        print("SKIPPED: Python cryptography not installed; peer test not run")
-    }
-    return nil
-}
-
-/// A Wycheproof file, or nil after reporting the vectors missing (a failure under CI).
-func wycheproof(_ name: String) throws -> WycheproofFile? {
-    if let file = try WycheproofFile.load(name) { return file }
-    if TestSupport.isCI { Issue.record(Comment(rawValue: TestSupport.vectorsMissingReason)) } else {
-        print("SKIPPED: \(TestSupport.vectorsMissingReason)")
-    }
-    return nil
-}
-
 /// The path of a peer script under Tests/peers.
 func peerScript(_ name: String) -> String {
     TestSupport.packageRoot.appendingPathComponent("Tests/peers/\(name)").path

@@ -9,9 +9,10 @@ import Testing
     static let types: [KeyType] = [.rsa2048, .p256, .p384, .p521, .ed25519, .x25519]
     static let passphrase = "peer passphrase"
 
-    @Test(arguments: types)
+    // Live peer: OpenSSL.
+    @Test(.requires(.openssl), arguments: types)
     func opensslEncryptedPKCS8Imports(type: KeyType) throws {
-        guard let openssl = peer("openssl") else { return }
+        let openssl = try TestSupport.path(of: .openssl)
         let (pem, key) = Fixtures.key(type)
         let passFile = try Fixtures.file(Data(Self.passphrase.utf8), "pass")
         let encrypted = try TestSupport.run(
@@ -23,9 +24,10 @@ import Testing
         #expect(keyError { _ = try KeyImport.privateKey(from: encrypted.stdout, passphrase: SecretBytes(Data("nope".utf8))) } == .wrongPassphrase)
     }
 
-    @Test(arguments: types)
+    // Live peer: OpenSSL.
+    @Test(.requires(.openssl), arguments: types)
     func opensslReadsOurExports(type: KeyType) throws {
-        guard let openssl = peer("openssl") else { return }
+        let openssl = try TestSupport.path(of: .openssl)
         let key = try AsymmetricPrivateKey.generate(type == .rsa2048 ? .p256 : type)
         let effective = type == .rsa2048 ? Fixtures.rsa2048.key : key
         let expectedSPKI = try effective.publicKey.exported(as: .spkiPEM)
@@ -60,8 +62,9 @@ import Testing
         }
     }
 
-    @Test func opensslTraditionalFormatsImport() throws {
-        guard let openssl = peer("openssl") else { return }
+    // Live peer: OpenSSL.
+    @Test(.requires(.openssl)) func opensslTraditionalFormatsImport() throws {
+        let openssl = try TestSupport.path(of: .openssl)
         let rsaPKCS1 = try TestSupport.run(openssl, ["rsa", "-traditional"], stdin: Data(Fixtures.rsa2048.pem.utf8))
         #expect(try KeyImport.privateKey(from: rsaPKCS1.stdout).pkcs8DERRepresentation == Fixtures.rsa2048.key.pkcs8DERRepresentation)
         let sec1 = try TestSupport.run(openssl, ["ec"], stdin: Data(Fixtures.p384.pem.utf8))
@@ -71,8 +74,9 @@ import Testing
         #expect(try KeyImport.publicKey(from: publicPKCS1.stdout).fingerprint == Fixtures.rsa2048.key.publicKey.fingerprint)
     }
 
-    @Test func fingerprintMatchesOpenSSLsSPKI() throws {
-        guard let openssl = peer("openssl") else { return }
+    // Live peer: OpenSSL.
+    @Test(.requires(.openssl)) func fingerprintMatchesOpenSSLsSPKI() throws {
+        let openssl = try TestSupport.path(of: .openssl)
         for type in Self.types {
             let (pem, key) = Fixtures.key(type)
             let der = try TestSupport.run(openssl, ["pkey", "-pubout", "-outform", "DER"], stdin: Data(pem.utf8))
@@ -81,9 +85,10 @@ import Testing
         }
     }
 
-    @Test(arguments: [(KeyType.rsa2048, SignatureScheme.rsaPSS), (.rsa2048, .rsaPKCS1v15), (.p256, .ecdsaDER), (.p384, .ecdsaDER), (.p521, .ecdsaDER), (.ed25519, .ed25519)])
+    // Live peer: OpenSSL.
+    @Test(.requires(.openssl), arguments: [(KeyType.rsa2048, SignatureScheme.rsaPSS), (.rsa2048, .rsaPKCS1v15), (.p256, .ecdsaDER), (.p384, .ecdsaDER), (.p521, .ecdsaDER), (.ed25519, .ed25519)])
     func signaturesInteroperate(type: KeyType, scheme: SignatureScheme) throws {
-        guard let openssl = peer("openssl") else { return }
+        let openssl = try TestSupport.path(of: .openssl)
         let (pem, key) = Fixtures.key(type)
         let message = Data("interoperable signature \(type)".utf8)
         let messageFile = try Fixtures.file(message, "msg")
@@ -114,8 +119,10 @@ import Testing
         #expect(!key.publicKey.isValidSignature(theirs.stdout, for: message + Data([0]), scheme: scheme))
     }
 
-    @Test func opensslOAEPWrapUnwraps() throws {
-        guard let openssl = peer("openssl"), case .rsa(let rsa) = Fixtures.rsa2048.key else { return }
+    // Live peer: OpenSSL.
+    @Test(.requires(.openssl)) func opensslOAEPWrapUnwraps() throws {
+        let openssl = try TestSupport.path(of: .openssl)
+        guard case .rsa(let rsa) = Fixtures.rsa2048.key else { Issue.record("fixture is not RSA"); return }
         let publicFile = try Fixtures.file(try Fixtures.rsa2048.key.publicKey.exported(as: .spkiPEM), "pub")
         let secret = SecureRandom.bytes(count: 32)
         let wrapped = try TestSupport.run(
@@ -136,8 +143,9 @@ import Testing
         #expect(unwrapped.status == 0 && unwrapped.stdout == secret, "\(unwrapped.stderrText)")
     }
 
-    @Test func opensshLinesMatchPythonCryptography() throws {
-        guard let python = python() else { return }
+    // Live peer: Python cryptography.
+    @Test(.requires(.pythonCryptography)) func opensshLinesMatchPythonCryptography() throws {
+        let python = try TestSupport.path(of: .pythonCryptography)
         for type in [KeyType.rsa2048, .p256, .p384, .p521, .ed25519] {
             let key = Fixtures.key(type).key.publicKey
             let pem = try Fixtures.file(try key.exported(as: .spkiPEM), "pub")

@@ -48,7 +48,12 @@ enum JSONWebKey {
         case "RSA":
             let n = try field(jwk.n, "n"), e = try field(jwk.e, "e")
             guard let d = jwk.d else { return .public(.rsa(try RSAPublicKey(modulus: n, exponent: e))) }
-            let numbers = try [jwk.p, jwk.q, jwk.dp, jwk.dq, jwk.qi].enumerated().map { index, value in
+            let crt = [jwk.p, jwk.q, jwk.dp, jwk.dq, jwk.qi]
+            if crt.allSatisfy({ $0 == nil }) {
+                // RFC 7518 §6.3.2: the CRT members are optional; recover p and q from n, e and d.
+                return .private(.rsa(try RSAPrivateKey(modulus: n, publicExponent: e, privateExponent: try field(d, "d"))))
+            }
+            let numbers = try crt.enumerated().map { index, value in
                 try field(value, ["p", "q", "dp", "dq", "qi"][index])
             }
             let structure = RSAPrivateKeyStructure(

@@ -20,8 +20,10 @@ public enum ImportedKey: Sendable {
 }
 
 /// Reads a key in any supported encoding, detecting the format: PEM (`PUBLIC KEY`, `RSA PUBLIC KEY`,
-/// `PRIVATE KEY`, `RSA PRIVATE KEY`, `EC PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`), DER (SPKI, PKCS#8,
-/// encrypted PKCS#8, PKCS#1), base64 of DER, OpenSSH public key lines, JWK, and raw X9.63 EC points.
+/// `PRIVATE KEY`, `RSA PRIVATE KEY`, `EC PRIVATE KEY` optionally preceded by `EC PARAMETERS` as
+/// `openssl ecparam -genkey` writes it, `ENCRYPTED PRIVATE KEY`), DER (SPKI, PKCS#8, encrypted PKCS#8,
+/// PKCS#1), base64 of DER, OpenSSH public key lines, unencrypted OpenSSH private key files
+/// (`openssh-key-v1`), JWK, and raw X9.63 EC points.
 public enum KeyImport {
     /// Reads any key. `passphrase` opens encrypted PKCS#8; its PBKDF2 cost is checked against `limits`.
     public static func key(
@@ -29,6 +31,8 @@ public enum KeyImport {
     ) throws -> ImportedKey {
         let data = Data(input)
         if let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
+            if text.hasPrefix(ECParameters.begin) { return try ECParameters.keyAfterParameters(text) }
+            if text.hasPrefix(OpenSSHPrivateKeyFile.begin) { return .private(try openSSHPrivateKey(text)) }
             if text.hasPrefix("-----BEGIN ") { return try pem(text, passphrase: passphrase, limits: limits) }
             if text.hasPrefix("{") { return try JSONWebKey.decode(data) }
             if text.hasPrefix("ssh-") || text.hasPrefix("ecdsa-sha2-") { return .public(try OpenSSHPublicKey.decode(text)) }
@@ -129,7 +133,7 @@ public enum KeyImport {
 
     /// SEC1 `ECPrivateKey` (RFC 5915, `openssl ec` output): the curve is the one whose scalar size
     /// swift-crypto accepts with the embedded parameters.
-    private static func sec1PrivateKey(_ der: Data) throws -> AsymmetricPrivateKey {
+    static func sec1PrivateKey(_ der: Data) throws -> AsymmetricPrivateKey {
         if let key = try? P256.Signing.PrivateKey(derRepresentation: der) { return .p256(key) }
         if let key = try? P384.Signing.PrivateKey(derRepresentation: der) { return .p384(key) }
         if let key = try? P521.Signing.PrivateKey(derRepresentation: der) { return .p521(key) }

@@ -112,3 +112,15 @@ private struct WireReader {
         return try string()
     }
 }
+
+extension AsymmetricPublicKey {
+    /// The fingerprint `ssh-keygen -l` prints: `SHA256:` and the unpadded base64 of SHA-256 of the
+    /// key's SSH wire encoding (the `authorized_keys` blob). Nil for X25519, which OpenSSH has no
+    /// encoding for.
+    public var openSSHFingerprint: String? {
+        guard let line = try? OpenSSHPublicKey.encode(self), let blob = try? Base64.decode(String(line.split(separator: " ")[1]))
+        else { return nil }
+        let digest = Base64.encode(Hashing.hash(blob, with: .sha256))
+        return "SHA256:" + digest.replacingOccurrences(of: "=", with: "")
+    }
+}

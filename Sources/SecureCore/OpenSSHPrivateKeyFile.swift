@@ -1,0 +1,131 @@
+import Foundation
+
+/// An unencrypted OpenSSH private key file (`-----BEGIN OPENSSH PRIVATE KEY-----`, the
+/// `openssh-key-v1` format of OpenSSH's PROTOCOL.key) holding exactly one key, as `ssh-keygen`
+/// writes it. The one reader of this format, shared by SecureKeys (`sf key`) and AgeEncryption
+/// (`sf decrypt -i`); each interprets the private fields of the key types it supports.
+public struct OpenSSHPrivateKeyFile: Sendable {
+    /// The first line of the file.
+    public static let begin = "-----BEGIN OPENSSH PRIVATE KEY-----"
+    private static let end = "-----END OPENSSH PRIVATE KEY-----"
+    private static let magic = Data("openssh-key-v1\0".utf8)
+
+    /// The key type named in the private section, for example `ssh-ed25519` or `ssh-rsa`.
+    public let keyType: String
+    /// The public key in SSH wire format (the blob of an `authorized_keys` line).
+    public let publicKeyBlob: Data
+    /// The private section's fields after the key type (type-specific numbers, then the comment).
+    private let privateFields: SecretBytes
+
+    /// Parses the file text. Throws `OpenSSHKeyFileError`: not this format, passphrase-protected
+    /// (`ssh-keygen -p` removes the passphrase), not exactly one key, check bytes that differ (a
+    /// damaged file), or a truncated or malformed encoding.
+    public init(_ text: String) throws {
+        guard let start = text.range(of: Self.begin),
+            let stop = text.range(of: Self.end, range: start.upperBound..<text.endIndex)
+        else { throw OpenSSHKeyFileError.notOpenSSHPrivateKey }
+        let body = text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
+        guard let blob = try? Base64.decode(String(body)) else {
+            throw OpenSSHKeyFileError.malformed("the body is not base64")
+        }
+        var reader = SSHWireReader(blob)
+        guard try reader.bytes(Self.magic.count) == Self.magic else {
+            throw OpenSSHKeyFileError.malformed("not an openssh-key-v1 key")
+        }
+        let cipher = try reader.string(), kdf = try reader.string()
+        _ = try reader.string()  // KDF options
+        guard cipher == Data("none".utf8), kdf == Data("none".utf8) else {
+            throw OpenSSHKeyFileError.passphraseProtected
+        }
+        guard try reader.uint32() == 1 else { throw OpenSSHKeyFileError.notExactlyOneKey }
+        publicKeyBlob = try reader.string()
+        let privateSection = try reader.string()
+        var secret = SSHWireReader(privateSection)
+        guard try secret.uint32() == secret.uint32() else { throw OpenSSHKeyFileError.checkBytesDiffer }
+        keyType = String(decoding: try secret.string(), as: UTF8.self)
+        privateFields = SecretBytes(try secret.rest())
+    }
+
+    /// The 32-byte seed of an `ssh-ed25519` key (RFC 8032 private key), after checking that the
+    /// private section's public key matches its own copy and the file's public key blob.
+    public func ed25519Seed() throws -> SecretBytes {
+        guard keyType == "ssh-ed25519" else { throw OpenSSHKeyFileError.malformed("not an ssh-ed25519 key") }
+        return try withPrivateFields { fields in
+            let publicKey = try fields.string(), both = try fields.string()
+            var blob = SSHWireReader(publicKeyBlob)
+            guard publicKey.count == 32, both.count == 64, both.suffix(32) == publicKey,
+                try blob.string() == Data("ssh-ed25519".utf8), try blob.string() == publicKey, blob.isAtEnd
+            else { throw OpenSSHKeyFileError.malformed("malformed ssh-ed25519 private key") }
+            return SecretBytes(both.prefix(32))
+        }
+    }
+
+    /// Runs `body` with a reader over the private fields that follow the key type (for `ssh-rsa`:
+    /// n, e, d, iqmp, p, q as mpints; for `ecdsa-sha2-*`: curve name, point, scalar), then the comment.
+    public func withPrivateFields<R>(_ body: (inout SSHWireReader) throws -> R) throws -> R {
+        var reader = privateFields.withUnsafeBytes { SSHWireReader(Data($0)) }
+        return try body(&reader)
+    }
+}
+
+/// Why an OpenSSH private key file was refused.
+public enum OpenSSHKeyFileError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The text has no `OPENSSH PRIVATE KEY` block.
+    case notOpenSSHPrivateKey
+    /// The key is encrypted with a passphrase, which is not supported.
+    case passphraseProtected
+    /// The file holds zero or several keys.
+    case notExactlyOneKey
+    /// The two check integers differ: the file is damaged.
+    case checkBytesDiffer
+    /// The encoding is truncated or malformed.
+    case malformed(String)
+
+    /// A sentence saying what is wrong and, where possible, what to do.
+    public var description: String {
+        switch self {
+        case .notOpenSSHPrivateKey: "not an OpenSSH private key file"
+        case .passphraseProtected:
+            "passphrase-protected OpenSSH keys are not supported; remove the passphrase with ssh-keygen -p"
+        case .notExactlyOneKey: "the OpenSSH key file must hold exactly one key"
+        case .checkBytesDiffer: "the OpenSSH key file is damaged (check bytes differ)"
+        case .malformed(let detail): "malformed OpenSSH private key: \(detail)"
+        }
+    }
+}
+
+/// Reads the SSH wire encoding (RFC 4251 §5): uint32 lengths and integers, big-endian.
+public struct SSHWireReader: Sendable {
+    private let data: Data
+    private var offset = 0
+
+    /// A reader at the start of `data`.
+    public init(_ data: Data) { self.data = Data(data) }
+
+    /// True when every byte has been read.
+    public var isAtEnd: Bool { offset == data.count }
+
+    /// The next `count` bytes; throws `OpenSSHKeyFileError.malformed` when fewer remain.
+    public mutating func bytes(_ count: Int) throws -> Data {
+        guard count >= 0, data.count - offset >= count else { throw OpenSSHKeyFileError.malformed("truncated SSH encoding") }
+        defer { offset += count }
+        return data.subdata(in: offset..<offset + count)
+    }
+
+    /// A big-endian uint32.
+    public mutating func uint32() throws -> UInt32 { try bytes(4).reduce(0) { $0 << 8 | UInt32($1) } }
+
+    /// A length-prefixed `string` (arbitrary bytes).
+    public mutating func string() throws -> Data { try bytes(Int(uint32())) }
+
+    /// A non-negative `mpint` as unsigned big-endian bytes without leading zeros; negative values
+    /// are refused.
+    public mutating func unsignedMPInt() throws -> Data {
+        let raw = try string()
+        guard raw.first.map({ $0 < 0x80 }) ?? true else { throw OpenSSHKeyFileError.malformed("negative mpint") }
+        return Data(raw.drop(while: { $0 == 0 }))
+    }
+
+    /// Every remaining byte.
+    public mutating func rest() throws -> Data { try bytes(data.count - offset) }
+}

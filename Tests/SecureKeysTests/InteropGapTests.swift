@@ -1,0 +1,112 @@
+import Foundation
+import SFTestSupport
+import SecureCore
+import SecureKeys
+import Testing
+
+/// Inputs independent tools produce that SecureKeys must read (issue 9): `openssl ecparam -genkey`,
+/// `ssh-keygen` private key files, RSA JWKs without CRT members, and OpenSSL's PSS salt lengths.
+@Suite struct InteropGapTests {
+    // Live peer: OpenSSL writes an EC PARAMETERS block before the key.
+    @Test(.requires(.openssl), arguments: [("prime256v1", KeyType.p256), ("secp384r1", .p384), ("secp521r1", .p521)])
+    func opensslEcparamGenkeyImports(curve: String, type: KeyType) throws {
+        let openssl = try TestSupport.path(of: .openssl)
+        let generated = try TestSupport.run(openssl, ["ecparam", "-genkey", "-name", curve])
+        try #require(generated.status == 0, "\(generated.stderrText)")
+        #expect(generated.stdoutText.hasPrefix("-----BEGIN EC PARAMETERS-----"))
+        let key = try KeyImport.privateKey(from: generated.stdout)
+        #expect(key.type == type)
+        let spki = try TestSupport.run(openssl, ["pkey", "-pubout", "-outform", "DER"], stdin: generated.stdout)
+        #expect(spki.status == 0 && spki.stdout == key.publicKey.spkiDERRepresentation)
+    }
+
+    @Test func ecParametersMustMatchTheKey() throws {
+        // P-384's named-curve parameters in front of a P-256 key.
+        let p384Parameters = PEM.encode(Data([0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22]), label: "EC PARAMETERS")
+        let p256 = try AsymmetricPrivateKey.generate(.p256)
+        let key = String(decoding: try p256.exported(as: .pkcs8).withUnsafeBytes { Data($0) }, as: UTF8.self)
+        #expect(throws: KeyError.invalidKey("EC PARAMETERS name p384 but the key is p256")) {
+            try KeyImport.privateKey(from: Data((p384Parameters + key).utf8))
+        }
+        // Explicit parameters (a SEQUENCE) and a parameters block alone are refused.
+        let explicit = PEM.encode(Data([0x30, 0x03, 0x02, 0x01, 0x01]), label: "EC PARAMETERS")
+        #expect(throws: KeyError.self) { try KeyImport.privateKey(from: Data((explicit + key).utf8)) }
+        #expect(throws: KeyError.self) { try KeyImport.privateKey(from: Data(p384Parameters.utf8)) }
+    }
+
+    // Live peer: ssh-keygen writes the OpenSSH private key files.
+    @Test(.requires(.sshKeygen), arguments: [("ed25519", KeyType.ed25519), ("ecdsa", .p256), ("rsa", .rsa3072)])
+    func sshKeygenPrivateKeysImport(type: String, expected: KeyType) throws {
+        let keygen = try TestSupport.path(of: .sshKeygen)
+        let dir = try TestSupport.temporaryDirectory("sf-ssh")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("id").path
+        let made = try TestSupport.run(keygen, ["-q", "-t", type, "-N", "", "-C", "comment", "-f", path])
+        try #require(made.status == 0, "\(made.stderrText)")
+        let key = try KeyImport.privateKey(from: try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(key.type == expected)
+        let publicLine = try String(contentsOfFile: path + ".pub", encoding: .utf8)
+        let exported = String(decoding: try key.publicKey.exported(as: .openssh), as: UTF8.self)
+        #expect(publicLine.split(separator: " ")[1] == exported.split(separator: " ")[1].trimmingCharacters(in: .newlines))
+        // It signs, and the signature verifies with the public line ssh-keygen wrote.
+        let message = Data("signed".utf8)
+        let signature = try key.signature(for: message)
+        #expect(try KeyImport.publicKey(from: Data(publicLine.utf8)).isValidSignature(signature, for: message))
+
+        // A passphrase-protected file is refused with what to do.
+        let protected = dir.appendingPathComponent("protected").path
+        #expect(try TestSupport.run(keygen, ["-q", "-t", type, "-N", "secret pass", "-f", protected]).status == 0)
+        let error = keyError { _ = try KeyImport.privateKey(from: try Data(contentsOf: URL(fileURLWithPath: protected))) }
+        #expect(error?.description.contains("ssh-keygen -p") == true)
+    }
+
+    @Test func openSSHPrivateKeyDamageIsRefused() throws {
+        let text = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n"
+        let error = keyError { _ = try KeyImport.privateKey(from: Data(text.utf8)) }
+        #expect(error != nil)
+        #expect(error.map { if case .malformedOpenSSH = $0 { true } else { false } } == true)
+    }
+
+    @Test func rsaJWKWithOnlyNEDImports() throws {
+        let rsa = Fixtures.key(.rsa2048).key
+        let full = try JSONSerialization.jsonObject(with: try rsa.exported(as: .jwk).withUnsafeBytes { Data($0) }) as! [String: Any]
+        var minimal = full
+        for member in ["p", "q", "dp", "dq", "qi"] { minimal.removeValue(forKey: member) }
+        let key = try KeyImport.privateKey(from: try JSONSerialization.data(withJSONObject: minimal))
+        #expect(key.publicKey.spkiDERRepresentation == rsa.publicKey.spkiDERRepresentation)
+        // The recovered key is the same key: same n, e, d and the same two primes (in either order).
+        let recovered = try JSONSerialization.jsonObject(with: try key.exported(as: .jwk).withUnsafeBytes { Data($0) }) as! [String: Any]
+        for member in ["n", "e", "d"] { #expect(recovered[member] as? String == full[member] as? String, "\(member)") }
+        #expect(Set([recovered["p"], recovered["q"]].compactMap { $0 as? String }) == Set([full["p"], full["q"]].compactMap { $0 as? String }))
+        let message = Data("jwk".utf8)
+        #expect(rsa.publicKey.isValidSignature(try key.signature(for: message), for: message))
+
+        // Some but not all CRT members: the missing member is named (RFC 7518 §6.3.2).
+        var partial = full
+        partial.removeValue(forKey: "qi")
+        #expect(throws: KeyError.malformedJWK("member `qi` is missing")) {
+            try KeyImport.privateKey(from: try JSONSerialization.data(withJSONObject: partial))
+        }
+        // A wrong d does not make a key.
+        var wrong = minimal
+        wrong["d"] = full["e"]
+        #expect(throws: KeyError.self) { try KeyImport.privateKey(from: try JSONSerialization.data(withJSONObject: wrong)) }
+    }
+
+    /// swift-crypto 4.5.2 verifies RSA-PSS only with salt length = digest length (32 for SHA-256) and
+    /// exposes neither an auto-salt verify nor a raw RSA public operation, so other salt lengths
+    /// are refused (docs/FORMATS.md). This pins both sides against OpenSSL.
+    // Live peer: OpenSSL signs with each salt length.
+    @Test(.requires(.openssl), arguments: [("digest", true), ("32", true), ("max", false), ("20", false), ("auto", false)])
+    func opensslPSSSaltLengths(saltLength: String, accepted: Bool) throws {
+        let openssl = try TestSupport.path(of: .openssl)
+        let key = Fixtures.key(.rsa2048)
+        let keyFile = try Fixtures.file(Data(key.pem.utf8), "pss-key")
+        let message = Data("pss salt".utf8)
+        let signed = try TestSupport.run(openssl, [
+            "dgst", "-sha256", "-sign", keyFile, "-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:\(saltLength)",
+        ], stdin: message)
+        try #require(signed.status == 0, "\(signed.stderrText)")
+        #expect(key.key.publicKey.isValidSignature(signed.stdout, for: message, scheme: .rsaPSS) == accepted)
+    }
+}
