@@ -68,9 +68,9 @@ struct KeyGenerateCommand: ParsableCommand {
         } else if let out {
             let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
             let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
-            try encoded.withUnsafeBytes { try AtomicFile.write(Data($0), to: out) }
+            try encoded.withUnsafeBytes { try OutputDestination.write($0, to: out) }
         }
-        if let publicOut { try AtomicFile.write(try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644) }
+        if let publicOut { try OutputDestination.write(try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644) }
         print("\(type) \(key.publicKey.fingerprint)")
     }
 }

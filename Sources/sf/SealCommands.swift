@@ -116,10 +116,11 @@ struct OpenCommand: ParsableCommand {
     }
 }
 
-/// Runs `body` with standard output, or with an atomically replaced file when `path` is given.
+/// Runs `body` with standard output, or with `path` under the library's output policy
+/// (`OutputDestination`: a file atomically, a device or pipe in place).
 func withOutput(_ path: String?, _ body: (borrowing FileOutput) throws -> Void) throws {
     if let path, path != "-" {
-        try AtomicFile.write(to: path, body)
+        try OutputDestination.write(to: path, body)
     } else {
         try body(FileOutput(descriptor: 1, name: "standard output"))
     }
