@@ -162,24 +162,37 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         }
     }
 
+    /// One unlock attempt. The throttle is checked and the attempt counted as a failure durably,
+    /// under the vault's file lock, before any KDF work: concurrent guesses (threads or processes)
+    /// each count, and a process killed during the KDF has already been counted. A success resets
+    /// the counter.
     private func attempt(
         failure: VaultError, _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
     ) throws(VaultError) {
         lock.lock()
         defer { lock.unlock() }
-        try sync()
-        let state = try loadState()
-        try checkThrottle()
+        let (state, failures) = try withStateFileLock { () throws(VaultError) -> (VaultState, Int) in
+            try sync()
+            let state = try loadState()
+            try checkThrottle()
+            return (state, try countAttempt())
+        }
         let (wrap, context, passphrase) = select(state)
         let vaultKey: SecretBytes
         do {
             vaultKey = try Self.unwrap(wrap, passphrase: passphrase, context: context, limits: configuration.kdfLimits)
         } catch .crypto(.authenticationFailed) {
-            try recordFailure()
+            try withStateFileLock { () throws(VaultError) in
+                try sync()
+                try wipeIfLimitReached(failures: failures)
+            }
             throw failure
         }
         let keys = try Self.openKeys(state, vaultKey: vaultKey)
-        try resetFailures()
+        try withStateFileLock { () throws(VaultError) in
+            try sync()
+            try resetFailures()
+        }
         unlocked = keys
     }
 
