@@ -117,16 +117,24 @@ public final class Keychain: Sendable {
 
     /// Sets the value (when given; the item becomes clear) and/or the attributes (when given) of
     /// every item matching `query`, and updates their modification dates. Returns how many changed;
-    /// throws `itemNotFound` when none match.
+    /// throws `itemNotFound` when none match. A new value for a sealed item throws
+    /// `protectionMismatch` and changes nothing, unless `changingProtection` is true (the caller's
+    /// explicit request to store the value in clear).
     @discardableResult
     public func update(
-        _ query: KeychainQuery, value: Data? = nil, attributes: KeychainItem.Attributes? = nil
+        _ query: KeychainQuery, value: Data? = nil, attributes: KeychainItem.Attributes? = nil,
+        changingProtection: Bool = false
     ) throws(KeychainError) -> Int {
         let now = Date().timeIntervalSince1970
         let bytes = value.map(Array.init)
         return try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
             let matches = s.items.identities(matching: query)
             guard !matches.isEmpty else { throw query.notFound }
+            if bytes != nil, !changingProtection,
+                let sealed = matches.first(where: { s.items[$0]?.isSealed == true })
+            {
+                throw .protectionMismatch(service: sealed.service, account: sealed.account, isSealed: true)
+            }
             for identity in matches {
                 guard var item = s.items[identity] else { continue }
                 if let bytes {

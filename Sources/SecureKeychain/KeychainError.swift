@@ -11,7 +11,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case authenticationFailed(service: String, account: String)
     /// The sealer failed for a reason other than locking or authentication.
     case sealingFailed(String)
-    /// The item is sealed and must be read with the secure API, or is clear and cannot be read with it.
+    /// The item is sealed and must be read or replaced with the secure API (a clear write would
+    /// downgrade it), or is clear and cannot be read with it.
     case protectionMismatch(service: String, account: String, isSealed: Bool)
     /// A password read as a string is not valid UTF-8.
     case valueNotText(service: String, account: String)
@@ -50,7 +51,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "sealing failed: \(reason)"
         case .protectionMismatch(let service, let account, let isSealed):
             return isSealed
-                ? "the item for service '\(service)' and account '\(account)' is sealed; read it with the secure API"
+                ? "the item for service '\(service)' and account '\(account)' is sealed; read or replace it with the secure API"
                 : "the item for service '\(service)' and account '\(account)' is not sealed"
         case .valueNotText(let service, let account):
             return "the value for service '\(service)' and account '\(account)' is not UTF-8 text"

@@ -1,0 +1,40 @@
+import Foundation
+import SFTestSupport
+import SecureCore
+import SecureKeychain
+import SecureVault
+import Testing
+
+/// Issue 12 findings reproduced through the built `sf` binary.
+@Suite struct HardeningCLITests {
+    func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        return try TestSupport.run(binary.path, arguments, stdin: stdin)
+    }
+
+    /// A scratch vault set up through the CLI, with its passcode file.
+    func initializedVault() throws -> (VaultScratch, [String], String) {
+        let scratch = try VaultScratch()
+        let kc = ["--keychain", scratch.keychainPath]
+        let passcode = try scratch.write("passcode", "correct horse\n")
+        let questions = try scratch.write("questions", "First pet?\n")
+        let answers = try scratch.write("answers", "Rex\n")
+        let result = try sf(["vault", "init"] + kc + ["--passcode-file", passcode, "--questions-file", questions, "--answers-file", answers])
+        #expect(result.status == 0, "\(result.stderrText)")
+        return (scratch, kc, passcode)
+    }
+
+    /// Item 4: `sf keychain set` without --secure never stores a sealed item's new value in clear.
+    @Test func clearSetOnASealedItemIsRefusedWithAHint() throws {
+        let (scratch, kc, passcode) = try initializedVault()
+        var result = try sf(["keychain", "set", "--secure"] + kc + ["--service", "mail", "--account", "me", "--passcode-file", passcode], stdin: Data("pw1\n".utf8))
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["keychain", "set"] + kc + ["--service", "mail", "--account", "me"], stdin: Data("downgraded\n".utf8))
+        #expect(result.status == 1)
+        #expect(result.stderrText.contains("--secure"))
+        let file = try Data(contentsOf: URL(fileURLWithPath: scratch.keychainPath))
+        #expect(file.range(of: Data("downgraded".utf8)) == nil)
+        result = try sf(["keychain", "get", "--secure"] + kc + ["--service", "mail", "--account", "me", "--passcode-file", passcode])
+        #expect(result.status == 0 && result.stdoutText == "pw1\n")
+    }
+}
