@@ -26,6 +26,11 @@ extension Keychain {
 
     /// Adds or replaces a clear value, refusing to replace a sealed one unless `changingProtection`.
     func upsertClear(_ bytes: [UInt8], for identity: KeychainItem.Identity, changingProtection: Bool) throws(KeychainError) {
+        try Self.refuseInternal(identity)
+        try upsertClearUnchecked(bytes, for: identity, changingProtection: changingProtection)
+    }
+
+    func upsertClearUnchecked(_ bytes: [UInt8], for identity: KeychainItem.Identity, changingProtection: Bool) throws(KeychainError) {
         let now = Date().timeIntervalSince1970
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
             if !changingProtection, s.items[identity]?.isSealed == true {

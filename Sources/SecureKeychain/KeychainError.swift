@@ -30,6 +30,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidLocation(String)
     /// The keychain was closed; no further changes are accepted.
     case closed
+    /// A write or delete through the public API named one of SecureFoundation's internal items
+    /// (the vault's state); they change only through their owner (`Vault`).
+    case internalItem(service: String, account: String?)
 
     public var description: String {
         switch self {
@@ -69,6 +72,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "keychain location: \(reason)"
         case .closed:
             return "the keychain is closed"
+        case .internalItem(let service, let account):
+            return "service '\(service)'\(account.map { " account '\($0)'" } ?? "") is SecureFoundation's internal item; "
+                + "it cannot be changed or deleted through the password API (use sf vault)"
         }
     }
 }

@@ -41,7 +41,7 @@ extension Vault {
     /// Writes `state` as one item and returns once it is durable.
     func store(_ state: VaultState) throws(VaultError) {
         do {
-            try keychain.setPassword(state.encoded(), service: Self.stateService, account: name)
+            try keychain.setInternalItem(state.encoded(), service: Self.stateService, account: name)
             try keychain.synchronizeBlocking()
         } catch {
             throw .keychain(error)
@@ -55,7 +55,7 @@ extension Vault {
 
     private func storeAttempts(_ attempts: VaultAttempts) throws(VaultError) {
         do {
-            try keychain.setPassword(attempts.encoded(), service: Self.attemptsService, account: name)
+            try keychain.setInternalItem(attempts.encoded(), service: Self.attemptsService, account: name)
             try keychain.synchronizeBlocking()
         } catch {
             throw .keychain(error)
@@ -98,8 +98,8 @@ extension Vault {
 
     private func wipe() throws(VaultError) -> Never {
         do {
-            try keychain.deletePassword(service: Self.stateService, account: name)
-            try? keychain.deletePassword(service: Self.attemptsService, account: name)
+            try keychain.deleteInternalItem(service: Self.stateService, account: name)
+            try? keychain.deleteInternalItem(service: Self.attemptsService, account: name)
             try keychain.synchronizeBlocking()
         } catch .itemNotFound {
             // Already erased by another attempt.

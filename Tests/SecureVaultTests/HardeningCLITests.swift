@@ -38,3 +38,55 @@ import Testing
         #expect(result.status == 0 && result.stdoutText == "pw1\n")
     }
 }
+
+/// Issue 12 item 7: the vault's own items are not ordinary keychain items.
+@Suite struct InternalItemTests {
+    func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        return try TestSupport.run(binary.path, arguments, stdin: stdin)
+    }
+
+    @Test func cliCannotListDeleteOrOverwriteTheVaultState() throws {
+        let (scratch, kc, passcode) = try HardeningCLITests().initializedVault()
+        var result = try sf(["keychain", "set"] + kc + ["--service", "web", "--account", "ann"], stdin: Data("pw\n".utf8))
+        #expect(result.status == 0)
+        result = try sf(["keychain", "list"] + kc)
+        #expect(result.stdoutText == "web\tann\n")
+        result = try sf(["keychain", "delete"] + kc + ["--service", "SecureFoundation.vault", "--account", "default"])
+        #expect(result.status == 1)
+        #expect(result.stderrText.contains("internal"))
+        result = try sf(["keychain", "set"] + kc + ["--service", "SecureFoundation.vault", "--account", "default"], stdin: Data("{}\n".utf8))
+        #expect(result.status == 1)
+        result = try sf(["keychain", "delete"] + kc + ["--service", "securefoundation.VAULT.attempts", "--account", "default"])
+        #expect(result.status == 1)
+        result = try sf(["vault", "encrypt"] + kc + ["--passcode-file", passcode], stdin: Data("still works".utf8))
+        #expect(result.status == 0, "\(result.stderrText)")
+        _ = scratch
+    }
+
+    @Test func libraryLeavesInternalItemsOutOfBroadQueriesAndRefusesNamedOnes() throws {
+        let scratch = try VaultScratch()
+        let vault = try scratch.setUpVault()
+        let keychain = vault.keychain
+        try keychain.setPassword("x", service: "web", account: "ann")
+        #expect(keychain.accountsByService().keys.sorted() == ["web"])
+        #expect(keychain.items(matching: KeychainQuery()).map(\.identity.service) == ["web"])
+        #expect(keychain.items(matching: KeychainQuery(service: Vault.stateService)).count == 1)
+        #expect(throws: KeychainError.internalItem(service: Vault.stateService, account: "default")) {
+            try keychain.deletePassword(service: Vault.stateService, account: "default")
+        }
+        #expect(throws: KeychainError.internalItem(service: Vault.stateService, account: "default")) {
+            try keychain.setPassword("{}", service: Vault.stateService, account: "default", changingProtection: true)
+        }
+        #expect(throws: KeychainError.internalItem(service: Vault.stateService, account: nil)) {
+            try keychain.update(KeychainQuery(service: Vault.stateService), value: Data())
+        }
+        #expect(throws: KeychainError.internalItem(service: Vault.stateService, account: "default")) {
+            try keychain.delete([KeychainItem.Identity(service: Vault.stateService, account: "default")])
+        }
+        // A delete of everything leaves the vault alone.
+        #expect(try keychain.delete(KeychainQuery()) == 1)
+        vault.purge()
+        try vault.unlock(passcode: secret("old passcode"))
+    }
+}
