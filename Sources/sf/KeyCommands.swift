@@ -49,10 +49,13 @@ struct KeyGenerateCommand: ParsableCommand {
 
     @Option(help: "rsa2048, rsa3072, rsa4096, p256, p384, p521, ed25519, x25519 (or legacy rsa1024).")
     var type: KeyType
-    @Option(help: "Private key file to write (atomically, mode 0600).") var out: String?
+    @Option(help: "Private key file to create (atomically, mode 0600; an existing file is kept unless --force).")
+    var out: String?
     @Option(help: "Store the key pair in the keychain under this tag instead of a file.") var tag: String?
     @OptionGroup var store: KeyStoreOptions
-    @Option(help: "Also write the public key (SPKI PEM) here.") var publicOut: String?
+    @Option(help: "Also write the public key (SPKI PEM) here (an existing file is kept unless --force).")
+    var publicOut: String?
+    @Flag(help: "Replace existing --out and --public-out files.") var force = false
     @Option(help: "Encrypt the private key (PKCS#8 PBES2, AES-256-CBC) with the passphrase in this file.")
     var passphraseFile: String?
 
@@ -62,16 +65,34 @@ struct KeyGenerateCommand: ParsableCommand {
     }
 
     func run() throws {
-        let key = try AsymmetricPrivateKey.generate(type)
-        if let tag {
-            try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
-        } else if let out {
-            let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
-            let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
-            try encoded.withUnsafeBytes { try OutputDestination.write($0, to: out) }
+        // Refuse before any work when an output exists (the writes below refuse again, atomically).
+        if !force {
+            for path in [out, publicOut].compactMap({ $0 }) {
+                var status = stat()
+                if lstat(path, &status) == 0 { throw Self.exists(path) }
+            }
         }
-        if let publicOut { try OutputDestination.write(try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644) }
+        let key = try AsymmetricPrivateKey.generate(type)
+        do {
+            if let tag {
+                try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
+            } else if let out {
+                let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
+                let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
+                try encoded.withUnsafeBytes { try OutputDestination.write($0, to: out, overwrite: force) }
+            }
+            if let publicOut {
+                try OutputDestination.write(
+                    try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644, overwrite: force)
+            }
+        } catch SecureCoreError.fileExists(let path) {
+            throw Self.exists(path)
+        }
         print("\(type) \(key.publicKey.fingerprint)")
+    }
+
+    private static func exists(_ path: String) -> CLIError {
+        CLIError("\(path) exists; refusing to overwrite a key file (use --force to replace it)")
     }
 }
 

@@ -76,8 +76,8 @@ final class SpecialOutput {
             ("seal --armor -o (passphrase)", ["seal", "--armor", "--passphrase-file", passphrase, "--log-n", "10", "-o", special.path, plaintext]),
             ("open -o", ["open", "--key-file", key, "-o", special.path, sealed]),
             ("open -o (stream)", ["open", "--key-file", key, "-o", special.path, streamed]),
-            ("key generate --out", ["key", "generate", "--type", "ed25519", "--out", special.path]),
-            ("key generate --public-out", ["key", "generate", "--type", "ed25519", "--out", scratch.path("k2"), "--public-out", special.path]),
+            ("key generate --out --force", ["key", "generate", "--type", "ed25519", "--out", special.path, "--force"]),
+            ("key generate --public-out --force", ["key", "generate", "--type", "ed25519", "--out", scratch.path("k2"), "--public-out", special.path, "--force"]),
             ("key export -o", ["key", "export", "--in", privateKey, "--format", "jwk", "-o", special.path]),
             ("encrypt -o", ["encrypt", "-r", recipient, "-o", special.path, plaintext]),
             ("decrypt -o", ["decrypt", "-i", identity, "-o", special.path, ageFile]),
@@ -89,11 +89,13 @@ final class SpecialOutput {
             #expect(result.status == 0, "\(name): \(result.stderrText)")
             #expect(special.finish() == special.expectedType, "\(name) replaced the special file")
         }
-        // keygen -o creates without replacing: it refuses, and the node stays.
-        try special.prepare()
-        let refused = try sf(["keygen", "-o", special.path])
-        #expect(refused.status == 1)
-        #expect(special.finish() == special.expectedType)
+        // keygen -o and key generate without --force create without replacing: they refuse, and the node stays.
+        for arguments in [["keygen", "-o", special.path], ["key", "generate", "--type", "ed25519", "--out", special.path]] {
+            try special.prepare()
+            let refused = try sf(arguments)
+            #expect(refused.status == 1)
+            #expect(special.finish() == special.expectedType)
+        }
         // No temporary files were left beside the node.
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty)

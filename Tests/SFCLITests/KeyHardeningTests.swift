@@ -1,0 +1,38 @@
+import Foundation
+import SFTestSupport
+import Testing
+
+/// Issue 12 items 12 and 13, through the built `sf` binary.
+@Suite struct KeyHardeningTests {
+    /// Item 12: `sf key generate` never replaces an existing key file (or a planted link) unless --force.
+    @Test func generateRefusesToOverwriteWithoutForce() throws {
+        let scratch = try Scratch()
+        let privatePath = scratch.path("id.pem"), publicPath = scratch.path("id.pub")
+        #expect(try sf(["key", "generate", "--type", "p256", "--out", privatePath, "--public-out", publicPath]).status == 0)
+        let originalPrivate = try scratch.read("id.pem"), originalPublic = try scratch.read("id.pub")
+
+        var result = try sf(["key", "generate", "--type", "p256", "--out", privatePath])
+        #expect(result.status == 1 && result.stderrText.contains("--force"))
+        result = try sf(["key", "generate", "--type", "p256", "--out", scratch.path("new.pem"), "--public-out", publicPath])
+        #expect(result.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("new.pem")), "nothing is written when an output exists")
+        #expect(try scratch.read("id.pem") == originalPrivate && scratch.read("id.pub") == originalPublic)
+
+        // A planted symbolic link (dangling or not) is not followed or replaced.
+        let victim = try scratch.write("victim", Data("keep me".utf8))
+        let link = scratch.path("planted.pem")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim)
+        let dangling = scratch.path("dangling.pem")
+        try FileManager.default.createSymbolicLink(atPath: dangling, withDestinationPath: scratch.path("nowhere"))
+        for path in [link, dangling] {
+            result = try sf(["key", "generate", "--type", "ed25519", "--out", path])
+            #expect(result.status == 1)
+        }
+        #expect(try scratch.read("victim") == Data("keep me".utf8))
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("nowhere")))
+
+        result = try sf(["key", "generate", "--type", "p256", "--out", privatePath, "--public-out", publicPath, "--force"])
+        #expect(result.status == 0)
+        #expect(try scratch.read("id.pem") != originalPrivate)
+    }
+}
