@@ -159,14 +159,16 @@ struct KeyFingerprintCommand: ParsableCommand {
         commandName: "fingerprint", abstract: "Print a key's type and SHA-256 fingerprint of its SPKI (hex and base64).")
 
     @Argument(help: "Key file, public or private (any supported format).") var file: String
+    @OptionGroup var keys: KeyFileOptions
 
     func run() throws {
         let data = try FileInput(path: file).readToEnd()
         let key: AsymmetricPublicKey
         do {
             key = try KeyImport.publicKey(from: data)
-        } catch KeyError.wrongKeyType {
-            key = try KeyFileOptions().privateKey(file).publicKey
+        } catch KeyError.wrongKeyType, KeyError.passphraseRequired {
+            // An encrypted private key: its passphrase from --passphrase-file, else a prompt.
+            key = try keys.privateKey(file).publicKey
         }
         print("\(key.type) SHA256:\(key.fingerprint.hex) \(key.fingerprint.base64)")
     }

@@ -35,4 +35,30 @@ import Testing
         #expect(result.status == 0)
         #expect(try scratch.read("id.pem") != originalPrivate)
     }
+
+    /// Item 13: `sf key fingerprint` reads an encrypted PKCS#8 file with --passphrase-file.
+    @Test func fingerprintOfAnEncryptedPrivateKey() throws {
+        let scratch = try Scratch()
+        let passphrase = try scratch.write("pass", Data("key passphrase\n".utf8))
+        let generated = try sf(["key", "generate", "--type", "p256", "--out", scratch.path("enc.pem"), "--passphrase-file", passphrase])
+        #expect(generated.status == 0, "\(generated.stderrText)")
+        let plain = try sf(["key", "generate", "--type", "p256", "--out", scratch.path("plain.pem"), "--public-out", scratch.path("plain.pub")])
+        #expect(plain.status == 0)
+        let result = try sf(["key", "fingerprint", scratch.path("enc.pem"), "--passphrase-file", passphrase])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(!result.stderrText.contains("parsable argument"))
+        // The same fingerprint as the public key exported from it.
+        let exported = try sf(["key", "export", "--in", scratch.path("enc.pem"), "--passphrase-file", passphrase, "--format", "spki-pem", "-o", scratch.path("enc.pub")])
+        #expect(exported.status == 0, "\(exported.stderrText)")
+        let ofPublic = try sf(["key", "fingerprint", scratch.path("enc.pub")])
+        #expect(ofPublic.status == 0 && result.stdoutText == ofPublic.stdoutText)
+        #expect(result.stdoutText.hasPrefix("p256 SHA256:"))
+        let wrong = try scratch.write("wrong", Data("nope\n".utf8))
+        let refused = try sf(["key", "fingerprint", scratch.path("enc.pem"), "--passphrase-file", wrong])
+        #expect(refused.status == 1 && refused.stdout.isEmpty)
+        #expect(!refused.stderrText.contains("parsable argument"))
+        // Public and clear private files need no passphrase.
+        #expect(try sf(["key", "fingerprint", scratch.path("plain.pub")]).status == 0)
+        #expect(try sf(["key", "fingerprint", scratch.path("plain.pem")]).status == 0)
+    }
 }
