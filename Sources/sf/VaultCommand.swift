@@ -27,7 +27,7 @@ struct VaultPasscodeOption: ParsableArguments {
     /// Opens the vault in `keychain` and unlocks it with the passcode.
     func unlockedVault(_ keychain: Keychain) throws -> Vault {
         let vault = Vault(keychain: keychain)
-        guard vault.hasPasscode else { throw VaultError.notSetUp }
+        try vault.requireSetUp()
         try vault.unlock(passcode: try read())
         return vault
     }
@@ -101,10 +101,16 @@ struct VaultStatusCommand: ParsableCommand {
 
     func run() throws {
         let vault = Vault(keychain: try location.open())
-        guard vault.hasPasscode, let keys = vault.keyIds else {
+        switch try vault.setUpStatus() {
+        case .notSetUp:
             print("vault: not set up")
             return
+        case .corrupt(let reason):
+            throw VaultError.corruptState(reason)
+        case .setUp:
+            break
         }
+        guard let keys = vault.keyIds else { throw VaultError.notSetUp }
         print("vault: set up")
         print("security questions: \(vault.securityQuestions.count)")
         for question in vault.securityQuestions { print("  \(question)") }
@@ -155,7 +161,7 @@ struct VaultRecoverCommand: ParsableCommand {
     func run() throws {
         let keychain = try location.open()
         let vault = Vault(keychain: keychain)
-        guard vault.hasPasscode else { throw VaultError.notSetUp }
+        try vault.requireSetUp()
         let answers = try answersFile.map(VaultFiles.lines) ?? vault.securityQuestions.map { question in
             String(decoding: try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { Data($0) }, as: UTF8.self)
         }

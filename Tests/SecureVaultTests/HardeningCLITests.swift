@@ -90,3 +90,40 @@ import Testing
         try vault.unlock(passcode: secret("old passcode"))
     }
 }
+
+/// Issue 12 item 16: a truncated state item is reported as corruption by every command.
+@Suite struct CorruptStateTests {
+    func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        return try TestSupport.run(binary.path, arguments, stdin: stdin)
+    }
+
+    @Test func truncatedStateIsCorruptForStatusDecryptInitAndTheLibrary() throws {
+        let (scratch, kc, passcode) = try HardeningCLITests().initializedVault()
+        let keychain = try scratch.keychain()
+        let state = try keychain.passwordData(service: Vault.stateService, account: "default")
+        try keychain.setInternalItem(state.prefix(state.count / 2), service: Vault.stateService, account: "default")
+        try keychain.close()
+
+        let vault = Vault(keychain: try scratch.keychain())
+        #expect(try vault.setUpStatus() == .corrupt("not a vault state item"))
+        #expect(vaultError { try vault.requireSetUp() } == .corruptState("not a vault state item"))
+        #expect(vaultError { try vault.setUp(passcode: secret("p"), questions: ["Q?"], answers: ["A"]) } == .corruptState("not a vault state item"))
+
+        let questions = try scratch.write("q", "Q?\n"), answers = try scratch.write("a", "A\n")
+        let commands: [[String]] = [
+            ["vault", "status"] + kc,
+            ["vault", "decrypt"] + kc + ["--passcode-file", passcode],
+            ["vault", "encrypt"] + kc + ["--passcode-file", passcode],
+            ["vault", "init"] + kc + ["--passcode-file", passcode, "--questions-file", questions, "--answers-file", answers],
+            ["vault", "recover"] + kc + ["--answers-file", answers, "--new-passcode-file", passcode],
+        ]
+        for arguments in commands {
+            let result = try sf(arguments, stdin: Data("x".utf8))
+            #expect(result.status == 1, "\(arguments[1])")
+            #expect(result.stderrText.contains("the stored vault state is not valid"), "\(arguments[1]): \(result.stderrText)")
+            #expect(!result.stderrText.contains("not set up") && !result.stderrText.contains("already set up"))
+            #expect(!result.stdoutText.contains("not set up"))
+        }
+    }
+}
