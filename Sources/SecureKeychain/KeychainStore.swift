@@ -41,6 +41,9 @@ final class KeychainStore {
     init(path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
         try Self.prepareFile(path)
         connection = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        // Refuse another application's database before anything is written to it (switching to
+        // WAL rewrites the file header).
+        try refuseForeignDatabase()
         let mode = try connection.text("PRAGMA journal_mode = WAL")
         guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
         // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
@@ -63,6 +66,14 @@ final class KeychainStore {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
         close(fd)
+    }
+
+    /// Throws `notAKeychain` unless the file is a keychain or an empty database (read-only checks).
+    private func refuseForeignDatabase() throws(KeychainError) {
+        let applicationID = try connection.integer("PRAGMA application_id")
+        if applicationID == Self.applicationID { return }
+        let objects = try connection.integer("SELECT count(*) FROM sqlite_schema")
+        guard applicationID == 0, objects == 0 else { throw .notAKeychain(path: connection.path) }
     }
 
     private func migrate() throws(KeychainError) {
