@@ -123,7 +123,7 @@ struct KeyExportCommand: ParsableCommand {
             if [.pkcs8, .pkcs8DER, .pkcs8Encrypted].contains(format) {
                 try writePrivate(store.privateKey(tag: tag))
             } else {
-                try Terminal.writeOutput(try store.open().publicKey(tag: tag).exported(as: format), to: output)
+                try Terminal.writeOutput(try store.publicKey(tag: tag, file: nil).exported(as: format), to: output)
             }
             return
         }

@@ -1,5 +1,6 @@
 import Foundation
 import SFTestSupport
+import SecureFoundation
 import Testing
 
 /// Issue 12 items 12 and 13, through the built `sf` binary.
@@ -60,5 +61,34 @@ import Testing
         // Public and clear private files need no passphrase.
         #expect(try sf(["key", "fingerprint", scratch.path("plain.pub")]).status == 0)
         #expect(try sf(["key", "fingerprint", scratch.path("plain.pem")]).status == 0)
+    }
+}
+
+/// Issue 12 item 5 through the CLI: with the sealer given, a swapped public item is refused.
+@Suite struct KeyPairBindingCLITests {
+    @Test func swappedPublicItemIsRefusedWhenTheSealerIsGiven() throws {
+        let scratch = try Scratch()
+        let kc = ["--keychain", scratch.path("keychain.db")]
+        let phrase = try scratch.write("phrase", Data("store passphrase\n".utf8))
+        let store = kc + ["--key-passphrase-file", phrase]
+        #expect(try sf(["key", "generate", "--type", "x25519", "--tag", "me"] + store).status == 0)
+        #expect(try sf(["key", "export", "--tag", "me", "--format", "spki-pem"] + store).status == 0)
+
+        let keychain = try Keychain(path: scratch.path("keychain.db"))
+        let attacker = try AsymmetricPrivateKey.generate(.x25519).publicKey
+        try keychain.replace([Keychain.NewItem(
+            identity: KeychainItem.Identity(.key, service: KeyStore.service, account: "me"), value: attacker.spkiDERRepresentation)])
+        try keychain.close()
+
+        for arguments in [
+            ["key", "export", "--tag", "me", "--format", "spki-pem"] + store,
+            ["key", "encrypt", "--tag", "me"] + store,
+            ["key", "decrypt", "--tag", "me"] + store,
+        ] {
+            let result = try sf(arguments, stdin: Data("x".utf8))
+            #expect(result.status == 1, "\(arguments[1])")
+            #expect(result.stderrText.contains("not the public half"), "\(arguments[1]): \(result.stderrText)")
+            #expect(result.stdout.isEmpty)
+        }
     }
 }
