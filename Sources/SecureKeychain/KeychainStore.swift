@@ -48,6 +48,9 @@ final class KeychainStore {
         guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
         // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
         try connection.execute("PRAGMA synchronous = FULL")
+        // Freed content (deleted or replaced values) is overwritten with zeros, in the WAL frames
+        // written from now on and, through checkpoints, in the database file.
+        try connection.execute("PRAGMA secure_delete = ON")
         try migrate()
     }
 
