@@ -307,6 +307,8 @@ struct KeyVerifyCommand: ParsableCommand {
     @Flag(help: "LEGACY Heimdall signature (RSA PKCS#1 v1.5 SHA-256).") var heimdall = false
     @Argument(help: "Input file; default standard input.") var input: String?
 
+    static let maximumSignatureFile = 64 << 10
+
     func validate() throws {
         try requireOne(key, "--key", tag: tag)
         if heimdall, scheme != nil { throw ValidationError("--heimdall fixes the scheme; drop --scheme") }
@@ -314,7 +316,12 @@ struct KeyVerifyCommand: ParsableCommand {
 
     func run() throws {
         let publicKey = try store.publicKey(tag: tag, file: key)
-        let signatureFile = try FileInput(path: signature).readToEnd()
+        // Signatures are at most a few hundred bytes (base64 of RSA-4096 is 684); a larger file is
+        // refused before it is decoded.
+        let signatureFile = try FileInput(path: signature).read(upTo: Self.maximumSignatureFile + 1)
+        guard signatureFile.count <= Self.maximumSignatureFile else {
+            throw CLIError("\(signature): too large for a signature (over \(Self.maximumSignatureFile >> 10) KiB)")
+        }
         let signatureBytes = (try? Heimdall.decodeBase64(String(decoding: signatureFile, as: UTF8.self))) ?? signatureFile
         let message = try Terminal.readInput(input)
         if heimdall {

@@ -30,6 +30,11 @@ struct SealCommand: ParsableCommand {
 
     func validate() throws {
         if armor && stream { throw ValidationError("--armor applies to envelopes, not to --stream") }
+        // An envelope no default reader would open is refused up front (readers' ceiling: logN 22).
+        let ceiling = KDFLimits.default.maxScryptLogN
+        if kdf == .scrypt, !(1...ceiling).contains(logN) {
+            throw ValidationError("--log-n must be 1...\(ceiling) (readers refuse more by default)")
+        }
     }
 
     func run() throws {
