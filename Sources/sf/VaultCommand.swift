@@ -10,7 +10,7 @@ struct VaultCommand: ParsableCommand {
         subcommands: [
             VaultInitCommand.self, VaultStatusCommand.self, VaultChangePasscodeCommand.self,
             VaultChangeQuestionsCommand.self, VaultRecoverCommand.self, VaultEncryptCommand.self,
-            VaultDecryptCommand.self, VaultRotateCommand.self,
+            VaultDecryptCommand.self, VaultRotateCommand.self, VaultRetireKeyCommand.self,
         ]
     )
 }
@@ -208,7 +208,7 @@ struct VaultDecryptCommand: ParsableCommand {
 
 struct VaultRotateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rotate", abstract: "Make a new application key current and re-seal the secure keychain items.")
+        commandName: "rotate", abstract: "Make a new application key current and re-seal every sealed keychain item (passwords and keys).")
 
     @OptionGroup var location: KeychainLocation
     @OptionGroup var passcode: VaultPasscodeOption
@@ -218,5 +218,23 @@ struct VaultRotateCommand: ParsableCommand {
         let rotation = try passcode.unlockedVault(keychain).rotateKey()
         try keychain.close()
         print("current key id: \(rotation.keyId); re-sealed \(rotation.resealed) secure item(s), skipped \(rotation.skipped)")
+    }
+}
+
+struct VaultRetireKeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retire-key",
+        abstract: "Remove an old application key for good (refused while it is current or seals keychain items).",
+        discussion: "Data sealed with `sf vault encrypt` under that key can no longer be decrypted afterwards.")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+    @Option(help: "The application key id to retire (see sf vault status).") var keyId: UInt32
+
+    func run() throws {
+        let keychain = try location.open()
+        try passcode.unlockedVault(keychain).retireKey(keyId)
+        try keychain.close()
+        print("retired key id \(keyId)")
     }
 }
