@@ -15,8 +15,12 @@ public enum Age {
     public protocol Recipient: Sendable {
         /// Wraps the 16-byte `fileKey` into stanzas that the matching identity can unwrap.
         func wrap(fileKey: SecretBytes) throws -> [Stanza]
-        /// True when the stanzas of this recipient must be the only ones in the header (scrypt).
-        var requiresOnlyStanza: Bool { get }
+        /// age's recipient labels (age 1.3 `RecipientWithLabels`): a file is encrypted only to
+        /// recipients whose label sets are all equal. Classical recipients have none; the
+        /// post-quantum hybrid has `postquantum`, so mixing it with a classical recipient (which
+        /// would drop the post-quantum protection) is refused; the passphrase recipient has a
+        /// random label of its own, so it is always alone.
+        var labels: Set<String> { get }
     }
 
     /// Something a file can be decrypted with: recognizes its own stanzas and unwraps the file key.
@@ -34,6 +38,11 @@ public enum Age {
 }
 
 extension Age.Recipient {
-    /// Most recipient types can be mixed with others.
-    public var requiresOnlyStanza: Bool { false }
+    /// No labels: the recipient mixes with every other unlabeled (classical) recipient.
+    public var labels: Set<String> { [] }
+}
+
+extension Age {
+    /// The label of post-quantum recipients, as in age 1.3.
+    public static let postQuantumLabel = "postquantum"
 }

@@ -40,9 +40,10 @@ extension Age {
         }
     }
 
+    /// Writes through `OutputDestination`: a file atomically, a device or pipe in place.
     private static func atomically(_ path: String, _ body: (ByteSink) throws -> Void) throws {
         do {
-            try AtomicFile.write(to: path) { output in
+            try OutputDestination.write(to: path) { output in
                 try body(DescriptorSink(descriptor: output.descriptor, name: path))
             }
         } catch let error as SecureCoreError {

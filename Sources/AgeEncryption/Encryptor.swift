@@ -11,11 +11,21 @@ extension Age {
         private var finished = false
 
         /// Writes the header (and the armor's first line when `armored`) to `sink`.
-        /// Throws `invalidRecipientSet` for no recipients, or for an scrypt recipient among others.
+        /// Throws `invalidRecipientSet` for no recipients, or for recipients whose labels differ
+        /// (age 1.3's rule): a passphrase among others, or a post-quantum recipient mixed with
+        /// classical ones.
         public init(recipients: [any Recipient], to sink: ByteSink, armored: Bool = false) throws {
-            guard !recipients.isEmpty else { throw AgeError.invalidRecipientSet("no recipients") }
-            if recipients.count > 1, recipients.contains(where: \.requiresOnlyStanza) {
-                throw AgeError.invalidRecipientSet("a passphrase cannot be combined with other recipients")
+            guard let first = recipients.first else { throw AgeError.invalidRecipientSet("no recipients") }
+            for other in recipients.dropFirst() where other.labels != first.labels {
+                if other is Age.ScryptRecipient || first is Age.ScryptRecipient {
+                    throw AgeError.invalidRecipientSet("a passphrase cannot be combined with other recipients")
+                }
+                if other.labels.contains(Age.postQuantumLabel) != first.labels.contains(Age.postQuantumLabel) {
+                    throw AgeError.invalidRecipientSet(
+                        "a post-quantum recipient cannot be combined with classical ones (the file would lose its post-quantum protection)")
+                }
+                throw AgeError.invalidRecipientSet(
+                    "incompatible recipients: labels \(first.labels.sorted()) and \(other.labels.sorted()) differ")
             }
             let fileKey = Age.generateFileKey()
             var stanzas = [Stanza]()

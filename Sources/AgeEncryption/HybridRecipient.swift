@@ -18,6 +18,9 @@ extension Age {
         /// The recipient for `publicKey`.
         public init(publicKey: XWingMLKEM768X25519.PublicKey) { self.publicKey = publicKey }
 
+        /// `postquantum`: the file is refused when a classical recipient is added to it.
+        public var labels: Set<String> { [Age.postQuantumLabel] }
+
         /// Parses an `age1pq1…` recipient.
         public init(_ text: String) throws {
             guard let (hrp, data) = Bech32.decode(text), hrp == "age1pq",

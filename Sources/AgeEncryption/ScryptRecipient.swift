@@ -25,7 +25,8 @@ extension Age {
             self.workFactor = workFactor
         }
 
-        public var requiresOnlyStanza: Bool { true }
+        /// A label no other recipient has, so the passphrase stanza is always alone in its header.
+        public let labels: Set<String> = ["passphrase-" + Hex.encode(SecureRandom.bytes(count: 16))]
 
         public func wrap(fileKey: SecretBytes) throws -> [Stanza] {
             let salt = SecureRandom.bytes(count: 16)

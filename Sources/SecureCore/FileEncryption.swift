@@ -2,8 +2,9 @@ import Crypto
 import Foundation
 
 /// Encrypting and decrypting files (the seed's `EncryptFileToPath`) in the chunked `SFS1` format:
-/// memory stays bounded whatever the file size, and the destination is written atomically, so a
-/// failure (wrong key, tampering, truncation, full disk) leaves no output file at all.
+/// memory stays bounded whatever the file size, and a destination file is written atomically, so a
+/// failure (wrong key, tampering, truncation, full disk) leaves no output file at all. A device or
+/// pipe destination is written in place, never replaced (see `OutputDestination`).
 public enum FileEncryption {
     /// Encrypts the file at `source` to `destination` under a 32-byte key.
     public static func encryptFile(
@@ -11,7 +12,7 @@ public enum FileEncryption {
         algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
     ) throws {
         let input = try FileInput(path: source)
-        try AtomicFile.write(to: destination) { output in
+        try OutputDestination.write(to: destination) { output in
             try StreamEnvelope.encrypt(from: input, to: output, key: key, algorithm: algorithm, context: context)
         }
     }
@@ -22,7 +23,7 @@ public enum FileEncryption {
         algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
     ) throws {
         let input = try FileInput(path: source)
-        try AtomicFile.write(to: destination) { output in
+        try OutputDestination.write(to: destination) { output in
             try StreamEnvelope.encrypt(
                 from: input, to: output, passphrase: passphrase, kdf: kdf, algorithm: algorithm, context: context)
         }
@@ -33,7 +34,7 @@ public enum FileEncryption {
         at source: String, to destination: String, key: SymmetricKey, context: some DataProtocol = Data()
     ) throws {
         let input = try FileInput(path: source)
-        try AtomicFile.write(to: destination) { output in
+        try OutputDestination.write(to: destination) { output in
             try StreamEnvelope.decrypt(from: input, to: output, key: key, context: context)
         }
     }
@@ -44,7 +45,7 @@ public enum FileEncryption {
         limits: KDFLimits = .default
     ) throws {
         let input = try FileInput(path: source)
-        try AtomicFile.write(to: destination) { output in
+        try OutputDestination.write(to: destination) { output in
             try StreamEnvelope.decrypt(from: input, to: output, passphrase: passphrase, context: context, limits: limits)
         }
     }

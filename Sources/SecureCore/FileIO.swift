@@ -157,7 +157,8 @@ public enum AtomicFile {
 
     /// Runs `body` with an output positioned in a fresh temporary file next to `path`; when `body`
     /// returns, the file is synced and renamed over `path`. When `body` throws, the temporary file is
-    /// removed, `path` is untouched, and the error is rethrown.
+    /// removed, `path` is untouched, and the error is rethrown. After
+    /// `TemporaryFiles.removeOnTerminationSignals()`, SIGINT, SIGTERM or SIGHUP also remove it.
     public static func write<R>(
         to path: String, permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
     ) throws -> R {
@@ -166,6 +167,9 @@ public enum AtomicFile {
         let temporary = directory + "/." + url.lastPathComponent + ".tmp-" + Hex.encode(SecureRandom.bytes(count: 8))
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+        // Removed by a termination signal while pending (see `TemporaryFiles`).
+        TemporaryFiles.registry.insert(temporary)
+        defer { TemporaryFiles.registry.remove(temporary) }
         do {
             let output = FileOutput(ownedDescriptor: fd, path: path)
             let result = try body(output)

@@ -41,6 +41,12 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
             guard !overflow, memory <= limits.maxScryptMemory else {
                 throw SecureCoreError.costAboveCeiling("scrypt needs \(memory >> 20) MiB, ceiling \(limits.maxScryptMemory >> 20) MiB")
             }
+            // Time grows with N·r·p, memory only with N·r: bound both.
+            let (work, workOverflow) = (UInt64(r) * UInt64(p)).multipliedReportingOverflow(by: 1 << UInt64(logN))
+            guard !workOverflow, work <= limits.maxScryptWork else {
+                throw SecureCoreError.costAboveCeiling(
+                    "scrypt work N·r·p = 2^\(logN)·\(r)·\(p) above ceiling \(limits.maxScryptWork) (2^\(limits.maxScryptLogN)·8·1 by default)")
+            }
         case .pbkdf2(let hash, let rounds):
             guard hash == .sha256 || hash == .sha384 || hash == .sha512 || hash == HashFunction.Insecure.sha1 else {
                 throw SecureCoreError.invalidParameter("PBKDF2 with \(hash.name) is not supported")
@@ -60,9 +66,15 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
         let key: SymmetricKey
         switch self {
         case .scrypt(let logN, let r, let p):
-            key = try KDF.Scrypt.deriveKey(
-                from: passphrase, salt: salt, outputByteCount: outputByteCount,
-                rounds: 1 << Int(logN), blockSize: Int(r), parallelism: Int(p))
+            do {
+                key = try KDF.Scrypt.deriveKey(
+                    from: passphrase, salt: salt, outputByteCount: outputByteCount,
+                    rounds: 1 << Int(logN), blockSize: Int(r), parallelism: Int(p))
+            } catch {
+                // Parameters were validated above, so a failure here is the allocation of 128·r·N bytes.
+                let mebibytes = ((128 * UInt64(r)) << UInt64(logN)) >> 20
+                throw SecureCoreError.outOfMemory("scrypt (logN \(logN), r \(r)) could not get its \(mebibytes) MiB of memory")
+            }
         case .pbkdf2(let hash, let rounds):
             let function: KDF.Insecure.PBKDF2.HashFunction =
                 switch hash.kind {
@@ -117,23 +129,29 @@ public struct KDFLimits: Sendable, Hashable {
     public var maxScryptP: UInt32
     /// Upper bound on scrypt's 128·r·N bytes of memory.
     public var maxScryptMemory: UInt64
+    /// Upper bound on scrypt's work, N·r·p (its time is proportional to it).
+    public var maxScryptWork: UInt64
     public var maxPBKDF2Rounds: UInt32
 
+    /// Ceilings; `maxScryptWork` defaults to 2^maxScryptLogN · 8 · 1, the work of the largest
+    /// accepted N with the usual r 8 and p 1 (2^25 for the default logN 22).
     public init(
         maxScryptLogN: UInt8 = 22, maxScryptR: UInt32 = 32, maxScryptP: UInt32 = 16,
-        maxScryptMemory: UInt64 = 4 << 30, maxPBKDF2Rounds: UInt32 = 10_000_000
+        maxScryptMemory: UInt64 = 4 << 30, maxScryptWork: UInt64? = nil, maxPBKDF2Rounds: UInt32 = 10_000_000
     ) {
         self.maxScryptLogN = maxScryptLogN
         self.maxScryptR = maxScryptR
         self.maxScryptP = maxScryptP
         self.maxScryptMemory = maxScryptMemory
+        self.maxScryptWork = maxScryptWork ?? (maxScryptLogN >= 60 ? .max : UInt64(8) << UInt64(maxScryptLogN))
         self.maxPBKDF2Rounds = maxPBKDF2Rounds
     }
 
-    /// scrypt logN ≤ 22, r ≤ 32, p ≤ 16, memory ≤ 4 GiB; PBKDF2 ≤ 10,000,000 rounds.
+    /// scrypt logN ≤ 22, r ≤ 32, p ≤ 16, memory ≤ 4 GiB, work N·r·p ≤ 2^25; PBKDF2 ≤ 10,000,000 rounds.
     public static let `default` = KDFLimits()
 
     /// No ceiling: for parameters the caller chose itself (sealing), never for untrusted input.
     public static let unlimited = KDFLimits(
-        maxScryptLogN: 56, maxScryptR: .max, maxScryptP: .max, maxScryptMemory: .max, maxPBKDF2Rounds: .max)
+        maxScryptLogN: 56, maxScryptR: .max, maxScryptP: .max, maxScryptMemory: .max, maxScryptWork: .max,
+        maxPBKDF2Rounds: .max)
 }

@@ -25,6 +25,8 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
     case io(path: String, reason: String)
     /// The destination exists and the operation was asked not to replace it.
     case fileExists(path: String)
+    /// Memory for the operation could not be allocated (for example scrypt's 128·r·N bytes).
+    case outOfMemory(String)
 
     public var description: String {
         switch self {
@@ -52,6 +54,8 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
             return "\(path): \(reason)"
         case .fileExists(let path):
             return "\(path) already exists"
+        case .outOfMemory(let detail):
+            return "out of memory: \(detail)"
         }
     }
 }

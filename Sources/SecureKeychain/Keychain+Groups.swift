@@ -47,6 +47,7 @@ extension Keychain {
     public func replace(_ items: [NewItem], deleting: [KeychainItem.Identity] = []) throws(KeychainError) {
         let prepared = try Self.prepare(items)
         let now = Date().timeIntervalSince1970
+        for identity in deleting { try Self.refuseInternal(identity) }
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
             for identity in deleting where s.items[identity] != nil { s.record(identity, nil) }
             for (identity, item) in prepared {
@@ -59,7 +60,8 @@ extension Keychain {
     /// `itemNotFound` (naming the first identity) when none exists.
     @discardableResult
     public func delete(_ identities: [KeychainItem.Identity]) throws(KeychainError) -> Int {
-        try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
+        for identity in identities { try Self.refuseInternal(identity) }
+        return try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
             let present = identities.filter { s.items[$0] != nil }
             guard !present.isEmpty else {
                 throw .itemNotFound(service: identities.first?.service, account: identities.first?.account)
@@ -89,6 +91,7 @@ extension Keychain {
     private static func prepare(_ items: [NewItem]) throws(KeychainError) -> [(KeychainItem.Identity, StoredItem)] {
         var prepared: [(KeychainItem.Identity, StoredItem)] = []
         for item in items {
+            try refuseInternal(item.identity)
             var value = item.value
             if let sealer = item.sealer { value = try seal(item.value, identity: item.identity, sealer: sealer) }
             prepared.append(

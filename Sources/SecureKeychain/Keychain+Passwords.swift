@@ -3,14 +3,45 @@ import Foundation
 /// The iMAS keychain's convenience surface: passwords by service and account (generic-password
 /// items in one access group, the default group unless given).
 extension Keychain {
-    /// Stores `password` for `service` and `account`, adding the item or replacing its value.
-    public func setPassword(_ password: Data, service: String, account: String, accessGroup: String = "") throws(KeychainError) {
-        try upsert(password, for: .init(accessGroup: accessGroup, service: service, account: account), attributes: nil, isSealed: false)
+    /// Stores `password` in clear for `service` and `account`, adding the item or replacing its
+    /// value. A sealed item is never downgraded to clear silently: it throws `protectionMismatch`
+    /// (nothing changed) unless `changingProtection` is true, the caller's explicit request to
+    /// store the new value in clear. Use `setSecurePassword` to replace a sealed value.
+    public func setPassword(
+        _ password: Data, service: String, account: String, accessGroup: String = "", changingProtection: Bool = false
+    ) throws(KeychainError) {
+        try upsertClear(
+            Array(password), for: .init(accessGroup: accessGroup, service: service, account: account),
+            changingProtection: changingProtection)
     }
 
-    /// Stores `password` as UTF-8.
-    public func setPassword(_ password: String, service: String, account: String, accessGroup: String = "") throws(KeychainError) {
-        try upsert(Array(password.utf8), for: .init(accessGroup: accessGroup, service: service, account: account), attributes: nil, isSealed: false)
+    /// Stores `password` as UTF-8 (same rules as the `Data` form).
+    public func setPassword(
+        _ password: String, service: String, account: String, accessGroup: String = "", changingProtection: Bool = false
+    ) throws(KeychainError) {
+        try upsertClear(
+            Array(password.utf8), for: .init(accessGroup: accessGroup, service: service, account: account),
+            changingProtection: changingProtection)
+    }
+
+    /// Adds or replaces a clear value, refusing to replace a sealed one unless `changingProtection`.
+    func upsertClear(_ bytes: [UInt8], for identity: KeychainItem.Identity, changingProtection: Bool) throws(KeychainError) {
+        try Self.refuseInternal(identity)
+        try upsertClearUnchecked(bytes, for: identity, changingProtection: changingProtection)
+    }
+
+    func upsertClearUnchecked(_ bytes: [UInt8], for identity: KeychainItem.Identity, changingProtection: Bool) throws(KeychainError) {
+        let now = Date().timeIntervalSince1970
+        try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
+            if !changingProtection, s.items[identity]?.isSealed == true {
+                throw .protectionMismatch(service: identity.service, account: identity.account, isSealed: true)
+            }
+            s.record(identity) { existing in
+                StoredItem(
+                    attributes: existing?.attributes ?? .init(), created: existing?.created ?? now,
+                    modified: now, isSealed: false, value: bytes)
+            }
+        }
     }
 
     /// The password bytes for `service` and `account`: `itemNotFound` when absent,

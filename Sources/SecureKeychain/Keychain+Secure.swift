@@ -11,6 +11,7 @@ extension Keychain {
         _ password: Data, service: String, account: String, accessGroup: String = "", sealer: any ItemSealer
     ) throws(KeychainError) {
         let identity = KeychainItem.Identity(accessGroup: accessGroup, service: service, account: account)
+        try Self.refuseInternal(identity)
         let sealed = try Self.seal(password, identity: identity, sealer: sealer)
         try upsert(sealed, for: identity, attributes: nil, isSealed: true)
     }

@@ -84,6 +84,7 @@ public final class Keychain: Sendable {
     func add(
         _ value: Data, for identity: KeychainItem.Identity, attributes: KeychainItem.Attributes, isSealed: Bool
     ) throws(KeychainError) {
+        try Self.refuseInternal(identity)
         let now = Date().timeIntervalSince1970
         let stored = StoredItem(attributes: attributes, created: now, modified: now, isSealed: isSealed, value: Array(value))
         try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
@@ -117,16 +118,26 @@ public final class Keychain: Sendable {
 
     /// Sets the value (when given; the item becomes clear) and/or the attributes (when given) of
     /// every item matching `query`, and updates their modification dates. Returns how many changed;
-    /// throws `itemNotFound` when none match.
+    /// throws `itemNotFound` when none match. A new value for a sealed item throws
+    /// `protectionMismatch` and changes nothing, unless `changingProtection` is true (the caller's
+    /// explicit request to store the value in clear). Internal items are refused or left out, as
+    /// for `delete`.
     @discardableResult
     public func update(
-        _ query: KeychainQuery, value: Data? = nil, attributes: KeychainItem.Attributes? = nil
+        _ query: KeychainQuery, value: Data? = nil, attributes: KeychainItem.Attributes? = nil,
+        changingProtection: Bool = false
     ) throws(KeychainError) -> Int {
+        try Self.refuseInternal(query)
         let now = Date().timeIntervalSince1970
         let bytes = value.map(Array.init)
         return try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
-            let matches = s.items.identities(matching: query)
+            let matches = Self.withoutInternal(s.items.identities(matching: query), query: query)
             guard !matches.isEmpty else { throw query.notFound }
+            if bytes != nil, !changingProtection,
+                let sealed = matches.first(where: { s.items[$0]?.isSealed == true })
+            {
+                throw .protectionMismatch(service: sealed.service, account: sealed.account, isSealed: true)
+            }
             for identity in matches {
                 guard var item = s.items[identity] else { continue }
                 if let bytes {
@@ -142,11 +153,13 @@ public final class Keychain: Sendable {
     }
 
     /// Deletes every item matching `query` (up to its limit). Returns how many; throws
-    /// `itemNotFound` when none match.
+    /// `itemNotFound` when none match. SecureFoundation's internal items are never deleted: a
+    /// query naming their service throws `internalItem`, a broader one leaves them out.
     @discardableResult
     public func delete(_ query: KeychainQuery) throws(KeychainError) -> Int {
-        try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
-            let matches = s.items.identities(matching: query)
+        try Self.refuseInternal(query)
+        return try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
+            let matches = Self.withoutInternal(s.items.identities(matching: query), query: query)
             guard !matches.isEmpty else { throw query.notFound }
             for identity in matches { s.record(identity, nil) }
             return matches.count
@@ -162,9 +175,12 @@ public final class Keychain: Sendable {
     }
 
     /// The items matching `query`, ordered by access group, service and account, at most `limit`.
+    /// SecureFoundation's internal items appear only when `query` names their service.
     public func items(matching query: KeychainQuery) -> [KeychainItem] {
         engine.state.withLock { s in
-            s.items.identities(matching: query).compactMap { identity in s.items[identity]?.item(identity) }
+            Self.withoutInternal(s.items.identities(matching: query), query: query).compactMap { identity in
+                s.items[identity]?.item(identity)
+            }
         }
     }
 

@@ -11,7 +11,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case authenticationFailed(service: String, account: String)
     /// The sealer failed for a reason other than locking or authentication.
     case sealingFailed(String)
-    /// The item is sealed and must be read with the secure API, or is clear and cannot be read with it.
+    /// The item is sealed and must be read or replaced with the secure API (a clear write would
+    /// downgrade it), or is clear and cannot be read with it.
     case protectionMismatch(service: String, account: String, isSealed: Bool)
     /// A password read as a string is not valid UTF-8.
     case valueNotText(service: String, account: String)
@@ -29,6 +30,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidLocation(String)
     /// The keychain was closed; no further changes are accepted.
     case closed
+    /// A write or delete through the public API named one of SecureFoundation's internal items
+    /// (the vault's state); they change only through their owner (`Vault`).
+    case internalItem(service: String, account: String?)
 
     public var description: String {
         switch self {
@@ -50,7 +54,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "sealing failed: \(reason)"
         case .protectionMismatch(let service, let account, let isSealed):
             return isSealed
-                ? "the item for service '\(service)' and account '\(account)' is sealed; read it with the secure API"
+                ? "the item for service '\(service)' and account '\(account)' is sealed; read or replace it with the secure API"
                 : "the item for service '\(service)' and account '\(account)' is not sealed"
         case .valueNotText(let service, let account):
             return "the value for service '\(service)' and account '\(account)' is not UTF-8 text"
@@ -68,6 +72,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "keychain location: \(reason)"
         case .closed:
             return "the keychain is closed"
+        case .internalItem(let service, let account):
+            return "service '\(service)'\(account.map { " account '\($0)'" } ?? "") is SecureFoundation's internal item; "
+                + "it cannot be changed or deleted through the password API (use sf vault)"
         }
     }
 }

@@ -38,19 +38,32 @@ final class KeychainStore {
 
     let connection: SQLiteConnection
 
-    init(path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
-        try Self.prepareFile(path)
+    convenience init(path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
+        try Self.prepareFile(path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        try self.init(opening: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    private init(opening path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
         connection = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        // Refuse another application's database before anything is written to it (switching to
+        // WAL rewrites the file header).
+        try refuseForeignDatabase()
         let mode = try connection.text("PRAGMA journal_mode = WAL")
         guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
         // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
         try connection.execute("PRAGMA synchronous = FULL")
+        // Freed content (deleted or replaced values) is overwritten with zeros, in the WAL frames
+        // written from now on and, through checkpoints, in the database file.
+        try connection.execute("PRAGMA secure_delete = ON")
         try migrate()
     }
 
-    /// Creates the parent directory (0700) when missing and the file (0600) when missing, so SQLite
-    /// (which gives its -wal and -shm files the database's mode) never creates a wider file.
-    private static func prepareFile(_ path: String) throws(KeychainError) {
+    /// Creates the parent directory (0700) when missing, and a missing keychain file whole: built
+    /// under a temporary name (0600, so SQLite gives its -wal and -shm files that mode too) and
+    /// linked into place, so a keychain file is never empty. An existing file of 0 bytes was
+    /// truncated and is refused (`corrupted`) rather than silently started afresh; an existing
+    /// file readable or writable by group or others is narrowed to the owner (0600).
+    private static func prepareFile(_ path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             do {
@@ -60,9 +73,53 @@ final class KeychainStore {
                 throw .invalidLocation("cannot create \(directory): \(error.localizedDescription)")
             }
         }
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
+        var status = stat()
+        if stat(path, &status) != 0 {
+            guard errno == ENOENT else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
+            try createWhole(path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            guard stat(path, &status) == 0 else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .invalidLocation("\(path) is not a regular file") }
+        guard status.st_size > 0 else {
+            throw .corrupted(
+                path: path,
+                details: "the file is empty (0 bytes), so it was truncated; restore it from a backup, or remove it to start a new keychain")
+        }
+        if status.st_mode & 0o077 != 0, status.st_uid == geteuid() {
+            for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
+        }
+    }
+
+    /// Builds a new keychain file under a temporary name and links it to `path` (never replacing
+    /// a file another process created meanwhile).
+    private static func createWhole(_ path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent().path + "/." + url.lastPathComponent + ".new-"
+            + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        defer { for file in [temporary, temporary + "-wal", temporary + "-shm"] { unlink(file) } }
+        let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .invalidLocation("cannot create \(path): \(String(cString: strerror(errno)))") }
         close(fd)
+        do {
+            // Closing the connection (end of scope) checkpoints the WAL into the file.
+            _ = try KeychainStore(opening: temporary, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        }
+        let synced = open(temporary, O_RDONLY | O_CLOEXEC)
+        if synced >= 0 {
+            _ = fsync(synced)
+            close(synced)
+        }
+        guard link(temporary, path) == 0 || errno == EEXIST else {
+            throw .invalidLocation("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Throws `notAKeychain` unless the file is a keychain or an empty database (read-only checks).
+    private func refuseForeignDatabase() throws(KeychainError) {
+        let applicationID = try connection.integer("PRAGMA application_id")
+        if applicationID == Self.applicationID { return }
+        let objects = try connection.integer("SELECT count(*) FROM sqlite_schema")
+        guard applicationID == 0, objects == 0 else { throw .notAKeychain(path: connection.path) }
     }
 
     private func migrate() throws(KeychainError) {

@@ -63,6 +63,9 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case sealedKeyDoesNotOpen(tag: String)
     /// The keychain holding the keys failed (file, storage or lock error).
     case keychain(String)
+    /// The clear public key stored under this tag is not the public half of its sealed private
+    /// key: the keychain file was modified (for example the public item swapped).
+    case publicKeyMismatch(tag: String)
 
     /// A short human-readable name; never contains key material.
 
@@ -100,6 +103,8 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .sealerLocked: "the vault is locked: unlock it to use private keys"
         case .sealedKeyDoesNotOpen(let tag): "the private key \"\(tag)\" does not open: another vault key, or the stored item was modified"
         case .keychain(let detail): "keychain: \(detail)"
+        case .publicKeyMismatch(let tag):
+            "the stored public key \"\(tag)\" is not the public half of its sealed private key: the keychain file was modified"
         }
     }
 }

@@ -68,15 +68,18 @@ public struct KeyStore: Sendable {
         try mapping(tag) { () throws(KeychainError) in try keychain.add([item]) }
     }
 
-    /// The public key under `tag` (of a key pair or a partner). `keyNotFound` when absent.
+    /// The public key under `tag` (of a key pair or a partner). `keyNotFound` when absent. The
+    /// public item is stored in clear and is not authenticated here; `verifiedPublicKey` and
+    /// `privateKey` check a pair's public half against its sealed private half.
     public func publicKey(tag: String) throws -> AsymmetricPublicKey {
         let item = try mapping(tag) { () throws(KeychainError) in try keychain.item(identity(tag)) }
         return try AsymmetricPublicKey(spkiDERRepresentation: item.value)
     }
 
     /// The private key under `tag`, opened through `sealer`: `keyNotFound` when the tag is absent,
-    /// `noPrivateKey` for a partner key, `sealerLocked` when the sealer is locked, and
-    /// `sealedKeyDoesNotOpen` when it is another sealer or the sealed value was modified.
+    /// `noPrivateKey` for a partner key, `sealerLocked` when the sealer is locked,
+    /// `sealedKeyDoesNotOpen` when it is another sealer or the sealed value was modified, and
+    /// `publicKeyMismatch` when the stored public key is not the private key's public half.
     public func privateKey(tag: String, sealer: any ItemSealer) throws -> AsymmetricPrivateKey {
         try requireTag(tag)
         var der = try mapping(tag) { () throws(KeychainError) in
@@ -88,7 +91,19 @@ public struct KeyStore: Sendable {
             }
         }
         defer { der.resetBytes(in: 0..<der.count) }
-        return try AsymmetricPrivateKey(pkcs8DERRepresentation: der)
+        let key = try AsymmetricPrivateKey(pkcs8DERRepresentation: der)
+        // The public item is clear: bind it to the authenticated private key.
+        let stored = try mapping(tag) { () throws(KeychainError) in try keychain.item(identity(tag)) }
+        guard stored.value == key.publicKey.spkiDERRepresentation else { throw KeyError.publicKeyMismatch(tag: tag) }
+        return key
+    }
+
+    /// The public key under `tag`, authenticated for a key pair: its sealed private key is opened
+    /// through `sealer` and the stored public key must be its public half (`publicKeyMismatch`
+    /// otherwise). A partner key has nothing sealed to check it against and is returned as stored.
+    public func verifiedPublicKey(tag: String, sealer: any ItemSealer) throws -> AsymmetricPublicKey {
+        guard try list().first(where: { $0.tag == tag })?.hasPrivateKey ?? false else { return try publicKey(tag: tag) }
+        return try privateKey(tag: tag, sealer: sealer).publicKey
     }
 
     /// Replaces the key pair under `tag` by a fresh one of `type` (by default the same type) in

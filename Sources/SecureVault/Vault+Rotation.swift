@@ -14,8 +14,9 @@ extension Vault {
     }
 
     /// Makes a new application key current (older keys stay, so existing data still opens), stores
-    /// it durably, then re-seals every secure generic-password item of the keychain under it.
-    /// Each item is replaced in one write, so an interruption leaves every item readable.
+    /// it durably, then re-seals every sealed keychain item of every class (secure passwords and
+    /// stored private keys) under it. Each item is replaced in one write, so an interruption leaves
+    /// every item readable. Items sealed by another sealer are counted in `skipped` and left alone.
     @discardableResult
     public func rotateKey() throws(VaultError) -> Rotation {
         var newId: UInt32 = 0
@@ -29,16 +30,16 @@ extension Vault {
         }
         var resealed = 0, skipped = 0
         do {
-            for item in keychain.items(matching: KeychainQuery(.genericPassword)) where item.isSealed {
-                let id = item.identity
-                let value: Data
+            for item in sealedItems() {
+                var value: Data
                 do {
-                    value = try keychain.securePasswordData(service: id.service, account: id.account, accessGroup: id.accessGroup, sealer: self)
+                    value = try keychain.openSealedValue(item.identity, sealer: self)
                 } catch .authenticationFailed {
                     skipped += 1
                     continue
                 }
-                try keychain.setSecurePassword(value, service: id.service, account: id.account, accessGroup: id.accessGroup, sealer: self)
+                defer { value.resetBytes(in: 0..<value.count) }
+                try keychain.replace([Keychain.NewItem(identity: item.identity, value: value, attributes: item.attributes, sealer: self)])
                 resealed += 1
             }
             try keychain.synchronizeBlocking()
@@ -46,5 +47,37 @@ extension Vault {
             throw .keychain(error)
         }
         return Rotation(keyId: newId, resealed: resealed, skipped: skipped)
+    }
+
+    /// The ids of application keys that sealed items in this vault's keychain are sealed under
+    /// (from their `SFV1` headers). Data sealed by `encrypt` and kept elsewhere is not seen.
+    public func keyIdsInUse() -> Set<UInt32> {
+        var ids = Set<UInt32>()
+        for item in sealedItems() {
+            let value = item.value
+            guard value.count >= Self.sealedHeaderCount, value.prefix(4).elementsEqual(Self.sealedMagic) else { continue }
+            ids.insert(value.dropFirst(4).prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        }
+        return ids
+    }
+
+    /// Removes application key `keyId` from the vault for good (unlocked only). Refused with
+    /// `keyInUse` for the current key or while a sealed keychain item is still sealed under it
+    /// (rotate first). Data sealed under it by `encrypt` and kept outside the keychain can no
+    /// longer be opened afterwards: re-encrypt such data before retiring its key.
+    public func retireKey(_ keyId: UInt32) throws(VaultError) {
+        let inUse = keyIdsInUse()
+        try change { state, keys throws(VaultError) in
+            guard state.keys.contains(where: { $0.id == keyId }) else { throw .unknownKeyId(keyId) }
+            guard keyId != state.currentKeyId else { throw .keyInUse(keyId, reason: "it is the current key") }
+            guard !inUse.contains(keyId) else { throw .keyInUse(keyId, reason: "sealed keychain items use it; run rotate first") }
+            state.keys.removeAll { $0.id == keyId }
+            keys.applicationKeys[keyId] = nil
+        }
+    }
+
+    /// Every sealed item of the keychain, of every class.
+    private func sealedItems() -> [KeychainItem] {
+        KeychainItem.Class.allCases.flatMap { keychain.items(matching: KeychainQuery($0)) }.filter(\.isSealed)
     }
 }

@@ -41,7 +41,7 @@ extension Vault {
     /// Writes `state` as one item and returns once it is durable.
     func store(_ state: VaultState) throws(VaultError) {
         do {
-            try keychain.setPassword(state.encoded(), service: Self.stateService, account: name)
+            try keychain.setInternalItem(state.encoded(), service: Self.stateService, account: name)
             try keychain.synchronizeBlocking()
         } catch {
             throw .keychain(error)
@@ -55,7 +55,7 @@ extension Vault {
 
     private func storeAttempts(_ attempts: VaultAttempts) throws(VaultError) {
         do {
-            try keychain.setPassword(attempts.encoded(), service: Self.attemptsService, account: name)
+            try keychain.setInternalItem(attempts.encoded(), service: Self.attemptsService, account: name)
             try keychain.synchronizeBlocking()
         } catch {
             throw .keychain(error)
@@ -74,24 +74,39 @@ extension Vault {
         if wait > 0 { throw .throttled(retryAfter: .milliseconds(Int64((wait * 1000).rounded(.up)))) }
     }
 
-    /// Counts a failure durably; erases the vault when the configured wipe limit is reached.
-    func recordFailure() throws(VaultError) {
-        guard configuration.countsFailures else { return }
+    /// Counts an attempt as a failure, durably, before its KDF work (the caller holds the state
+    /// file lock); returns the new count (0 when failures are not counted). When a previous
+    /// attempt already reached the wipe limit (its process ended before wiping), erases the vault
+    /// and throws `wiped`.
+    func countAttempt() throws(VaultError) -> Int {
+        guard configuration.countsFailures else { return 0 }
         var attempts = loadAttempts()
+        if let limit = configuration.wipeAfterFailures, attempts.failures >= limit { try wipe() }
         // Saturating, and safe against a tampered stored count.
         attempts.failures = attempts.failures < Int(Int32.max) ? max(attempts.failures, 0) + 1 : Int(Int32.max)
         attempts.lastFailure = configuration.now().timeIntervalSince1970
-        if let limit = configuration.wipeAfterFailures, attempts.failures >= limit {
-            do {
-                try keychain.deletePassword(service: Self.stateService, account: name)
-                try? keychain.deletePassword(service: Self.attemptsService, account: name)
-                try keychain.synchronizeBlocking()
-            } catch {
-                throw .keychain(error)
-            }
-            throw .wiped
-        }
         try storeAttempts(attempts)
+        return attempts.failures
+    }
+
+    /// After a failed attempt counted as number `failures`: erases the vault when that reached the
+    /// configured wipe limit.
+    func wipeIfLimitReached(failures: Int) throws(VaultError) {
+        guard let limit = configuration.wipeAfterFailures, failures >= limit else { return }
+        try wipe()
+    }
+
+    private func wipe() throws(VaultError) -> Never {
+        do {
+            try keychain.deleteInternalItem(service: Self.stateService, account: name)
+            try? keychain.deleteInternalItem(service: Self.attemptsService, account: name)
+            try keychain.synchronizeBlocking()
+        } catch .itemNotFound {
+            // Already erased by another attempt.
+        } catch {
+            throw .keychain(error)
+        }
+        throw .wiped
     }
 
     func resetFailures() throws(VaultError) {

@@ -50,8 +50,42 @@ public final class Vault: ItemSealer, @unchecked Sendable {
 
     // MARK: Readable while locked
 
-    /// True when the vault is set up (its passcode wrap exists).
+    /// True when the vault is set up and its state is valid (false when not set up or corrupt;
+    /// `setUpStatus` tells the two apart).
     public var hasPasscode: Bool { (try? loadState()) != nil }
+
+    /// Whether a vault is set up, told without a secret.
+    public enum SetUpStatus: Equatable, Sendable {
+        /// No state item: `finalize()` can set the vault up.
+        case notSetUp
+        /// A valid state item.
+        case setUp
+        /// A state item exists but is not a valid vault state (truncated, edited, or a newer
+        /// version); the reason is `VaultError.corruptState`'s. Neither set-up nor unlocking proceeds.
+        case corrupt(String)
+    }
+
+    /// Whether the vault is set up, not set up, or its stored state is corrupt. Throws only when
+    /// the keychain cannot be read.
+    public func setUpStatus() throws(VaultError) -> SetUpStatus {
+        try sync()
+        guard let data = try storedStateData() else { return .notSetUp }
+        do {
+            _ = try VaultState.decode(data)
+            return .setUp
+        } catch .corruptState(let reason) {
+            return .corrupt(reason)
+        }
+    }
+
+    /// Throws `notSetUp` or `corruptState` unless the vault is set up with a valid state.
+    public func requireSetUp() throws(VaultError) {
+        switch try setUpStatus() {
+        case .setUp: return
+        case .notSetUp: throw .notSetUp
+        case .corrupt(let reason): throw .corruptState(reason)
+        }
+    }
 
     /// True when the vault has security questions and a recovery wrap.
     public var hasSecurityQuestionsAndAnswers: Bool { !securityQuestions.isEmpty }
@@ -99,7 +133,11 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         }
         let keys = try withStateFileLock { () throws(VaultError) -> Keys in
             try sync()
-            guard try storedStateData() == nil else { throw .alreadySetUp }
+            if let existing = try storedStateData() {
+                // A corrupt state is reported as such, not as a working vault.
+                _ = try VaultState.decode(existing)
+                throw .alreadySetUp
+            }
             let vaultId = SecureRandom.bytes(count: 16)
             let vaultKey = SecretBytes.random(count: Envelope.keyByteCount)
             let applicationKey = SecretBytes.random(count: Envelope.keyByteCount)
@@ -162,24 +200,37 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         }
     }
 
+    /// One unlock attempt. The throttle is checked and the attempt counted as a failure durably,
+    /// under the vault's file lock, before any KDF work: concurrent guesses (threads or processes)
+    /// each count, and a process killed during the KDF has already been counted. A success resets
+    /// the counter.
     private func attempt(
         failure: VaultError, _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
     ) throws(VaultError) {
         lock.lock()
         defer { lock.unlock() }
-        try sync()
-        let state = try loadState()
-        try checkThrottle()
+        let (state, failures) = try withStateFileLock { () throws(VaultError) -> (VaultState, Int) in
+            try sync()
+            let state = try loadState()
+            try checkThrottle()
+            return (state, try countAttempt())
+        }
         let (wrap, context, passphrase) = select(state)
         let vaultKey: SecretBytes
         do {
             vaultKey = try Self.unwrap(wrap, passphrase: passphrase, context: context, limits: configuration.kdfLimits)
         } catch .crypto(.authenticationFailed) {
-            try recordFailure()
+            try withStateFileLock { () throws(VaultError) in
+                try sync()
+                try wipeIfLimitReached(failures: failures)
+            }
             throw failure
         }
         let keys = try Self.openKeys(state, vaultKey: vaultKey)
-        try resetFailures()
+        try withStateFileLock { () throws(VaultError) in
+            try sync()
+            try resetFailures()
+        }
         unlocked = keys
     }
 

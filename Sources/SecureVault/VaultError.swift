@@ -32,6 +32,8 @@ public enum VaultError: Error, Equatable, Sendable, CustomStringConvertible {
     case crypto(SecureCoreError)
     /// The lock file that serializes changes to the vault state could not be opened or locked.
     case stateLock(path: String, reason: String)
+    /// `retireKey` refused: the application key is current or still seals keychain items.
+    case keyInUse(UInt32, reason: String)
 
     public var description: String {
         switch self {
@@ -51,6 +53,7 @@ public enum VaultError: Error, Equatable, Sendable, CustomStringConvertible {
         case .keychain(let error): return error.description
         case .crypto(let error): return error.description
         case .stateLock(let path, let reason): return "\(path): cannot lock the vault state: \(reason)"
+        case .keyInUse(let id, let reason): return "application key \(id) cannot be retired: \(reason)"
         }
     }
 }

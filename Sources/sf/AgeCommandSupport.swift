@@ -40,18 +40,12 @@ enum AgeCommandSupport {
         return source
     }
 
-    /// Writes to a regular file `path` atomically (complete or absent), straight to a device or
-    /// pipe `path` (never replacing, say, /dev/null), or streams to standard output.
+    /// Writes to `path` under the library's output policy (`OutputDestination`: a regular file
+    /// atomically, complete or absent; a device or pipe in place, never replacing, say,
+    /// /dev/null), or streams to standard output.
     static func withOutput(_ path: String?, binary: Bool, _ body: (Age.ByteSink) throws -> Void) throws {
         if let path, path != "-" {
-            var status = stat()
-            if stat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
-                let fd = open(path, O_WRONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw CLIError("\(path): \(String(cString: strerror(errno)))") }
-                defer { close(fd) }
-                return try body(Age.DescriptorSink(descriptor: fd, name: path))
-            }
-            try AtomicFile.write(to: path) { output in
+            try OutputDestination.write(to: path) { output in
                 try body(WritebackSink(descriptor: output.descriptor, name: path))
             }
         } else {

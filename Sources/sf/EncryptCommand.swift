@@ -46,6 +46,13 @@ struct EncryptCommand: ParsableCommand {
     @Argument(help: "Input file (default: standard input).")
     var input: String?
 
+    func validate() throws {
+        let ceiling = Age.ScryptIdentity.defaultWorkFactorCeiling
+        if !(1...ceiling).contains(workFactor) {
+            throw ValidationError("--work-factor must be 1...\(ceiling) (age readers refuse more by default)")
+        }
+    }
+
     func run() throws {
         if decrypt {
             if !recipients.isEmpty || !recipientFiles.isEmpty || armor || passphrase {

@@ -49,10 +49,13 @@ struct KeyGenerateCommand: ParsableCommand {
 
     @Option(help: "rsa2048, rsa3072, rsa4096, p256, p384, p521, ed25519, x25519 (or legacy rsa1024).")
     var type: KeyType
-    @Option(help: "Private key file to write (atomically, mode 0600).") var out: String?
+    @Option(help: "Private key file to create (atomically, mode 0600; an existing file is kept unless --force).")
+    var out: String?
     @Option(help: "Store the key pair in the keychain under this tag instead of a file.") var tag: String?
     @OptionGroup var store: KeyStoreOptions
-    @Option(help: "Also write the public key (SPKI PEM) here.") var publicOut: String?
+    @Option(help: "Also write the public key (SPKI PEM) here (an existing file is kept unless --force).")
+    var publicOut: String?
+    @Flag(help: "Replace existing --out and --public-out files.") var force = false
     @Option(help: "Encrypt the private key (PKCS#8 PBES2, AES-256-CBC) with the passphrase in this file.")
     var passphraseFile: String?
 
@@ -62,16 +65,34 @@ struct KeyGenerateCommand: ParsableCommand {
     }
 
     func run() throws {
-        let key = try AsymmetricPrivateKey.generate(type)
-        if let tag {
-            try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
-        } else if let out {
-            let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
-            let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
-            try encoded.withUnsafeBytes { try AtomicFile.write(Data($0), to: out) }
+        // Refuse before any work when an output exists (the writes below refuse again, atomically).
+        if !force {
+            for path in [out, publicOut].compactMap({ $0 }) {
+                var status = stat()
+                if lstat(path, &status) == 0 { throw Self.exists(path) }
+            }
         }
-        if let publicOut { try AtomicFile.write(try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644) }
+        let key = try AsymmetricPrivateKey.generate(type)
+        do {
+            if let tag {
+                try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
+            } else if let out {
+                let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
+                let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
+                try encoded.withUnsafeBytes { try OutputDestination.write($0, to: out, overwrite: force) }
+            }
+            if let publicOut {
+                try OutputDestination.write(
+                    try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644, overwrite: force)
+            }
+        } catch SecureCoreError.fileExists(let path) {
+            throw Self.exists(path)
+        }
         print("\(type) \(key.publicKey.fingerprint)")
+    }
+
+    private static func exists(_ path: String) -> CLIError {
+        CLIError("\(path) exists; refusing to overwrite a key file (use --force to replace it)")
     }
 }
 
@@ -102,7 +123,7 @@ struct KeyExportCommand: ParsableCommand {
             if [.pkcs8, .pkcs8DER, .pkcs8Encrypted].contains(format) {
                 try writePrivate(store.privateKey(tag: tag))
             } else {
-                try Terminal.writeOutput(try store.open().publicKey(tag: tag).exported(as: format), to: output)
+                try Terminal.writeOutput(try store.publicKey(tag: tag, file: nil).exported(as: format), to: output)
             }
             return
         }
@@ -139,14 +160,16 @@ struct KeyFingerprintCommand: ParsableCommand {
         abstract: "Print a key's type, its sha256-spki:<hex> fingerprint and, where OpenSSH has one, its OpenSSH SHA256:<base64> fingerprint.")
 
     @Argument(help: "Key file, public or private (any supported format).") var file: String
+    @OptionGroup var keys: KeyFileOptions
 
     func run() throws {
         let data = try FileInput(path: file).readToEnd()
         let key: AsymmetricPublicKey
         do {
             key = try KeyImport.publicKey(from: data)
-        } catch KeyError.wrongKeyType {
-            key = try KeyFileOptions().privateKey(file).publicKey
+        } catch KeyError.wrongKeyType, KeyError.passphraseRequired {
+            // An encrypted private key: its passphrase from --passphrase-file, else a prompt.
+            key = try keys.privateKey(file).publicKey
         }
         print(([key.type.rawValue, key.fingerprint.description] + [key.openSSHFingerprint].compactMap { $0 }).joined(separator: " "))
     }
@@ -285,6 +308,8 @@ struct KeyVerifyCommand: ParsableCommand {
     @Flag(help: "LEGACY Heimdall signature (RSA PKCS#1 v1.5 SHA-256).") var heimdall = false
     @Argument(help: "Input file; default standard input.") var input: String?
 
+    static let maximumSignatureFile = 64 << 10
+
     func validate() throws {
         try requireOne(key, "--key", tag: tag)
         if heimdall, scheme != nil { throw ValidationError("--heimdall fixes the scheme; drop --scheme") }
@@ -292,7 +317,12 @@ struct KeyVerifyCommand: ParsableCommand {
 
     func run() throws {
         let publicKey = try store.publicKey(tag: tag, file: key)
-        let signatureFile = try FileInput(path: signature).readToEnd()
+        // Signatures are at most a few hundred bytes (base64 of RSA-4096 is 684); a larger file is
+        // refused before it is decoded.
+        let signatureFile = try FileInput(path: signature).read(upTo: Self.maximumSignatureFile + 1)
+        guard signatureFile.count <= Self.maximumSignatureFile else {
+            throw CLIError("\(signature): too large for a signature (over \(Self.maximumSignatureFile >> 10) KiB)")
+        }
         let signatureBytes = (try? Heimdall.decodeBase64(String(decoding: signatureFile, as: UTF8.self))) ?? signatureFile
         let message = try Terminal.readInput(input)
         if heimdall {

@@ -30,9 +30,16 @@ struct KeyStoreOptions: ParsableArguments {
         return try store.privateKey(tag: tag, sealer: sealer(store.keychain))
     }
 
-    /// The public key under `tag`, else the one in the key file `path`.
+    /// The public key under `tag`, else the one in the key file `path`. With --passcode-file or
+    /// --key-passphrase-file, a key pair's public half is verified against its sealed private key.
     func publicKey(tag: String?, file path: String?) throws -> AsymmetricPublicKey {
-        if let tag { return try open().publicKey(tag: tag) }
+        if let tag {
+            let store = try open()
+            if vaultPasscode.passcodeFile != nil || keyPassphraseFile != nil {
+                return try store.verifiedPublicKey(tag: tag, sealer: sealer(store.keychain))
+            }
+            return try store.publicKey(tag: tag)
+        }
         guard let path else { throw ValidationError("give a key file or --tag") }
         return try KeyFileOptions.publicKey(path)
     }

@@ -50,7 +50,13 @@ struct KeychainSetCommand: ParsableCommand {
             try keychain.setSecurePassword(
                 password, service: name.service, account: name.account, accessGroup: name.accessGroup, sealer: vault)
         } else {
-            try keychain.setPassword(password, service: name.service, account: name.account, accessGroup: name.accessGroup)
+            do {
+                try keychain.setPassword(password, service: name.service, account: name.account, accessGroup: name.accessGroup)
+            } catch .protectionMismatch(_, _, isSealed: true) {
+                throw CLIError(
+                    "the item for service '\(name.service)' and account '\(name.account)' is sealed; "
+                        + "use --secure to replace it (its value is never stored in clear)")
+            }
         }
         try keychain.close()
     }

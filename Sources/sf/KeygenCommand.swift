@@ -50,7 +50,7 @@ struct KeygenCommand: ParsableCommand {
             let text = "# created: \(created)\n# public key: \(publicKey)\n\(secret)\n"
             if let output {
                 do {
-                    try AtomicFile.write(Data(text.utf8), to: output, permissions: 0o600, overwrite: false)
+                    try OutputDestination.write(Data(text.utf8), to: output, permissions: 0o600, overwrite: false)
                 } catch SecureCoreError.fileExists {
                     throw CLIError("\(output) exists; refusing to overwrite an identity file")
                 }
@@ -75,6 +75,6 @@ struct KeygenCommand: ParsableCommand {
     }
 
     private func emit(_ text: String, to path: String?) throws {
-        if let path { try AtomicFile.write(Data(text.utf8), to: path, permissions: 0o644) } else { print(text, terminator: "") }
+        if let path { try OutputDestination.write(Data(text.utf8), to: path, permissions: 0o644) } else { print(text, terminator: "") }
     }
 }

@@ -30,6 +30,8 @@ struct SF: AsyncParsableCommand {
 @main
 enum Main {
     static func main() async {
+        // An interrupted -o write leaves no temporary file (with decrypted data) behind.
+        TemporaryFiles.removeOnTerminationSignals()
         do {
             var command = try SF.parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -30,6 +30,11 @@ struct SealCommand: ParsableCommand {
 
     func validate() throws {
         if armor && stream { throw ValidationError("--armor applies to envelopes, not to --stream") }
+        // An envelope no default reader would open is refused up front (readers' ceiling: logN 22).
+        let ceiling = KDFLimits.default.maxScryptLogN
+        if kdf == .scrypt, !(1...ceiling).contains(logN) {
+            throw ValidationError("--log-n must be 1...\(ceiling) (readers refuse more by default)")
+        }
     }
 
     func run() throws {
@@ -116,10 +121,11 @@ struct OpenCommand: ParsableCommand {
     }
 }
 
-/// Runs `body` with standard output, or with an atomically replaced file when `path` is given.
+/// Runs `body` with standard output, or with `path` under the library's output policy
+/// (`OutputDestination`: a file atomically, a device or pipe in place).
 func withOutput(_ path: String?, _ body: (borrowing FileOutput) throws -> Void) throws {
     if let path, path != "-" {
-        try AtomicFile.write(to: path, body)
+        try OutputDestination.write(to: path, body)
     } else {
         try body(FileOutput(descriptor: 1, name: "standard output"))
     }

@@ -80,10 +80,11 @@ enum Terminal {
         return try FileInput(descriptor: 0, name: "standard input").readToEnd()
     }
 
-    /// Writes `data` to standard output, or atomically to the file at `path`.
+    /// Writes `data` to standard output, or to `path` under the library's output policy
+    /// (`OutputDestination`: a file atomically, a device or pipe in place).
     static func writeOutput(_ data: Data, to path: String?) throws {
         if let path, path != "-" {
-            try AtomicFile.write(data, to: path)
+            try OutputDestination.write(data, to: path)
         } else {
             try FileOutput(descriptor: 1, name: "standard output").write(data)
         }

@@ -10,7 +10,7 @@ struct VaultCommand: ParsableCommand {
         subcommands: [
             VaultInitCommand.self, VaultStatusCommand.self, VaultChangePasscodeCommand.self,
             VaultChangeQuestionsCommand.self, VaultRecoverCommand.self, VaultEncryptCommand.self,
-            VaultDecryptCommand.self, VaultRotateCommand.self,
+            VaultDecryptCommand.self, VaultRotateCommand.self, VaultRetireKeyCommand.self,
         ]
     )
 }
@@ -27,7 +27,7 @@ struct VaultPasscodeOption: ParsableArguments {
     /// Opens the vault in `keychain` and unlocks it with the passcode.
     func unlockedVault(_ keychain: Keychain) throws -> Vault {
         let vault = Vault(keychain: keychain)
-        guard vault.hasPasscode else { throw VaultError.notSetUp }
+        try vault.requireSetUp()
         try vault.unlock(passcode: try read())
         return vault
     }
@@ -101,10 +101,16 @@ struct VaultStatusCommand: ParsableCommand {
 
     func run() throws {
         let vault = Vault(keychain: try location.open())
-        guard vault.hasPasscode, let keys = vault.keyIds else {
+        switch try vault.setUpStatus() {
+        case .notSetUp:
             print("vault: not set up")
             return
+        case .corrupt(let reason):
+            throw VaultError.corruptState(reason)
+        case .setUp:
+            break
         }
+        guard let keys = vault.keyIds else { throw VaultError.notSetUp }
         print("vault: set up")
         print("security questions: \(vault.securityQuestions.count)")
         for question in vault.securityQuestions { print("  \(question)") }
@@ -155,7 +161,7 @@ struct VaultRecoverCommand: ParsableCommand {
     func run() throws {
         let keychain = try location.open()
         let vault = Vault(keychain: keychain)
-        guard vault.hasPasscode else { throw VaultError.notSetUp }
+        try vault.requireSetUp()
         let answers = try answersFile.map(VaultFiles.lines) ?? vault.securityQuestions.map { question in
             String(decoding: try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { Data($0) }, as: UTF8.self)
         }
@@ -202,7 +208,7 @@ struct VaultDecryptCommand: ParsableCommand {
 
 struct VaultRotateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rotate", abstract: "Make a new application key current and re-seal the secure keychain items.")
+        commandName: "rotate", abstract: "Make a new application key current and re-seal every sealed keychain item (passwords and keys).")
 
     @OptionGroup var location: KeychainLocation
     @OptionGroup var passcode: VaultPasscodeOption
@@ -212,5 +218,23 @@ struct VaultRotateCommand: ParsableCommand {
         let rotation = try passcode.unlockedVault(keychain).rotateKey()
         try keychain.close()
         print("current key id: \(rotation.keyId); re-sealed \(rotation.resealed) secure item(s), skipped \(rotation.skipped)")
+    }
+}
+
+struct VaultRetireKeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retire-key",
+        abstract: "Remove an old application key for good (refused while it is current or seals keychain items).",
+        discussion: "Data sealed with `sf vault encrypt` under that key can no longer be decrypted afterwards.")
+
+    @OptionGroup var location: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+    @Option(help: "The application key id to retire (see sf vault status).") var keyId: UInt32
+
+    func run() throws {
+        let keychain = try location.open()
+        try passcode.unlockedVault(keychain).retireKey(keyId)
+        try keychain.close()
+        print("retired key id \(keyId)")
     }
 }

@@ -130,3 +130,36 @@ private struct LockedSealer: ItemSealer {
             != SealedValueBinding.context(for: .init(.genericPassword, service: "a", account: "b")))
     }
 }
+
+/// Issue 12 item 4: a sealed item is never downgraded to clear by the clear-value APIs.
+@Suite struct DowngradeTests {
+    let sealer = try! KeyItemSealer(key: SecretBytes.random(count: 32))
+
+    @Test func clearWritesToASealedItemAreRefusedUnlessAskedFor() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setSecurePassword("sealed value", service: "bank", account: "ann", sealer: sealer)
+            let before = try keychain.item(.init(service: "bank", account: "ann"))
+            let mismatch = KeychainError.protectionMismatch(service: "bank", account: "ann", isSealed: true)
+            expectError(mismatch) { try keychain.setPassword("clear", service: "bank", account: "ann") }
+            expectError(mismatch) { try keychain.setPassword(Data("clear".utf8), service: "bank", account: "ann") }
+            expectError(mismatch) {
+                try keychain.update(KeychainQuery(service: "bank", account: "ann"), value: Data("clear".utf8))
+            }
+            // A query matching a clear and a sealed item changes neither.
+            try keychain.setPassword("bob's", service: "bank", account: "bob")
+            expectError(mismatch) { try keychain.update(KeychainQuery(service: "bank"), value: Data("clear".utf8)) }
+            #expect(try keychain.password(service: "bank", account: "bob") == "bob's")
+            try keychain.close()
+            let reopened = try Keychain(path: path)
+            let after = try reopened.item(.init(service: "bank", account: "ann"))
+            #expect(after.isSealed && after.value == before.value)
+            #expect(try reopened.securePassword(service: "bank", account: "ann", sealer: sealer) == "sealed value")
+            // Attributes alone may change; an explicit request may change the protection.
+            try reopened.update(KeychainQuery(service: "bank", account: "ann"), attributes: .init(label: "L"))
+            #expect(try reopened.item(.init(service: "bank", account: "ann")).isSealed)
+            try reopened.setPassword("now clear", service: "bank", account: "ann", changingProtection: true)
+            #expect(try reopened.password(service: "bank", account: "ann") == "now clear")
+        }
+    }
+}

@@ -50,7 +50,7 @@ import Testing
         let state = try keychain.passwordData(service: Vault.stateService, account: "default")
         var json = try #require(try JSONSerialization.jsonObject(with: state) as? [String: Any])
         json["questions"] = ["Street you grew up on?", "First pet?"]  // swapped order
-        try keychain.setPassword(
+        try keychain.setInternalItem(
             try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]), service: Vault.stateService, account: "default")
         let vault = Vault(keychain: keychain, configuration: configuration())
         #expect(vault.securityQuestions == ["Street you grew up on?", "First pet?"])
@@ -62,7 +62,7 @@ import Testing
     @Test func damagedStateIsReportedNotTrusted() throws {
         let scratch = try VaultScratch()
         let keychain = try scratch.setUpVault().keychain
-        try keychain.setPassword(Data("{}".utf8), service: Vault.stateService, account: "default")
+        try keychain.setInternalItem(Data("{}".utf8), service: Vault.stateService, account: "default")
         let vault = Vault(keychain: keychain, configuration: configuration())
         #expect(vaultError { try vault.unlock(passcode: secret("old passcode")) } == .corruptState("not a vault state item"))
     }

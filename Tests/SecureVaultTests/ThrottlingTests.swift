@@ -36,6 +36,32 @@ import Testing
         #expect(vaultError { try vault.unlock(passcode: secret("wrong")) } == .throttled(retryAfter: .seconds(30)))
     }
 
+    /// Issue 12 item 1: parallel guessing (separate keychain connections, as separate processes
+    /// have) cannot bypass the counter; each attempt is counted before its KDF work.
+    @Test func twentyConcurrentWrongAttemptsAreAllCountedAndEngageTheThrottle() throws {
+        let scratch = try VaultScratch()
+        let clock = TestClock()
+        let throttling = Vault.Throttling(freeAttempts: 20, baseDelay: .seconds(60), maximumDelay: .seconds(3600))
+        var slower = configuration(throttling: throttling, clock: clock)
+        slower.kdf = .scrypt(logN: 10, r: 8, p: 1)
+        _ = try scratch.setUpVault(slower)
+        let vaults = try (0..<20).map { _ in Vault(keychain: try scratch.keychain(), configuration: slower) }
+        let outcomes = Outcomes()
+        DispatchQueue.concurrentPerform(iterations: vaults.count) { index in
+            outcomes.add(vaultError { try vaults[index].unlock(passcode: secret("wrong \(index)")) })
+        }
+        #expect(outcomes.all.count == 20)
+        #expect(outcomes.all.allSatisfy { $0 == .wrongPasscode })
+        let fresh = Vault(keychain: try scratch.keychain(), configuration: slower)
+        #expect(fresh.failedAttempts == 20)
+        // The throttle is engaged, even for the right passcode.
+        #expect(vaultError { try fresh.unlock(passcode: secret("old passcode")) } == .throttled(retryAfter: .seconds(60)))
+        #expect(fresh.failedAttempts == 20)
+        clock.advance(60)
+        try fresh.unlock(passcode: secret("old passcode"))
+        #expect(fresh.failedAttempts == 0)
+    }
+
     @Test func delaySchedule() {
         let throttling = Vault.Throttling(freeAttempts: 5, baseDelay: .seconds(1), maximumDelay: .seconds(100))
         #expect((0...4).allSatisfy { throttling.delay(afterFailures: $0) == .zero })
@@ -45,4 +71,12 @@ import Testing
         #expect(throttling.delay(afterFailures: 50) == .seconds(100))
         #expect(throttling.delay(afterFailures: Int.max) == .seconds(100))
     }
+}
+
+/// Collects results from concurrent workers.
+final class Outcomes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values = [VaultError?]()
+    func add(_ value: VaultError?) { lock.withLock { values.append(value) } }
+    var all: [VaultError?] { lock.withLock { values } }
 }

@@ -207,7 +207,7 @@ extension DER {
         do {
             return try T(derEncoded: Array(bytes))
         } catch {
-            throw KeyError.malformedDER("\(what): \(error)")
+            throw KeyError.malformedDER("\(what): \(ASN1ErrorText.clean(error))")
         }
     }
 }

@@ -69,7 +69,7 @@ public enum EncryptedPKCS8 {
         } catch let error as KeyError {
             throw error
         } catch {
-            throw KeyError.malformedDER("EncryptedPrivateKeyInfo: \(error)")
+            throw KeyError.malformedDER("EncryptedPrivateKeyInfo: \(ASN1ErrorText.clean(error))")
         }
     }
 }

@@ -102,7 +102,7 @@ public enum KeyImport {
         do {
             node = try DER.parse(bytes)
         } catch {
-            throw KeyError.malformedDER("\(error)")
+            throw KeyError.malformedDER(ASN1ErrorText.clean(error))
         }
         guard case .constructed(let children) = node.content, node.identifier == .sequence else {
             throw KeyError.malformedDER("a key is a SEQUENCE")

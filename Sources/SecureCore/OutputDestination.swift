@@ -1,0 +1,112 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// Where output named by a path goes: the one output policy of SecureFoundation's file-writing APIs
+/// and of every `sf` command that takes an output path.
+///
+/// - A regular file, or a path that does not exist yet, is written through `AtomicFile`
+///   (temporary file in the same directory, fsync, rename): readers and a crash see the old
+///   contents or the complete new ones, never a prefix. A symbolic link to a regular file is
+///   resolved first, so the file it names is replaced and the link stays a link.
+/// - A character or block device, a FIFO or a socket, named directly or through symbolic links
+///   (`/dev/null`, `/dev/stdout`, `/dev/fd/3`), is opened and written in place. It is never
+///   renamed over, so `-o /dev/null` run as root leaves the system's `/dev/null` a device. Such
+///   output is not atomic: a reader of a pipe sees bytes as they are written.
+/// - A directory is refused.
+public enum OutputDestination: Equatable, Sendable {
+    /// A regular file or a new path, replaced atomically. `path` is the file itself (links resolved).
+    case file(path: String)
+    /// A device, FIFO or socket, written in place and never replaced.
+    case special(path: String)
+
+    /// Classifies `path` by what is there now. Throws `SecureCoreError.io` for a directory.
+    public init(path: String) throws(SecureCoreError) {
+        var linkStatus = stat()
+        guard lstat(path, &linkStatus) == 0 else {
+            // Nothing there (or unreadable): a new file, created atomically.
+            self = .file(path: path)
+            return
+        }
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            // A dangling symbolic link: replacing the link itself is the only thing a write can do.
+            self = .file(path: path)
+            return
+        }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG:
+            if linkStatus.st_mode & S_IFMT == S_IFLNK, let resolved = Self.resolve(path) {
+                self = .file(path: resolved)
+            } else {
+                self = .file(path: path)
+            }
+        case S_IFDIR:
+            throw .io(path: path, reason: "is a directory")
+        default:
+            self = .special(path: path)
+        }
+    }
+
+    /// The path that is written (for a file, with symbolic links resolved).
+    public var path: String {
+        switch self {
+        case .file(let path), .special(let path): return path
+        }
+    }
+
+    /// Runs `body` with an output for this destination. For `.file`, as `AtomicFile.write`: the
+    /// file appears complete when `body` returns and is untouched when it throws. For `.special`,
+    /// bytes go straight to the device or pipe. With `overwrite: false`, any existing entry at the
+    /// path (a file, a device, a symbolic link, even a dangling one) is left alone and
+    /// `SecureCoreError.fileExists` is thrown before `body` runs.
+    public func write<R>(
+        permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
+    ) throws -> R {
+        switch self {
+        case .file(let path):
+            return try AtomicFile.write(to: path, permissions: permissions, overwrite: overwrite, body)
+        case .special(let path):
+            guard overwrite else { throw SecureCoreError.fileExists(path: path) }
+            let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
+            guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+            let output = FileOutput(ownedDescriptor: fd, path: path)
+            // The entry could have been swapped for a regular file since it was classified; never
+            // write a regular file in place (that could leave a partial file).
+            var status = stat()
+            guard fstat(fd, &status) == 0, status.st_mode & S_IFMT != S_IFREG else {
+                throw SecureCoreError.io(path: path, reason: "changed from a device or pipe to a file while opening")
+            }
+            return try body(output)
+        }
+    }
+
+    /// Classifies `path` and writes to it with `body` (see `write(permissions:overwrite:_:)`).
+    public static func write<R>(
+        to path: String, permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
+    ) throws -> R {
+        if !overwrite {
+            var status = stat()
+            if lstat(path, &status) == 0 { throw SecureCoreError.fileExists(path: path) }
+        }
+        return try OutputDestination(path: path).write(permissions: permissions, overwrite: overwrite, body)
+    }
+
+    /// Classifies `path` and writes `data` to it (see `write(permissions:overwrite:_:)`).
+    public static func write<D: ContiguousBytes>(
+        _ data: D, to path: String, permissions: mode_t = 0o600, overwrite: Bool = true
+    ) throws {
+        try write(to: path, permissions: permissions, overwrite: overwrite) { try $0.write(data) }
+    }
+
+    private static func resolve(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

@@ -1,0 +1,72 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Dispatch
+import Foundation
+
+/// The temporary files `AtomicFile` has created and not yet renamed or removed, so that a process
+/// ended by a signal can remove them instead of leaving a `.NAME.tmp-…` file holding a prefix of
+/// its output (for a decryption, verified plaintext).
+public enum TemporaryFiles {
+    /// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove every pending temporary file
+    /// and then end the process by the same signal (its default action, so the exit status still
+    /// says which signal). Call once, early, in a command-line program; calling again does nothing.
+    /// The handlers run on a dispatch queue, not in signal context, so they may take locks.
+    /// SIGKILL cannot be caught: after it a temporary file can remain (never the target file
+    /// half-written).
+    public static func removeOnTerminationSignals() {
+        registry.installHandlers()
+    }
+
+    static let registry = Registry()
+
+    final class Registry: @unchecked Sendable {
+        private let lock = NSLock()
+        private var paths = Set<String>()
+        private var sources: [any DispatchSourceSignal] = []
+
+        func insert(_ path: String) { lock.withLock { _ = paths.insert(path) } }
+        func remove(_ path: String) { lock.withLock { _ = paths.remove(path) } }
+
+        /// Unlinks every registered path; the lock stays held so no rename races the removal.
+        func removeAll() {
+            lock.lock()
+            for path in paths { unlink(path) }
+            paths.removeAll()
+            lock.unlock()
+        }
+
+        /// Ends the process by `signalNumber`'s default action. The dispatch source keeps the signal
+        /// blocked in every thread, so it is unblocked in this thread and raised here.
+        private static func terminate(by signalNumber: Int32) -> Never {
+            signal(signalNumber, SIG_DFL)
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, signalNumber)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            raise(signalNumber)
+            _exit(128 + signalNumber)
+        }
+
+        func installHandlers() {
+            lock.withLock {
+                guard sources.isEmpty else { return }
+                for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
+                    // Ignored at the process level so that the dispatch source receives it.
+                    signal(signalNumber, SIG_IGN)
+                    let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+                    source.setEventHandler { [self] in
+                        removeAll()
+                        Self.terminate(by: signalNumber)
+                    }
+                    source.resume()
+                    sources.append(source)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import SFTestSupport
+import SecureCore
+import Testing
+
+/// Issue 12 item 14: a decryption to -o interrupted by SIGINT, SIGTERM or SIGHUP leaves no
+/// temporary file (holding verified plaintext) and no output file.
+@Suite struct InterruptTests {
+    enum Command: String, CaseIterable { case decrypt, open }
+
+    @Test(arguments: Command.allCases, [SIGINT, SIGTERM, SIGHUP])
+    func signalDuringDecryptionToAFileRemovesTheTemporaryFile(command: Command, signalNumber: Int32) throws {
+        let scratch = try Scratch()
+        let plaintext = try scratch.write("plain", SecureRandom.bytes(count: 4 << 20))
+        let arguments: [String]
+        let encrypted: Data
+        switch command {
+        case .decrypt:
+            #expect(try sf(["keygen", "-o", scratch.path("identity")]).status == 0)
+            let recipient = try sf(["keygen", "-y", scratch.path("identity")]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+            encrypted = try sf(["encrypt", "-r", recipient, plaintext]).stdout
+            arguments = ["decrypt", "-i", scratch.path("identity"), "-o", scratch.path("out")]
+        case .open:
+            let key = try scratch.write("key", Data(try sf(["random"]).stdoutText.utf8))
+            encrypted = try sf(["seal", "--stream", "--key-file", key, plaintext]).stdout
+            arguments = ["open", "--key-file", key, "-o", scratch.path("out")]
+        }
+        #expect(encrypted.count > 4 << 20)
+
+        let binary = try #require(TestSupport.sfBinary)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // A slow pipe: the first megabyte now, the rest never (until the signal).
+        signal(SIGPIPE, SIG_IGN)
+        try input.fileHandleForWriting.write(contentsOf: encrypted.prefix(1 << 20))
+        let temporaryFile = { () -> String? in
+            (try? FileManager.default.contentsOfDirectory(atPath: scratch.url.path))?.first { $0.hasPrefix(".out.tmp-") }
+        }
+        var waited = 0
+        while temporaryFile() == nil, waited < 200 {
+            usleep(50_000)
+            waited += 1
+        }
+        #expect(temporaryFile() != nil, "the command has started writing its temporary file")
+        usleep(200_000)
+        kill(process.processIdentifier, signalNumber)
+        // Never hang the suite: a process still running after 20 s is killed and reported.
+        var exited = 0
+        while process.isRunning, exited < 400 {
+            usleep(50_000)
+            exited += 1
+        }
+        if process.isRunning {
+            Issue.record("sf \(command) did not exit after signal \(signalNumber)")
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        try? input.fileHandleForWriting.close()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(process.terminationStatus == signalNumber)
+        #expect(temporaryFile() == nil, "no .out.tmp-* left after signal \(signalNumber)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("out")))
+    }
+}
