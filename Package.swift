@@ -31,7 +31,9 @@ let package = Package(
         .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
         // The system's libsqlite3 (module map only; see Sources/CSQLite).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
-        .target(name: "SecureKeychain", dependencies: ["SecureCore", "CSQLite"], swiftSettings: strict),
+        // The thin SQLite wrapper shared by SecureKeychain and SecureRecords (package-internal; not a product).
+        .target(name: "SQLiteSupport", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "SecureKeychain", dependencies: ["SecureCore", "SQLiteSupport"], swiftSettings: strict),
         .target(name: "SecureVault", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
         .target(
             name: "SecureKeys",

@@ -6,6 +6,7 @@ import Glibc
 import Musl
 #endif
 import Foundation
+import SQLiteSupport
 
 /// The keychain file: creates it (0600, in a 0700 directory when the directory is new), sets WAL
 /// mode and full durability, migrates the schema forward, and reads and writes item rows.
@@ -39,55 +40,72 @@ final class KeychainStore {
     let connection: SQLiteConnection
 
     init(path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
-        try Self.prepareFile(path)
-        connection = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-        let mode = try connection.text("PRAGMA journal_mode = WAL")
-        guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
-        // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
-        try connection.execute("PRAGMA synchronous = FULL")
+        do throws(SQLiteError) {
+            try SQLiteConnection.preparePrivateFile(path)
+        } catch {
+            throw .invalidLocation(error.message)
+        }
+        connection = try Self.sql { () throws(SQLiteError) in
+            try SQLiteConnection.openDurable(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        }
         try migrate()
     }
 
-    /// Creates the parent directory (0700) when missing and the file (0600) when missing, so SQLite
-    /// (which gives its -wal and -shm files the database's mode) never creates a wider file.
-    private static func prepareFile(_ path: String) throws(KeychainError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw .invalidLocation("cannot create \(directory): \(error.localizedDescription)")
-            }
+    /// The keychain's error for a SQLite failure (`storage`, with SQLite's code and message).
+    static func map(_ error: SQLiteError) -> KeychainError {
+        .storage(path: error.path, code: error.code, message: error.message)
+    }
+
+    /// Runs SQLite calls, reporting their failures as `KeychainError.storage`.
+    static func sql<R>(_ body: () throws(SQLiteError) -> R) throws(KeychainError) -> R {
+        do throws(SQLiteError) {
+            return try body()
+        } catch {
+            throw map(error)
         }
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
-        close(fd)
+    }
+
+    /// Runs SQLite calls on this store's connection, reporting failures as `KeychainError.storage`.
+    func sql<R>(_ body: (SQLiteConnection) throws(SQLiteError) -> R) throws(KeychainError) -> R {
+        try Self.sql { () throws(SQLiteError) in try body(connection) }
+    }
+
+    /// Runs `body` in one transaction (see `SQLiteConnection.transaction`).
+    func transaction<R>(write: Bool, _ body: () throws(KeychainError) -> R) throws(KeychainError) -> R {
+        try connection.transaction(write: write, mapError: Self.map, body)
+    }
+
+    /// See `SQLiteConnection.dataVersion()`.
+    func dataVersion() throws(KeychainError) -> Int64 {
+        try sql { (c) throws(SQLiteError) in try c.dataVersion() }
     }
 
     private func migrate() throws(KeychainError) {
         // The common case, a current file, needs no write lock.
-        if try connection.integer("PRAGMA application_id") == Self.applicationID,
-            try connection.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1,
-            try connection.integer("SELECT version FROM schema_version") == Self.schemaVersion
-        {
-            return
+        let current = try sql { (c) throws(SQLiteError) -> Bool in
+            guard try c.integer("PRAGMA application_id") == Self.applicationID else { return false }
+            guard try c.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1 else { return false }
+            return try c.integer("SELECT version FROM schema_version") == Self.schemaVersion
         }
-        try connection.transaction(write: true) { () throws(KeychainError) in
-            let applicationID = try connection.integer("PRAGMA application_id")
-            let hasVersionTable = try connection.integer(
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'") == 1
+        if current { return }
+        try transaction(write: true) { () throws(KeychainError) in
+            let applicationID = try sql { (c) throws(SQLiteError) in try c.integer("PRAGMA application_id") }
+            let hasVersionTable = try sql { (c) throws(SQLiteError) in
+                try c.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'") == 1
+            }
             var version: Int64 = 0
             if hasVersionTable {
-                version = try connection.integer("SELECT version FROM schema_version")
+                version = try sql { (c) throws(SQLiteError) in try c.integer("SELECT version FROM schema_version") }
             } else {
-                let tables = try connection.integer("SELECT count(*) FROM sqlite_schema")
+                let tables = try sql { (c) throws(SQLiteError) in try c.integer("SELECT count(*) FROM sqlite_schema") }
                 guard tables == 0, applicationID == 0 else { throw .notAKeychain(path: connection.path) }
-                try connection.execute("""
-                    PRAGMA application_id = \(Self.applicationID);
-                    CREATE TABLE schema_version (version INTEGER NOT NULL);
-                    INSERT INTO schema_version VALUES (0);
-                    """)
+                try sql { (c) throws(SQLiteError) in
+                    try c.execute("""
+                        PRAGMA application_id = \(Self.applicationID);
+                        CREATE TABLE schema_version (version INTEGER NOT NULL);
+                        INSERT INTO schema_version VALUES (0);
+                        """)
+                }
             }
             guard hasVersionTable ? applicationID == Self.applicationID : true else {
                 throw .notAKeychain(path: connection.path)
@@ -95,17 +113,23 @@ final class KeychainStore {
             guard version <= Self.schemaVersion else {
                 throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion)
             }
-            for step in Int(version)..<Int(Self.schemaVersion) {
-                try connection.execute(Self.migrations[step])
-            }
-            if version < Self.schemaVersion {
-                try connection.execute("UPDATE schema_version SET version = \(Self.schemaVersion)")
+            try sql { (c) throws(SQLiteError) in
+                for step in Int(version)..<Int(Self.schemaVersion) {
+                    try c.execute(Self.migrations[step])
+                }
+                if version < Self.schemaVersion {
+                    try c.execute("UPDATE schema_version SET version = \(Self.schemaVersion)")
+                }
             }
         }
     }
 
     /// Every item in the file (call inside a transaction for a consistent snapshot).
     func loadItems() throws(KeychainError) -> ItemTable {
+        try sql { (connection) throws(SQLiteError) in try loadItems(connection) }
+    }
+
+    private func loadItems(_ connection: SQLiteConnection) throws(SQLiteError) -> ItemTable {
         var items = ItemTable()
         let select = try connection.statement("""
             SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value
@@ -128,6 +152,10 @@ final class KeychainStore {
     /// Writes `changes` (oldest first) inside the caller's write transaction. Only the last change
     /// to each item is written (coalescing), in primary-key order so the B-tree fills page by page.
     func write(_ changes: [KeychainChange]) throws(KeychainError) {
+        try sql { (connection) throws(SQLiteError) in try write(changes, connection) }
+    }
+
+    private func write(_ changes: [KeychainChange], _ connection: SQLiteConnection) throws(SQLiteError) {
         let order = changes.indices.sorted { i, j in
             let a = changes[i].identity, b = changes[j].identity
             if a.precedes(b) { return true }
@@ -166,7 +194,7 @@ final class KeychainStore {
 
     /// Runs `PRAGMA integrity_check` and throws `corrupted` unless it reports "ok".
     func checkIntegrity() throws(KeychainError) {
-        let report = try connection.text("PRAGMA integrity_check")
+        let report = try sql { (c) throws(SQLiteError) in try c.text("PRAGMA integrity_check") }
         guard report == "ok" else { throw .corrupted(path: connection.path, details: report) }
     }
 }
