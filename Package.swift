@@ -70,7 +70,8 @@ let package = Package(
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(
-            name: "SecureRecordsTests", dependencies: ["SecureRecords", "SecureCore", "SFTestSupport"], swiftSettings: strict),
+            name: "SecureRecordsTests", dependencies: ["SecureRecords", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )
