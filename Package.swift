@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "SecureVault", targets: ["SecureVault"]),
         .library(name: "SecureKeys", targets: ["SecureKeys"]),
         .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
+        .library(name: "SecureRecords", targets: ["SecureRecords"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .executable(name: "sf", targets: ["sf"]),
     ],
@@ -31,7 +32,9 @@ let package = Package(
         .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
         // The system's libsqlite3 (module map only; see Sources/CSQLite).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
-        .target(name: "SecureKeychain", dependencies: ["SecureCore", "CSQLite"], swiftSettings: strict),
+        // The thin SQLite wrapper shared by SecureKeychain and SecureRecords (package-internal; not a product).
+        .target(name: "SQLiteSupport", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "SecureKeychain", dependencies: ["SecureCore", "SQLiteSupport"], swiftSettings: strict),
         .target(name: "SecureVault", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
         .target(
             name: "SecureKeys",
@@ -39,9 +42,10 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "AgeEncryption", dependencies: ["SecureCore"] + crypto, swiftSettings: strict),
+        .target(name: "SecureRecords", dependencies: ["SecureCore", "SQLiteSupport", "CSQLite"] + crypto, swiftSettings: strict),
         .target(
             name: "SecureFoundation",
-            dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption"],
+            dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption", "SecureRecords"],
             swiftSettings: strict
         ),
         // glibc's mallopt and sync_file_range, for sf's allocator tuning and early writeback (Linux only).
@@ -65,6 +69,9 @@ let package = Package(
         .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
+        .testTarget(
+            name: "SecureRecordsTests", dependencies: ["SecureRecords", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )

@@ -3,3 +3,4 @@
 @_exported import SecureVault
 @_exported import AgeEncryption
 @_exported import SecureKeys
+@_exported import SecureRecords

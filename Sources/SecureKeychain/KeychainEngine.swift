@@ -156,8 +156,8 @@ final class KeychainEngine: Sendable {
         let loaded: (ItemTable, Int64)
         do throws(KeychainError) {
             store = try KeychainStore(path: path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
-            loaded = try store.connection.transaction(write: false) { () throws(KeychainError) in
-                (try store.loadItems(), try store.connection.dataVersion())
+            loaded = try store.transaction(write: false) { () throws(KeychainError) in
+                (try store.loadItems(), try store.dataVersion())
             }
         } catch {
             openError.withLock { $0 = error }
@@ -218,8 +218,8 @@ final class KeychainEngine: Sendable {
     ) {
         do throws(KeychainError) {
             let (reloaded, version) = try withBusyRetry { () throws(KeychainError) in
-                try store.connection.transaction(write: true) { () throws(KeychainError) in
-                    let version = try store.connection.dataVersion()
+                try store.transaction(write: true) { () throws(KeychainError) in
+                    let version = try store.dataVersion()
                     try store.write(batch)
                     return (version == knownVersion ? nil : try store.loadItems(), version)
                 }
@@ -252,11 +252,11 @@ final class KeychainEngine: Sendable {
     private func refresh(store: KeychainStore, knownVersion: inout Int64) {
         var failure: KeychainError?
         do throws(KeychainError) {
-            let version = try store.connection.dataVersion()
+            let version = try store.dataVersion()
             if version != knownVersion {
                 let reloaded = try withBusyRetry { () throws(KeychainError) in
-                    try store.connection.transaction(write: false) { () throws(KeychainError) in
-                        (try store.loadItems(), try store.connection.dataVersion())
+                    try store.transaction(write: false) { () throws(KeychainError) in
+                        (try store.loadItems(), try store.dataVersion())
                     }
                 }
                 knownVersion = reloaded.1

@@ -6,6 +6,7 @@ import Glibc
 import Musl
 #endif
 import Foundation
+import SQLiteSupport
 
 /// The keychain file: creates it (0600, in a 0700 directory when the directory is new), sets WAL
 /// mode and full durability, migrates the schema forward, and reads and writes item rows.
@@ -44,17 +45,19 @@ final class KeychainStore {
     }
 
     private init(opening path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
-        connection = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        connection = try Self.sql { () throws(SQLiteError) in
+            try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        }
         // Refuse another application's database before anything is written to it (switching to
         // WAL rewrites the file header).
         try refuseForeignDatabase()
-        let mode = try connection.text("PRAGMA journal_mode = WAL")
+        let mode = try sql { (c) throws(SQLiteError) in try c.text("PRAGMA journal_mode = WAL") }
         guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
         // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
-        try connection.execute("PRAGMA synchronous = FULL")
+        try sql { (c) throws(SQLiteError) in try c.execute("PRAGMA synchronous = FULL") }
         // Freed content (deleted or replaced values) is overwritten with zeros, in the WAL frames
         // written from now on and, through checkpoints, in the database file.
-        try connection.execute("PRAGMA secure_delete = ON")
+        try sql { (c) throws(SQLiteError) in try c.execute("PRAGMA secure_delete = ON") }
         try migrate()
     }
 
@@ -116,35 +119,67 @@ final class KeychainStore {
 
     /// Throws `notAKeychain` unless the file is a keychain or an empty database (read-only checks).
     private func refuseForeignDatabase() throws(KeychainError) {
-        let applicationID = try connection.integer("PRAGMA application_id")
+        let applicationID = try sql { (c) throws(SQLiteError) in try c.integer("PRAGMA application_id") }
         if applicationID == Self.applicationID { return }
-        let objects = try connection.integer("SELECT count(*) FROM sqlite_schema")
+        let objects = try sql { (c) throws(SQLiteError) in try c.integer("SELECT count(*) FROM sqlite_schema") }
         guard applicationID == 0, objects == 0 else { throw .notAKeychain(path: connection.path) }
+    }
+
+    /// The keychain's error for a SQLite failure (`storage`, with SQLite's code and message).
+    static func map(_ error: SQLiteError) -> KeychainError {
+        .storage(path: error.path, code: error.code, message: error.message)
+    }
+
+    /// Runs SQLite calls, reporting their failures as `KeychainError.storage`.
+    static func sql<R>(_ body: () throws(SQLiteError) -> R) throws(KeychainError) -> R {
+        do throws(SQLiteError) {
+            return try body()
+        } catch {
+            throw map(error)
+        }
+    }
+
+    /// Runs SQLite calls on this store's connection, reporting failures as `KeychainError.storage`.
+    func sql<R>(_ body: (SQLiteConnection) throws(SQLiteError) -> R) throws(KeychainError) -> R {
+        try Self.sql { () throws(SQLiteError) in try body(connection) }
+    }
+
+    /// Runs `body` in one transaction (see `SQLiteConnection.transaction`).
+    func transaction<R>(write: Bool, _ body: () throws(KeychainError) -> R) throws(KeychainError) -> R {
+        try connection.transaction(write: write, mapError: Self.map, body)
+    }
+
+    /// See `SQLiteConnection.dataVersion()`.
+    func dataVersion() throws(KeychainError) -> Int64 {
+        try sql { (c) throws(SQLiteError) in try c.dataVersion() }
     }
 
     private func migrate() throws(KeychainError) {
         // The common case, a current file, needs no write lock.
-        if try connection.integer("PRAGMA application_id") == Self.applicationID,
-            try connection.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1,
-            try connection.integer("SELECT version FROM schema_version") == Self.schemaVersion
-        {
-            return
+        let current = try sql { (c) throws(SQLiteError) -> Bool in
+            guard try c.integer("PRAGMA application_id") == Self.applicationID else { return false }
+            guard try c.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1 else { return false }
+            return try c.integer("SELECT version FROM schema_version") == Self.schemaVersion
         }
-        try connection.transaction(write: true) { () throws(KeychainError) in
-            let applicationID = try connection.integer("PRAGMA application_id")
-            let hasVersionTable = try connection.integer(
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'") == 1
+        if current { return }
+        try transaction(write: true) { () throws(KeychainError) in
+            let applicationID = try sql { (c) throws(SQLiteError) in try c.integer("PRAGMA application_id") }
+            let hasVersionTable = try sql { (c) throws(SQLiteError) in
+                try c.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'") == 1
+            }
             var version: Int64 = 0
             if hasVersionTable {
-                version = try connection.integer("SELECT version FROM schema_version")
+                version = try sql { (c) throws(SQLiteError) in try c.integer("SELECT version FROM schema_version") }
             } else {
-                let tables = try connection.integer("SELECT count(*) FROM sqlite_schema")
+                let tables = try sql { (c) throws(SQLiteError) in try c.integer("SELECT count(*) FROM sqlite_schema") }
                 guard tables == 0, applicationID == 0 else { throw .notAKeychain(path: connection.path) }
-                try connection.execute("""
-                    PRAGMA application_id = \(Self.applicationID);
-                    CREATE TABLE schema_version (version INTEGER NOT NULL);
-                    INSERT INTO schema_version VALUES (0);
-                    """)
+                try sql { (c) throws(SQLiteError) in
+                    try c.execute("""
+                        PRAGMA application_id = \(Self.applicationID);
+                        CREATE TABLE schema_version (version INTEGER NOT NULL);
+                        INSERT INTO schema_version VALUES (0);
+                        """)
+                }
             }
             guard hasVersionTable ? applicationID == Self.applicationID : true else {
                 throw .notAKeychain(path: connection.path)
@@ -152,17 +187,23 @@ final class KeychainStore {
             guard version <= Self.schemaVersion else {
                 throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion)
             }
-            for step in Int(version)..<Int(Self.schemaVersion) {
-                try connection.execute(Self.migrations[step])
-            }
-            if version < Self.schemaVersion {
-                try connection.execute("UPDATE schema_version SET version = \(Self.schemaVersion)")
+            try sql { (c) throws(SQLiteError) in
+                for step in Int(version)..<Int(Self.schemaVersion) {
+                    try c.execute(Self.migrations[step])
+                }
+                if version < Self.schemaVersion {
+                    try c.execute("UPDATE schema_version SET version = \(Self.schemaVersion)")
+                }
             }
         }
     }
 
     /// Every item in the file (call inside a transaction for a consistent snapshot).
     func loadItems() throws(KeychainError) -> ItemTable {
+        try sql { (connection) throws(SQLiteError) in try loadItems(connection) }
+    }
+
+    private func loadItems(_ connection: SQLiteConnection) throws(SQLiteError) -> ItemTable {
         var items = ItemTable()
         let select = try connection.statement("""
             SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value
@@ -185,6 +226,10 @@ final class KeychainStore {
     /// Writes `changes` (oldest first) inside the caller's write transaction. Only the last change
     /// to each item is written (coalescing), in primary-key order so the B-tree fills page by page.
     func write(_ changes: [KeychainChange]) throws(KeychainError) {
+        try sql { (connection) throws(SQLiteError) in try write(changes, connection) }
+    }
+
+    private func write(_ changes: [KeychainChange], _ connection: SQLiteConnection) throws(SQLiteError) {
         let order = changes.indices.sorted { i, j in
             let a = changes[i].identity, b = changes[j].identity
             if a.precedes(b) { return true }
@@ -223,7 +268,7 @@ final class KeychainStore {
 
     /// Runs `PRAGMA integrity_check` and throws `corrupted` unless it reports "ok".
     func checkIntegrity() throws(KeychainError) {
-        let report = try connection.text("PRAGMA integrity_check")
+        let report = try sql { (c) throws(SQLiteError) in try c.text("PRAGMA integrity_check") }
         guard report == "ok" else { throw .corrupted(path: connection.path, details: report) }
     }
 }

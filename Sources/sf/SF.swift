@@ -18,6 +18,7 @@ struct SF: AsyncParsableCommand {
             OpenCommand.self,
             KeychainCommand.self,
             VaultCommand.self,
+            RecordsCommand.self,
             KeyCommand.self,
             EncryptCommand.self,
             DecryptCommand.self,

@@ -3,22 +3,24 @@ import Foundation
 
 /// A thin wrapper over one SQLite connection: prepared statements (cached per SQL text),
 /// transactions and a few pragmas. Not thread-safe: exactly one thread owns a connection at a time
-/// (the keychain's writer thread, or a short-lived caller such as `Keychain.checkIntegrity`).
-final class SQLiteConnection {
-    let path: String
+/// (the keychain's writer thread, a record store's lock holder, or a short-lived caller).
+/// Shared by SecureKeychain and SecureRecords; `package` visibility, never part of a public API.
+package final class SQLiteConnection {
+    /// The file this connection opened.
+    package let path: String
     private let handle: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
 
     /// Opens (creating when `create`) the database at `path`, with extended result codes and
     /// `busyTimeout` milliseconds of waiting on another connection's lock.
-    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
+    package init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws(SQLiteError) {
         var db: OpaquePointer?
         let flags = (create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             sqlite3_close_v2(db)
-            throw .storage(path: path, code: rc, message: message)
+            throw SQLiteError(path: path, code: rc, message: message)
         }
         self.path = path
         self.handle = db
@@ -26,24 +28,30 @@ final class SQLiteConnection {
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
     }
 
+    /// The rowid of the most recent successful insert on this connection.
+    package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE on this connection.
+    package var changes: Int64 { Int64(sqlite3_changes(handle)) }
+
     deinit {
         statements.removeAll()
         sqlite3_close_v2(handle)
     }
 
     /// The error for result code `code`, with SQLite's message for this connection.
-    func error(_ code: Int32) -> KeychainError {
-        .storage(path: path, code: code, message: String(cString: sqlite3_errmsg(handle)))
+    package func error(_ code: Int32) -> SQLiteError {
+        SQLiteError(path: path, code: code, message: String(cString: sqlite3_errmsg(handle)))
     }
 
     /// Runs one or more statements that return no rows of interest.
-    func execute(_ sql: String) throws(KeychainError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc) }
     }
 
     /// The cached prepared statement for `sql`, reset and with its bindings cleared.
-    func statement(_ sql: String) throws(KeychainError) -> SQLiteStatement {
+    package func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] {
             cached.reset()
             return cached
@@ -57,7 +65,7 @@ final class SQLiteConnection {
     }
 
     /// The first column of the first row of `sql` as an integer (for pragmas and counts).
-    func integer(_ sql: String) throws(KeychainError) -> Int64 {
+    package func integer(_ sql: String) throws(SQLiteError) -> Int64 {
         let statement = try statement(sql)
         guard try statement.step() else { throw error(SQLITE_MISMATCH) }
         let value = statement.int64(0)
@@ -66,7 +74,7 @@ final class SQLiteConnection {
     }
 
     /// The first column of the first row of `sql` as text.
-    func text(_ sql: String) throws(KeychainError) -> String {
+    package func text(_ sql: String) throws(SQLiteError) -> String {
         let statement = try statement(sql)
         guard try statement.step() else { throw error(SQLITE_MISMATCH) }
         let value = statement.text(0)
@@ -76,13 +84,32 @@ final class SQLiteConnection {
 
     /// Changes committed to the file by any other connection (or process) since this connection's
     /// previous call make the value differ; this connection's own commits do not.
-    func dataVersion() throws(KeychainError) -> Int64 {
+    package func dataVersion() throws(SQLiteError) -> Int64 {
         try integer("PRAGMA data_version")
     }
 
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE` when `write`, so the write lock is taken up
     /// front and waits under the busy timeout), committing on success and rolling back on error.
-    func transaction<R>(write: Bool, _ body: () throws(KeychainError) -> R) throws(KeychainError) -> R {
+    package func transaction<R, E: Error>(
+        write: Bool, mapError: (SQLiteError) -> E, _ body: () throws(E) -> R
+    ) throws(E) -> R {
+        do throws(SQLiteError) {
+            try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
+        } catch {
+            throw mapError(error)
+        }
+        do throws(E) {
+            let result = try body()
+            do throws(SQLiteError) { try execute("COMMIT") } catch { throw mapError(error) }
+            return result
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+            throw error
+        }
+    }
+
+    /// `transaction(write:mapError:_:)` for a body that throws `SQLiteError` itself.
+    package func transaction<R>(write: Bool, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
         try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
             let result = try body()
@@ -96,7 +123,7 @@ final class SQLiteConnection {
 }
 
 /// One prepared statement. Bind parameters are 1-based, columns 0-based (as in the C API).
-final class SQLiteStatement {
+package final class SQLiteStatement {
     private let handle: OpaquePointer
     private unowned let connection: SQLiteConnection
 
@@ -110,12 +137,12 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
-    func reset() {
+    package func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
 
-    func bind(_ index: Int32, _ value: String) {
+    package func bind(_ index: Int32, _ value: String) {
         var value = value
         value.withUTF8 { bytes in
             if let base = bytes.baseAddress {
@@ -129,7 +156,7 @@ final class SQLiteStatement {
         }
     }
 
-    func bind(_ index: Int32, _ value: Data) {
+    package func bind(_ index: Int32, _ value: Data) {
         value.withUnsafeBytes { bytes in
             if let base = bytes.baseAddress, !bytes.isEmpty {
                 _ = sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transient)
@@ -139,7 +166,7 @@ final class SQLiteStatement {
         }
     }
 
-    func bind(_ index: Int32, _ value: [UInt8]) {
+    package func bind(_ index: Int32, _ value: [UInt8]) {
         value.withUnsafeBytes { bytes in
             if let base = bytes.baseAddress, !bytes.isEmpty {
                 _ = sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transient)
@@ -149,20 +176,20 @@ final class SQLiteStatement {
         }
     }
 
-    func bind(_ index: Int32, _ value: String?) {
+    package func bind(_ index: Int32, _ value: String?) {
         if let value { bind(index, value) } else { sqlite3_bind_null(handle, index) }
     }
 
-    func bind(_ index: Int32, _ value: Data?) {
+    package func bind(_ index: Int32, _ value: Data?) {
         if let value { bind(index, value) } else { sqlite3_bind_null(handle, index) }
     }
 
-    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
-    func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(handle, index, value) }
+    package func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
+    package func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(handle, index, value) }
 
     /// Advances: true when a row is available, false when the statement is done.
     @discardableResult
-    func step() throws(KeychainError) -> Bool {
+    package func step() throws(SQLiteError) -> Bool {
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -173,26 +200,26 @@ final class SQLiteStatement {
         }
     }
 
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
-    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
-    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+    package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    package func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
 
-    func text(_ column: Int32) -> String {
+    package func text(_ column: Int32) -> String {
         guard let bytes = sqlite3_column_text(handle, column) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
-    func blob(_ column: Int32) -> Data {
+    package func blob(_ column: Int32) -> Data {
         guard let bytes = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, column)))
     }
 
-    func bytes(_ column: Int32) -> [UInt8] {
+    package func bytes(_ column: Int32) -> [UInt8] {
         guard let bytes = sqlite3_column_blob(handle, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))))
     }
 
-    func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
-    func optionalBlob(_ column: Int32) -> Data? { isNull(column) ? nil : blob(column) }
+    package func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
+    package func optionalBlob(_ column: Int32) -> Data? { isNull(column) ? nil : blob(column) }
 }

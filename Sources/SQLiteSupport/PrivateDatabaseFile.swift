@@ -1,0 +1,41 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+extension SQLiteConnection {
+    /// Creates the parent directory (0700) when missing and the file (0600) when missing, so SQLite
+    /// (which gives its -wal and -shm files the database's mode) never creates a wider file.
+    /// Failures carry code 0 (a file-system failure, not SQLite's).
+    package static func preparePrivateFile(_ path: String) throws(SQLiteError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw SQLiteError(path: path, code: 0, message: "cannot create \(directory): \(error.localizedDescription)")
+            }
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw SQLiteError(path: path, code: 0, message: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        close(fd)
+    }
+
+    /// Opens (creating, mode 0600) the database at `path` for durable shared use: WAL journal (readers
+    /// do not block the writer) and `synchronous = FULL` (a commit is on stable storage when it returns).
+    package static func openDurable(path: String, busyTimeoutMilliseconds: Int32) throws(SQLiteError) -> SQLiteConnection {
+        try preparePrivateFile(path)
+        let connection = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        let mode = try connection.text("PRAGMA journal_mode = WAL")
+        guard mode.lowercased() == "wal" else { throw SQLiteError(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
+        try connection.execute("PRAGMA synchronous = FULL")
+        return connection
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// The value of one field: text or bytes. Sealed values keep their kind (it is sealed with them).
+public enum FieldValue: Sendable, Hashable, CustomStringConvertible {
+    /// UTF-8 text.
+    case string(String)
+    /// Arbitrary bytes.
+    case bytes(Data)
+
+    /// The kind byte used in sealed plaintexts and blind-index inputs (docs/FORMATS.md).
+    var kindByte: UInt8 {
+        switch self {
+        case .string: 0x01
+        case .bytes: 0x02
+        }
+    }
+
+    /// The value's bytes (UTF-8 for text).
+    var payload: Data {
+        switch self {
+        case .string(let s): Data(s.utf8)
+        case .bytes(let b): b
+        }
+    }
+
+    /// `kind || payload`: what is sealed and what the blind index hashes.
+    var encoded: Data {
+        var data = Data([kindByte])
+        data.append(payload)
+        return data
+    }
+
+    /// Decodes `kind || payload`; nil for an unknown kind or text that is not UTF-8.
+    init?(encoded: Data) {
+        guard let kind = encoded.first else { return nil }
+        let payload = Data(encoded.dropFirst())
+        switch kind {
+        case 0x01:
+            guard let s = String(data: payload, encoding: .utf8) else { return nil }
+            self = .string(s)
+        case 0x02:
+            self = .bytes(payload)
+        default:
+            return nil
+        }
+    }
+
+    /// The text, or nil for bytes.
+    public var string: String? { if case .string(let s) = self { s } else { nil } }
+
+    /// The bytes (UTF-8 for text).
+    public var data: Data { payload }
+
+    /// The text, or the bytes as base64 prefixed with `base64:`. Sealed field values are only
+    /// described once opened; `description` of a `FieldValue` shows the value.
+    public var description: String {
+        switch self {
+        case .string(let s): s
+        case .bytes(let b): "base64:" + b.base64EncodedString()
+        }
+    }
+}
+
+extension FieldValue: ExpressibleByStringLiteral {
+    /// A text value.
+    public init(stringLiteral value: String) { self = .string(value) }
+}

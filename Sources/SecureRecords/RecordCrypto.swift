@@ -1,0 +1,131 @@
+import Crypto
+import Foundation
+import SecureCore
+
+/// The byte strings SecureRecords binds into its envelopes and derivations (docs/FORMATS.md,
+/// "SecureRecords"). `lp(x)` is `u32be(len(x)) || x`, so no two different tuples encode alike.
+enum RecordContext {
+    static let sealedMagic = Data("SFR1".utf8)
+    static let keyWrapMagic = Data("SFRK".utf8)
+    static let blindIndexInfo = Data("SFR1 blind index".utf8)
+
+    static func lp(_ bytes: some DataProtocol, into data: inout Data) {
+        withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { data.append(contentsOf: $0) }
+        data.append(contentsOf: bytes)
+    }
+
+    /// The UUID's 16 bytes in RFC 4122 order.
+    static func bytes(of id: UUID) -> Data {
+        withUnsafeBytes(of: id.uuid) { Data($0) }
+    }
+
+    /// `"SFR1" || lp(storeId) || lp(collection) || lp(recordId) || lp(field)`: the envelope context
+    /// of one sealed value.
+    static func sealedValue(storeId: Data, collection: String, record: UUID, field: String) -> Data {
+        var data = sealedMagic
+        lp(storeId, into: &data)
+        lp(Data(collection.utf8), into: &data)
+        lp(bytes(of: record), into: &data)
+        lp(Data(field.utf8), into: &data)
+        return data
+    }
+
+    /// `"SFRK" || lp(storeId) || u32be(keyId)`: the context of a wrapped store key.
+    static func keyWrap(storeId: Data, keyId: UInt32) -> Data {
+        var data = keyWrapMagic
+        lp(storeId, into: &data)
+        withUnsafeBytes(of: keyId.bigEndian) { data.append(contentsOf: $0) }
+        return data
+    }
+
+    /// `"SFR1 blind index" || lp(storeId) || lp(collection) || lp(field)`: HKDF info of a field's index key.
+    static func blindIndexKeyInfo(storeId: Data, collection: String, field: String) -> Data {
+        var data = blindIndexInfo
+        lp(storeId, into: &data)
+        lp(Data(collection.utf8), into: &data)
+        lp(Data(field.utf8), into: &data)
+        return data
+    }
+}
+
+/// A blind index: HMAC-SHA256 under a per-field key derived from the store key, truncated.
+public enum BlindIndex {
+    /// Stored token length: 8 bytes (64 bits). With n distinct values in a field, a search for a
+    /// value absent from the store matches by chance with probability about n / 2^64.
+    public static let tokenByteCount = 8
+
+    /// The per-field key: HKDF-SHA256(ikm: store key, salt: empty, info: see `RecordContext`, 32 bytes).
+    static func fieldKey(storeKey: SecretBytes, storeId: Data, collection: String, field: String) throws(RecordsError) -> SecretBytes {
+        do {
+            return try KeyDerivation.hkdf(
+                inputKeyMaterial: storeKey, salt: Data(),
+                info: RecordContext.blindIndexKeyInfo(storeId: storeId, collection: collection, field: field), outputByteCount: 32)
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+        }
+    }
+
+    /// The token of `value`: the first 8 bytes of HMAC-SHA256(fieldKey, kind || value bytes).
+    static func token(of value: FieldValue, fieldKey: SecretBytes) -> Data {
+        let mac = HMAC<SHA256>.authenticationCode(for: value.encoded, using: fieldKey.symmetricKey)
+        return Data(mac.prefix(tokenByteCount))
+    }
+}
+
+/// Sealing and opening one field value (an `SFE1` envelope of `kind || value`).
+enum FieldSealing {
+    static func seal(_ value: FieldValue, storeKey: SecretBytes, context: Data) throws(RecordsError) -> Data {
+        var plaintext = value.encoded
+        defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+        do {
+            return try Envelope.seal(plaintext, key: storeKey, context: context)
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+        }
+    }
+
+    static func seal(_ value: FieldValue, password: SecretBytes, kdf: PasswordKDF, context: Data) throws(RecordsError) -> Data {
+        var plaintext = value.encoded
+        defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+        do {
+            return try password.withUnsafeBytes { try Envelope.seal(plaintext, passphrase: $0, kdf: kdf, context: context) }
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+        }
+    }
+
+    /// Opens with a store key or a password; maps every failure to a typed error naming the field.
+    static func open(
+        _ sealed: Data, storeKey: SecretBytes?, password: SecretBytes?, limits: KDFLimits, context: Data, record: UUID, field: String
+    ) throws(RecordsError) -> FieldValue {
+        var plaintext: Data
+        do {
+            if let password {
+                plaintext = try password.withUnsafeBytes { try Envelope.open(sealed, passphrase: $0, context: context, limits: limits) }
+            } else if let storeKey {
+                plaintext = try Envelope.open(sealed, key: storeKey, context: context)
+            } else {
+                throw RecordsError.storeKeyRequired
+            }
+        } catch let error as RecordsError {
+            throw error
+        } catch let error as SecureCoreError {
+            switch error {
+            case .authenticationFailed: throw .authenticationFailed(record: record, field: field)
+            case .costAboveCeiling(let detail): throw .costAboveCeiling(detail)
+            case .invalidParameter(let reason) where reason.contains("passphrase") || reason.contains("raw key"):
+                // A password given for a store-key value or the reverse: the value is not this record's.
+                _ = reason
+                throw .authenticationFailed(record: record, field: field)
+            default: throw .malformedSealedValue(record: record, field: field, reason: "\(error)")
+            }
+        } catch {
+            throw .malformedSealedValue(record: record, field: field, reason: "\(error)")
+        }
+        defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+        guard let value = FieldValue(encoded: plaintext) else {
+            throw .malformedSealedValue(record: record, field: field, reason: "unknown value kind")
+        }
+        return value
+    }
+}

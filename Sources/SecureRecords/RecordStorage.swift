@@ -1,0 +1,152 @@
+import Foundation
+
+/// How a stored record's sealed values are keyed.
+public enum RecordKeying: String, Sendable, Hashable, Codable {
+    /// Raw-key `SFE1` envelopes under store key `keyId` (unlock once, open everything).
+    case storeKey
+    /// scrypt `SFE1` envelopes under the record's own password (fresh salt per value).
+    case password
+}
+
+/// A store key sealed by the application's key-encryption capability (an `ItemSealer` such as the vault).
+public struct WrappedStoreKey: Sendable, Hashable {
+    /// The key id (1, 2, ...; rotation adds one).
+    public let id: UInt32
+    /// What `ItemSealer.seal` returned for the 32 key bytes with the key-wrap context.
+    public let wrapped: Data
+
+    /// A wrapped key as stored.
+    public init(id: UInt32, wrapped: Data) {
+        self.id = id
+        self.wrapped = wrapped
+    }
+}
+
+/// What identifies a store and its keys. Bound into every sealed value through `storeId`.
+public struct StoreMetadata: Sendable, Hashable {
+    /// The random 16-byte store id.
+    public let storeId: Data
+    /// The key id new store-keyed records use, nil before the first unlock.
+    public var currentKeyId: UInt32?
+    /// Every store key, wrapped.
+    public var keys: [WrappedStoreKey]
+
+    /// Metadata as stored.
+    public init(storeId: Data, currentKeyId: UInt32?, keys: [WrappedStoreKey]) {
+        self.storeId = storeId
+        self.currentKeyId = currentKeyId
+        self.keys = keys
+    }
+}
+
+/// One record as a backend stores it: clear values, sealed envelopes and blind-index tokens. The
+/// backend never sees plaintext of sealed fields or any key.
+public struct StoredRecord: Sendable, Hashable {
+    /// The record id.
+    public let id: UUID
+    /// The collection name.
+    public let collection: String
+    /// How the sealed values are keyed.
+    public var keying: RecordKeying
+    /// The store key id used for sealed values (store-keyed records) and blind indexes; nil for a
+    /// password record without blind indexes.
+    public var keyId: UInt32?
+    /// Clear fields.
+    public var clear: [String: FieldValue]
+    /// Sealed fields: `SFE1` envelopes.
+    public var sealed: [String: Data]
+    /// Blind-index tokens of sealed fields the schema indexes, under key `keyId`.
+    public var blindIndexes: [String: Data]
+
+    /// A stored record.
+    public init(
+        id: UUID, collection: String, keying: RecordKeying, keyId: UInt32?, clear: [String: FieldValue],
+        sealed: [String: Data], blindIndexes: [String: Data]
+    ) {
+        self.id = id
+        self.collection = collection
+        self.keying = keying
+        self.keyId = keyId
+        self.clear = clear
+        self.sealed = sealed
+        self.blindIndexes = blindIndexes
+    }
+
+    /// The text indexed for full-text search: the clear text values, one per line, in field-name order.
+    public var fullText: String {
+        clear.sorted { $0.key < $1.key }.compactMap { $0.value.string }.joined(separator: "\n")
+    }
+}
+
+/// A search a backend runs over one collection: every condition must hold.
+public struct StorageQuery: Sendable, Hashable {
+    /// One blind-index alternative: the token under one store key id.
+    public struct Token: Sendable, Hashable {
+        /// The key id the token was computed with.
+        public let keyId: UInt32
+        /// The truncated HMAC.
+        public let token: Data
+    }
+
+    /// The collection searched.
+    public var collection: String
+    /// Clear field equal to the value.
+    public var equals: [(field: String, value: FieldValue)] = []
+    /// Clear text field starting with the prefix.
+    public var prefixes: [(field: String, prefix: String)] = []
+    /// Sealed field whose blind index matches one of the tokens.
+    public var blindIndexes: [(field: String, tokens: [Token])] = []
+    /// An FTS5 query over the clear text fields.
+    public var fullText: String?
+
+    /// An unconditional query over `collection`.
+    public init(collection: String) { self.collection = collection }
+
+    public static func == (a: StorageQuery, b: StorageQuery) -> Bool {
+        a.collection == b.collection && a.fullText == b.fullText
+            && a.equals.elementsEqual(b.equals) { $0.field == $1.field && $0.value == $1.value }
+            && a.prefixes.elementsEqual(b.prefixes) { $0.field == $1.field && $0.prefix == $1.prefix }
+            && a.blindIndexes.elementsEqual(b.blindIndexes) { $0.field == $1.field && $0.tokens == $1.tokens }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(collection)
+        hasher.combine(fullText)
+    }
+}
+
+/// A storage backend for a record store. Each method is atomic (one transaction); concurrent
+/// callers, in this process or others, lose no write. The SQLite implementation is
+/// `SQLiteRecordStorage`. Errors are `RecordsError` (`storage` for backend failures).
+public protocol RecordStorage: Sendable {
+    /// The store's metadata, or nil when the storage holds no store yet.
+    func loadMetadata() throws(RecordsError) -> StoreMetadata?
+    /// Stores `metadata` when the storage holds no store; returns the metadata now stored (another
+    /// process may have won the race).
+    func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata
+    /// Adds a wrapped key and, when `makeCurrent`, makes it the current key (one transaction).
+    /// Returns false, changing nothing, when a key with that id exists (another process added it).
+    func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool
+    /// Every collection and its schema.
+    func collections() throws(RecordsError) -> [String: RecordSchema]
+    /// Declares `collection` with `schema` unless it exists; returns the schema now stored.
+    func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema
+    /// Inserts new records; `duplicateRecord` if an id exists (then nothing is inserted).
+    func insert(_ records: [StoredRecord]) throws(RecordsError)
+    /// Replaces existing records (all or none); `recordNotFound` if one is missing.
+    func replace(_ records: [StoredRecord]) throws(RecordsError)
+    /// Deletes a record; false when it did not exist.
+    func delete(_ id: UUID) throws(RecordsError) -> Bool
+    /// The record with `id`.
+    func record(_ id: UUID) throws(RecordsError) -> StoredRecord?
+    /// Records matching `query`, in insertion order.
+    func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord]
+    /// Up to `limit` records whose `keyId` is set and differs from `keyId` (for key rotation).
+    func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord]
+    /// Adds what an export holds in one transaction: missing keys (and the current key id when the
+    /// store had none), missing collections, and `records` (`duplicateRecord` when an id exists).
+    func importAll(keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord])
+        throws(RecordsError)
+    /// Every record in insertion order (for export), in pages after the `after`-th.
+    func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord]
+}

@@ -1,0 +1,382 @@
+import Foundation
+import SecureCore
+
+/// A store of records whose fields are clear (searchable) or sealed (AEAD, fresh nonce per value,
+/// bound to store, collection, record and field), in collections with a declared schema, over any
+/// `RecordStorage` (SQLite by default).
+///
+/// Keys: store-keyed records use a random 32-byte *store key* that the store keeps only wrapped by
+/// the application's `ItemSealer` (the unlocked `Vault`, a `KeyItemSealer` over the application's
+/// own key, or a `PassphraseItemSealer`): unlock once, open everything. Password records use the
+/// record's own password (scrypt, fresh salt per value). Formats: docs/FORMATS.md ("SecureRecords").
+public final class RecordStore: Sendable {
+    /// Tunables.
+    public struct Configuration: Sendable {
+        /// The KDF for new password-sealed values (default scrypt logN 17, r 8, p 1).
+        public var passwordKDF: PasswordKDF
+        /// Ceilings on KDF costs read from stored values.
+        public var kdfLimits: KDFLimits
+        /// Records re-sealed per transaction during key rotation.
+        public var rotationBatchSize: Int
+
+        /// The defaults, or the given values.
+        public init(passwordKDF: PasswordKDF = .default, kdfLimits: KDFLimits = .default, rotationBatchSize: Int = 256) {
+            self.passwordKDF = passwordKDF
+            self.kdfLimits = kdfLimits
+            self.rotationBatchSize = max(1, rotationBatchSize)
+        }
+    }
+
+    struct Keyring: Sendable {
+        var keys: [UInt32: SecretBytes]
+        var current: UInt32
+        var fieldKeys: [FieldKeyID: SecretBytes] = [:]
+    }
+
+    struct FieldKeyID: Hashable {
+        let keyId: UInt32
+        let collection: String
+        let field: String
+    }
+
+    /// The backend.
+    public let storage: any RecordStorage
+    /// The random 16-byte id bound into every sealed value of this store.
+    public let storeId: Data
+    /// The configuration.
+    public let configuration: Configuration
+    let keyring = Locked<Keyring?>(nil)
+
+    /// Opens the store in `storage`, creating it (a fresh random store id) when the storage is empty.
+    public init(storage: any RecordStorage, configuration: Configuration = .init()) throws(RecordsError) {
+        self.storage = storage
+        self.configuration = configuration
+        if let metadata = try storage.loadMetadata() {
+            storeId = metadata.storeId
+        } else {
+            storeId = try storage.initialize(
+                StoreMetadata(storeId: SecureRandom.bytes(count: 16), currentKeyId: nil, keys: [])).storeId
+        }
+        guard storeId.count == 16 else { throw .notARecordStore("the store id is not 16 bytes") }
+    }
+
+    /// Opens (creating) the SQLite store file at `path`.
+    public convenience init(path: String, configuration: Configuration = .init()) throws(RecordsError) {
+        try self.init(storage: try SQLiteRecordStorage(path: path), configuration: configuration)
+    }
+
+    // MARK: Keys
+
+    /// Unwraps the store keys with `sealer`, creating (and storing, wrapped) the first store key when
+    /// the store has none. Throws `storeKeyUnavailable` for a wrong or locked sealer.
+    public func unlock(with sealer: any ItemSealer) throws(RecordsError) {
+        var metadata = try storage.loadMetadata() ?? StoreMetadata(storeId: storeId, currentKeyId: nil, keys: [])
+        if metadata.currentKeyId == nil {
+            let key = SecretBytes.random(count: Envelope.keyByteCount)
+            let wrapped = try wrap(key, id: 1, sealer: sealer)
+            _ = try storage.addKey(wrapped, makeCurrent: true)
+            metadata = try storage.loadMetadata() ?? metadata
+        }
+        guard let current = metadata.currentKeyId else { throw .storeKeyUnavailable("the store has no current key") }
+        var keys: [UInt32: SecretBytes] = [:]
+        for wrapped in metadata.keys { keys[wrapped.id] = try unwrap(wrapped, sealer: sealer) }
+        guard keys[current] != nil else { throw .storeKeyUnavailable("current key \(current) is missing") }
+        keyring.withLock { $0 = Keyring(keys: keys, current: current) }
+    }
+
+    /// Forgets the unwrapped store keys (they are zeroed when no operation uses them any more).
+    public func lock() { keyring.withLock { $0 = nil } }
+
+    /// Whether the store key is available.
+    public var isUnlocked: Bool { keyring.withLock { $0 != nil } }
+
+    func wrap(_ key: SecretBytes, id: UInt32, sealer: any ItemSealer) throws(RecordsError) -> WrappedStoreKey {
+        do {
+            let wrapped = try key.withUnsafeBytes { try sealer.seal(Data($0), context: RecordContext.keyWrap(storeId: storeId, keyId: id)) }
+            return WrappedStoreKey(id: id, wrapped: wrapped)
+        } catch {
+            throw .storeKeyUnavailable("the sealer failed: \(error)")
+        }
+    }
+
+    func unwrap(_ wrapped: WrappedStoreKey, sealer: any ItemSealer) throws(RecordsError) -> SecretBytes {
+        var bytes: Data
+        do {
+            bytes = try sealer.open(wrapped.wrapped, context: RecordContext.keyWrap(storeId: storeId, keyId: wrapped.id))
+        } catch SecureCoreError.locked {
+            throw .storeKeyUnavailable("the sealer (vault) is locked")
+        } catch {
+            throw .storeKeyUnavailable("store key \(wrapped.id) does not open with this key or sealer")
+        }
+        defer { bytes.resetBytes(in: 0..<bytes.count) }
+        guard bytes.count == Envelope.keyByteCount else { throw .storeKeyUnavailable("store key \(wrapped.id) is not 32 bytes") }
+        return SecretBytes(bytes)
+    }
+
+    /// The unlocked keyring, or `storeKeyRequired`.
+    func currentKeyring() throws(RecordsError) -> Keyring {
+        guard let ring = keyring.withLock({ $0 }) else { throw .storeKeyRequired }
+        return ring
+    }
+
+    /// The blind-index key of `field` under store key `keyId` (cached while unlocked).
+    func fieldKey(keyId: UInt32, collection: String, field: String) throws(RecordsError) -> SecretBytes {
+        let id = FieldKeyID(keyId: keyId, collection: collection, field: field)
+        if let cached = keyring.withLock({ $0?.fieldKeys[id] }) { return cached }
+        let ring = try currentKeyring()
+        guard let storeKey = ring.keys[keyId] else { throw .storeKeyUnavailable("store key \(keyId) is unknown") }
+        let key = try BlindIndex.fieldKey(storeKey: storeKey, storeId: storeId, collection: collection, field: field)
+        keyring.withLock { $0?.fieldKeys[id] = key }
+        return key
+    }
+
+    // MARK: Collections
+
+    /// Declares `collection` with `schema`; doing it again with the same schema does nothing, with
+    /// another throws `schemaMismatch`.
+    public func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) {
+        try RecordSchema.validateName(collection, what: "collection")
+        let stored = try storage.createCollection(collection, schema: schema)
+        guard stored == schema else { throw .schemaMismatch(collection: collection) }
+    }
+
+    /// Every collection and its schema.
+    public func collections() throws(RecordsError) -> [String: RecordSchema] {
+        try storage.collections()
+    }
+
+    /// The schema of `collection`, or `collectionNotFound`.
+    public func schema(of collection: String) throws(RecordsError) -> RecordSchema {
+        guard let schema = try storage.collections()[collection] else { throw .collectionNotFound(collection) }
+        return schema
+    }
+
+    // MARK: Records
+
+    /// Builds the stored form of a record: seals the sealed fields, computes blind indexes.
+    func seal(
+        id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing
+    ) throws(RecordsError) -> StoredRecord {
+        var clear: [String: FieldValue] = [:]
+        var toSeal: [String: FieldValue] = [:]
+        for (name, value) in fields {
+            if try schema.protection(of: name, collection: collection).isSealed { toSeal[name] = value } else { clear[name] = value }
+        }
+        var record = StoredRecord(id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: [:], blindIndexes: [:])
+        switch sealing {
+        case .storeKey:
+            let ring = try currentKeyring()
+            guard let key = ring.keys[ring.current] else { throw .storeKeyRequired }
+            record.keyId = ring.current
+            for (name, value) in toSeal {
+                record.sealed[name] = try FieldSealing.seal(value, storeKey: key, context: context(collection, id, name))
+                if schema.fields[name] == .sealedIndexed {
+                    let fieldKey = try fieldKey(keyId: ring.current, collection: collection, field: name)
+                    record.blindIndexes[name] = BlindIndex.token(of: value, fieldKey: fieldKey)
+                }
+            }
+        case .password(let password):
+            guard password.count > 0 else { throw .crypto(.invalidParameter("the password is empty")) }
+            record.keying = .password
+            for (name, value) in toSeal {
+                if schema.fields[name] == .sealedIndexed {
+                    throw .fieldProtectionMismatch(
+                        collection: collection, field: name,
+                        reason: "a blind index is keyed by the store key; password records cannot set indexed fields")
+                }
+                record.sealed[name] = try FieldSealing.seal(
+                    value, password: password, kdf: configuration.passwordKDF, context: context(collection, id, name))
+            }
+        }
+        return record
+    }
+
+    func context(_ collection: String, _ id: UUID, _ field: String) -> Data {
+        RecordContext.sealedValue(storeId: storeId, collection: collection, record: id, field: field)
+    }
+
+    /// Adds a record to `collection`: fields the schema declares sealed are sealed with `sealing`,
+    /// the others stored clear. Returns its id.
+    @discardableResult
+    public func add(
+        _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
+    ) throws(RecordsError) -> UUID {
+        let schema = try schema(of: collection)
+        try storage.insert([try seal(id: id, collection: collection, schema: schema, fields: fields, sealing: sealing)])
+        return id
+    }
+
+    /// The record with `id`, sealed fields not opened.
+    public func record(_ id: UUID) throws(RecordsError) -> Record {
+        Record(try stored(id))
+    }
+
+    func stored(_ id: UUID) throws(RecordsError) -> StoredRecord {
+        guard let stored = try storage.record(id) else { throw .recordNotFound(id) }
+        return stored
+    }
+
+    /// The record with every sealed field opened: with `password` for a password record, with the
+    /// store key otherwise. A wrong password or key, or a moved or modified value, throws
+    /// `authenticationFailed` and returns no plaintext.
+    public func open(_ id: UUID, password: SecretBytes? = nil) throws(RecordsError) -> Record {
+        let stored = try stored(id)
+        return Record(stored, opened: try openFields(stored, password: password))
+    }
+
+    func openFields(_ stored: StoredRecord, password: SecretBytes?) throws(RecordsError) -> [String: FieldValue] {
+        var opened: [String: FieldValue] = [:]
+        var storeKey: SecretBytes?
+        switch stored.keying {
+        case .password:
+            guard let password else { throw .passwordRequired(stored.id) }
+            for (name, sealed) in stored.sealed.sorted(by: { $0.key < $1.key }) {
+                opened[name] = try FieldSealing.open(
+                    sealed, storeKey: nil, password: password, limits: configuration.kdfLimits,
+                    context: context(stored.collection, stored.id, name), record: stored.id, field: name)
+            }
+            return opened
+        case .storeKey:
+            if !stored.sealed.isEmpty {
+                let ring = try currentKeyring()
+                guard let keyId = stored.keyId, let key = ring.keys[keyId] else {
+                    throw .storeKeyUnavailable("store key \(stored.keyId.map(String.init) ?? "none") is unknown")
+                }
+                storeKey = key
+            }
+        }
+        for (name, sealed) in stored.sealed.sorted(by: { $0.key < $1.key }) {
+            opened[name] = try FieldSealing.open(
+                sealed, storeKey: storeKey, password: nil, limits: configuration.kdfLimits,
+                context: context(stored.collection, stored.id, name), record: stored.id, field: name)
+        }
+        return opened
+    }
+
+    /// Sets (or adds) the fields in `setting` and removes those in `removing`, in one write. Changing
+    /// a sealed field of a password record needs its `password` (checked against the record first);
+    /// of a store-keyed record, the unlocked store.
+    public func update(
+        _ id: UUID, setting: [String: FieldValue], removing: Set<String> = [], password: SecretBytes? = nil
+    ) throws(RecordsError) {
+        let current = try stored(id)
+        let schema = try schema(of: current.collection)
+        var touchesSealed = false
+        for name in removing { _ = try schema.protection(of: name, collection: current.collection) }
+        for name in setting.keys where try schema.protection(of: name, collection: current.collection).isSealed {
+            touchesSealed = true
+        }
+        var updated = current
+        for name in removing {
+            updated.clear[name] = nil
+            updated.sealed[name] = nil
+            updated.blindIndexes[name] = nil
+        }
+        if touchesSealed {
+            let sealing: RecordSealing
+            switch current.keying {
+            case .password:
+                guard let password else { throw .passwordRequired(id) }
+                _ = try openFields(current, password: password)  // the password must be the record's
+                sealing = .password(password)
+            case .storeKey:
+                sealing = .storeKey
+                if let keyId = current.keyId, keyId != (try currentKeyring()).current {
+                    // Keep one key per record: re-seal every sealed field under the current key.
+                    let all = try openFields(current, password: nil)
+                    let resealed = try seal(
+                        id: id, collection: current.collection, schema: schema,
+                        fields: all.filter { !removing.contains($0.key) }, sealing: .storeKey)
+                    updated.sealed = resealed.sealed
+                    updated.blindIndexes = resealed.blindIndexes
+                    updated.keyId = resealed.keyId
+                }
+            }
+            let fresh = try seal(
+                id: id, collection: current.collection, schema: schema,
+                fields: setting.filter { schema.fields[$0.key]?.isSealed == true }, sealing: sealing)
+            updated.sealed.merge(fresh.sealed) { _, new in new }
+            updated.blindIndexes.merge(fresh.blindIndexes) { _, new in new }
+            if current.keying == .storeKey { updated.keyId = fresh.keyId }
+        }
+        for (name, value) in setting where schema.fields[name] == .clear { updated.clear[name] = value }
+        try storage.replace([updated])
+    }
+
+    /// Deletes the record; `recordNotFound` when it does not exist.
+    public func delete(_ id: UUID) throws(RecordsError) {
+        guard try storage.delete(id) else { throw .recordNotFound(id) }
+    }
+
+    /// Re-seals every sealed field of a password record under `newPassword`, in one write. The old
+    /// password must open the record (else `authenticationFailed`, nothing changed).
+    public func changePassword(of id: UUID, from oldPassword: SecretBytes, to newPassword: SecretBytes) throws(RecordsError) {
+        let current = try stored(id)
+        guard current.keying == .password else {
+            throw .fieldProtectionMismatch(collection: current.collection, field: "*", reason: "the record is sealed with the store key, not a password")
+        }
+        let opened = try openFields(current, password: oldPassword)
+        let schema = try schema(of: current.collection)
+        var updated = try seal(id: id, collection: current.collection, schema: schema, fields: opened, sealing: .password(newPassword))
+        updated.clear = current.clear
+        try storage.replace([updated])
+    }
+
+    // MARK: Search
+
+    /// Records of `collection` (every collection when nil) matching all `conditions`, clear fields
+    /// only: nothing is decrypted. Equality on a sealed field uses its blind index (store unlocked).
+    public func search(in collection: String? = nil, _ conditions: [RecordCondition] = []) throws(RecordsError) -> [Record] {
+        let all = try storage.collections()
+        let names: [String]
+        if let collection {
+            guard all[collection] != nil else { throw .collectionNotFound(collection) }
+            names = [collection]
+        } else {
+            names = all.keys.sorted()
+        }
+        var result: [Record] = []
+        collections: for name in names {
+            guard let schema = all[name] else { continue }
+            var query = StorageQuery(collection: name)
+            for condition in conditions {
+                switch condition {
+                case .equals(let field, let value):
+                    guard let protection = schema.fields[field] else {
+                        if collection != nil { throw .unknownField(collection: name, field: field) }
+                        continue collections
+                    }
+                    switch protection {
+                    case .clear:
+                        query.equals.append((field, value))
+                    case .sealed:
+                        throw .fieldProtectionMismatch(
+                            collection: name, field: field, reason: "sealed without a blind index; it cannot be searched")
+                    case .sealedIndexed:
+                        let ring = try currentKeyring()
+                        var tokens: [StorageQuery.Token] = []
+                        for keyId in ring.keys.keys.sorted() {
+                            let key = try fieldKey(keyId: keyId, collection: name, field: field)
+                            tokens.append(.init(keyId: keyId, token: BlindIndex.token(of: value, fieldKey: key)))
+                        }
+                        query.blindIndexes.append((field, tokens))
+                    }
+                case .prefix(let field, let prefix):
+                    guard let protection = schema.fields[field] else {
+                        if collection != nil { throw .unknownField(collection: name, field: field) }
+                        continue collections
+                    }
+                    guard protection == .clear else {
+                        throw .fieldProtectionMismatch(collection: name, field: field, reason: "sealed fields have no prefix search")
+                    }
+                    query.prefixes.append((field, prefix))
+                case .fullText(let text):
+                    guard query.fullText == nil else { throw .invalidQuery("give one full-text query") }
+                    query.fullText = text
+                }
+            }
+            result += try storage.search(query).map { Record($0) }
+        }
+        return result
+    }
+}

@@ -1,0 +1,469 @@
+import Foundation
+import SQLiteSupport
+
+/// `RecordStorage` in one SQLite file (the system library, through the wrapper SecureKeychain uses):
+/// file mode 0600, WAL journal, `synchronous = FULL` (a returned write is durable), `BEGIN IMMEDIATE`
+/// write transactions and a busy timeout, so several processes can write one file. The tables are
+/// documented in docs/FORMATS.md ("SecureRecords").
+public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
+    /// `PRAGMA application_id`: "SFRS".
+    static let applicationID: Int64 = 0x5346_5253
+    /// The schema version this code writes.
+    static let schemaVersion: Int64 = 1
+
+    static let schema = """
+        CREATE TABLE schema_version (version INTEGER NOT NULL);
+        INSERT INTO schema_version VALUES (1);
+        CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE store_keys (id INTEGER PRIMARY KEY, wrapped BLOB NOT NULL);
+        CREATE TABLE collections (name TEXT PRIMARY KEY, schema TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE records (
+            seq        INTEGER PRIMARY KEY,
+            id         BLOB    NOT NULL UNIQUE,
+            collection TEXT    NOT NULL,
+            keying     INTEGER NOT NULL CHECK (keying IN (0, 1)),
+            key_id     INTEGER
+        );
+        CREATE INDEX records_collection ON records (collection);
+        CREATE INDEX records_key_id ON records (key_id) WHERE key_id IS NOT NULL;
+        CREATE TABLE clear_fields (
+            seq   INTEGER NOT NULL,
+            name  TEXT    NOT NULL,
+            kind  INTEGER NOT NULL,
+            value         NOT NULL,
+            PRIMARY KEY (seq, name)
+        ) WITHOUT ROWID;
+        CREATE INDEX clear_fields_value ON clear_fields (name, value);
+        CREATE TABLE sealed_fields (
+            seq    INTEGER NOT NULL,
+            name   TEXT    NOT NULL,
+            sealed BLOB    NOT NULL,
+            PRIMARY KEY (seq, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE blind_indexes (
+            seq    INTEGER NOT NULL,
+            name   TEXT    NOT NULL,
+            key_id INTEGER NOT NULL,
+            token  BLOB    NOT NULL,
+            PRIMARY KEY (seq, name)
+        ) WITHOUT ROWID;
+        CREATE INDEX blind_indexes_token ON blind_indexes (token, name, key_id);
+        CREATE VIRTUAL TABLE records_fts USING fts5 (body);
+        """
+
+    private let connection: Locked<SQLiteConnection>
+    /// The database file.
+    public let path: String
+
+    /// Opens (creating, mode 0600, parent directory 0700) the store file at `path`. A file that is a
+    /// SQLite database of something else throws `notARecordStore`.
+    public init(path: String, busyTimeoutMilliseconds: Int32 = 10_000) throws(RecordsError) {
+        self.path = path
+        let connection = try Self.sql { () throws(SQLiteError) in
+            try SQLiteConnection.openDurable(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        }
+        try Self.migrate(connection)
+        self.connection = Locked(connection)
+    }
+
+    static func map(_ error: SQLiteError) -> RecordsError {
+        .storage("\(error.path): SQLite error \(error.code): \(error.message)")
+    }
+
+    static func sql<R>(_ body: () throws(SQLiteError) -> R) throws(RecordsError) -> R {
+        do throws(SQLiteError) {
+            return try body()
+        } catch {
+            throw map(error)
+        }
+    }
+
+    /// Runs `body` holding the connection inside one transaction.
+    private func transaction<R>(write: Bool, _ body: (SQLiteConnection) throws(RecordsError) -> R) throws(RecordsError) -> R {
+        try connection.withLock { (c: inout SQLiteConnection) throws(RecordsError) -> R in
+            let db = c
+            return try db.transaction(write: write, mapError: Self.map) { () throws(RecordsError) -> R in try body(db) }
+        }
+    }
+
+    private static func migrate(_ c: SQLiteConnection) throws(RecordsError) {
+        try c.transaction(write: true, mapError: map) { () throws(RecordsError) in
+            let (applicationID, tables) = try sql { () throws(SQLiteError) in
+                (try c.integer("PRAGMA application_id"), try c.integer("SELECT count(*) FROM sqlite_schema"))
+            }
+            if tables == 0, applicationID == 0 {
+                try sql { () throws(SQLiteError) in
+                    try c.execute("PRAGMA application_id = \(applicationID == 0 ? Self.applicationID : applicationID);\n" + schema)
+                }
+                return
+            }
+            guard applicationID == Self.applicationID else { throw .notARecordStore("\(c.path) is another kind of database") }
+            let version = try sql { () throws(SQLiteError) in try c.integer("SELECT version FROM schema_version") }
+            guard version == Self.schemaVersion else {
+                throw .notARecordStore("schema version \(version) is newer than this library supports (\(Self.schemaVersion))")
+            }
+        }
+    }
+
+    // MARK: Metadata and keys
+
+    public func loadMetadata() throws(RecordsError) -> StoreMetadata? {
+        try transaction(write: false) { (c) throws(RecordsError) in try Self.loadMetadata(c) }
+    }
+
+    private static func loadMetadata(_ c: SQLiteConnection) throws(RecordsError) -> StoreMetadata? {
+        try sql { () throws(SQLiteError) -> StoreMetadata? in
+            let meta = try c.statement("SELECT name, value FROM meta")
+            var storeId: Data?
+            var current: UInt32?
+            while try meta.step() {
+                switch meta.text(0) {
+                case "storeId": storeId = meta.blob(1)
+                case "currentKeyId": current = UInt32(truncatingIfNeeded: meta.int64(1))
+                default: break
+                }
+            }
+            guard let storeId else { return nil }
+            var keys: [WrappedStoreKey] = []
+            let select = try c.statement("SELECT id, wrapped FROM store_keys ORDER BY id")
+            while try select.step() {
+                keys.append(WrappedStoreKey(id: UInt32(truncatingIfNeeded: select.int64(0)), wrapped: select.blob(1)))
+            }
+            return StoreMetadata(storeId: storeId, currentKeyId: current, keys: keys)
+        }
+    }
+
+    public func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            if let existing = try Self.loadMetadata(c) { return existing }
+            try Self.sql { () throws(SQLiteError) in
+                let insert = try c.statement("INSERT INTO meta (name, value) VALUES (?1, ?2)")
+                insert.bind(1, "storeId")
+                insert.bind(2, metadata.storeId)
+                try insert.step()
+                if let current = metadata.currentKeyId { try Self.setCurrent(current, c) }
+                for key in metadata.keys { try Self.insertKey(key, c) }
+            }
+            return metadata
+        }
+    }
+
+    private static func setCurrent(_ keyId: UInt32, _ c: SQLiteConnection) throws(SQLiteError) {
+        let update = try c.statement("INSERT OR REPLACE INTO meta (name, value) VALUES ('currentKeyId', ?1)")
+        update.bind(1, Int64(keyId))
+        try update.step()
+    }
+
+    private static func insertKey(_ key: WrappedStoreKey, _ c: SQLiteConnection) throws(SQLiteError) {
+        let insert = try c.statement("INSERT INTO store_keys (id, wrapped) VALUES (?1, ?2)")
+        insert.bind(1, Int64(key.id))
+        insert.bind(2, key.wrapped)
+        try insert.step()
+    }
+
+    public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            try Self.sql { () throws(SQLiteError) -> Bool in
+                let exists = try c.statement("SELECT count(*) FROM store_keys WHERE id = ?1")
+                exists.bind(1, Int64(key.id))
+                _ = try exists.step()
+                guard exists.int64(0) == 0 else { return false }
+                exists.reset()
+                try Self.insertKey(key, c)
+                if makeCurrent { try Self.setCurrent(key.id, c) }
+                return true
+            }
+        }
+    }
+
+    // MARK: Collections
+
+    public func collections() throws(RecordsError) -> [String: RecordSchema] {
+        try transaction(write: false) { (c) throws(RecordsError) in try Self.collections(c) }
+    }
+
+    private static func collections(_ c: SQLiteConnection) throws(RecordsError) -> [String: RecordSchema] {
+        let rows = try sql { () throws(SQLiteError) -> [(String, String)] in
+            let select = try c.statement("SELECT name, schema FROM collections")
+            var rows: [(String, String)] = []
+            while try select.step() { rows.append((select.text(0), select.text(1))) }
+            return rows
+        }
+        var result: [String: RecordSchema] = [:]
+        for (name, json) in rows { result[name] = try RecordSchema(json: json) }
+        return result
+    }
+
+    public func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            if let existing = try Self.collections(c)[collection] { return existing }
+            try Self.insertCollection(collection, schema: schema, c)
+            return schema
+        }
+    }
+
+    private static func insertCollection(_ collection: String, schema: RecordSchema, _ c: SQLiteConnection) throws(RecordsError) {
+        try sql { () throws(SQLiteError) in
+            let insert = try c.statement("INSERT INTO collections (name, schema) VALUES (?1, ?2)")
+            insert.bind(1, collection)
+            insert.bind(2, schema.canonicalJSON)
+            try insert.step()
+        }
+    }
+
+    // MARK: Records
+
+    private static func seq(of id: UUID, _ c: SQLiteConnection) throws(SQLiteError) -> Int64? {
+        let select = try c.statement("SELECT seq FROM records WHERE id = ?1")
+        select.bind(1, RecordContext.bytes(of: id))
+        guard try select.step() else { return nil }
+        let seq = select.int64(0)
+        select.reset()
+        return seq
+    }
+
+    /// Writes the rows of `record` under `seq` (which must have no rows in the field tables).
+    private static func writeRows(_ record: StoredRecord, seq: Int64?, _ c: SQLiteConnection) throws(SQLiteError) {
+        let insert = try c.statement("INSERT INTO records (seq, id, collection, keying, key_id) VALUES (?1, ?2, ?3, ?4, ?5)")
+        if let seq { insert.bind(1, seq) }
+        insert.bind(2, RecordContext.bytes(of: record.id))
+        insert.bind(3, record.collection)
+        insert.bind(4, Int64(record.keying == .storeKey ? 0 : 1))
+        if let keyId = record.keyId { insert.bind(5, Int64(keyId)) }
+        try insert.step()
+        let rowSeq = seq ?? c.lastInsertRowID
+        let clear = try c.statement("INSERT INTO clear_fields (seq, name, kind, value) VALUES (?1, ?2, ?3, ?4)")
+        for (name, value) in record.clear {
+            clear.reset()
+            clear.bind(1, rowSeq)
+            clear.bind(2, name)
+            clear.bind(3, Int64(value.kindByte))
+            switch value {
+            case .string(let s): clear.bind(4, s)
+            case .bytes(let b): clear.bind(4, b)
+            }
+            try clear.step()
+        }
+        let sealed = try c.statement("INSERT INTO sealed_fields (seq, name, sealed) VALUES (?1, ?2, ?3)")
+        for (name, value) in record.sealed {
+            sealed.reset()
+            sealed.bind(1, rowSeq)
+            sealed.bind(2, name)
+            sealed.bind(3, value)
+            try sealed.step()
+        }
+        let index = try c.statement("INSERT INTO blind_indexes (seq, name, key_id, token) VALUES (?1, ?2, ?3, ?4)")
+        for (name, token) in record.blindIndexes {
+            index.reset()
+            index.bind(1, rowSeq)
+            index.bind(2, name)
+            index.bind(3, Int64(record.keyId ?? 0))
+            index.bind(4, token)
+            try index.step()
+        }
+        let fullText = record.fullText
+        if !fullText.isEmpty {
+            let fts = try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
+            fts.bind(1, rowSeq)
+            fts.bind(2, fullText)
+            try fts.step()
+        }
+    }
+
+    private static func deleteRows(seq: Int64, _ c: SQLiteConnection) throws(SQLiteError) {
+        for sql in [
+            "DELETE FROM clear_fields WHERE seq = ?1", "DELETE FROM sealed_fields WHERE seq = ?1",
+            "DELETE FROM blind_indexes WHERE seq = ?1", "DELETE FROM records_fts WHERE rowid = ?1",
+            "DELETE FROM records WHERE seq = ?1",
+        ] {
+            let statement = try c.statement(sql)
+            statement.bind(1, seq)
+            try statement.step()
+        }
+    }
+
+    private static func insertRecords(_ records: [StoredRecord], _ c: SQLiteConnection) throws(RecordsError) {
+        for record in records {
+            if try sql({ () throws(SQLiteError) in try seq(of: record.id, c) }) != nil { throw .duplicateRecord(record.id) }
+            try sql { () throws(SQLiteError) in try writeRows(record, seq: nil, c) }
+        }
+    }
+
+    public func insert(_ records: [StoredRecord]) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in try Self.insertRecords(records, c) }
+    }
+
+    public func replace(_ records: [StoredRecord]) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            for record in records {
+                guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: record.id, c) }) else {
+                    throw .recordNotFound(record.id)
+                }
+                try Self.sql { () throws(SQLiteError) in
+                    try Self.deleteRows(seq: seq, c)
+                    try Self.writeRows(record, seq: seq, c)
+                }
+            }
+        }
+    }
+
+    public func delete(_ id: UUID) throws(RecordsError) -> Bool {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            try Self.sql { () throws(SQLiteError) -> Bool in
+                guard let seq = try Self.seq(of: id, c) else { return false }
+                try Self.deleteRows(seq: seq, c)
+                return true
+            }
+        }
+    }
+
+    public func record(_ id: UUID) throws(RecordsError) -> StoredRecord? {
+        try transaction(write: false) { (c) throws(RecordsError) in
+            try Self.sql { () throws(SQLiteError) -> StoredRecord? in
+                guard let seq = try Self.seq(of: id, c) else { return nil }
+                return try Self.load(seqs: [seq], c).first
+            }
+        }
+    }
+
+    /// Loads the records with these sequence numbers, in the given order.
+    private static func load(seqs: [Int64], _ c: SQLiteConnection) throws(SQLiteError) -> [StoredRecord] {
+        var result: [StoredRecord] = []
+        result.reserveCapacity(seqs.count)
+        let head = try c.statement("SELECT id, collection, keying, key_id FROM records WHERE seq = ?1")
+        let clear = try c.statement("SELECT name, kind, value FROM clear_fields WHERE seq = ?1")
+        let sealed = try c.statement("SELECT name, sealed FROM sealed_fields WHERE seq = ?1")
+        let index = try c.statement("SELECT name, token FROM blind_indexes WHERE seq = ?1")
+        for seq in seqs {
+            head.reset()
+            head.bind(1, seq)
+            guard try head.step() else { continue }
+            let idBytes = head.bytes(0)
+            guard idBytes.count == 16 else { continue }
+            let id = UUID(uuid: (
+                idBytes[0], idBytes[1], idBytes[2], idBytes[3], idBytes[4], idBytes[5], idBytes[6], idBytes[7],
+                idBytes[8], idBytes[9], idBytes[10], idBytes[11], idBytes[12], idBytes[13], idBytes[14], idBytes[15]))
+            var record = StoredRecord(
+                id: id, collection: head.text(1), keying: head.int64(2) == 0 ? .storeKey : .password,
+                keyId: head.isNull(3) ? nil : UInt32(truncatingIfNeeded: head.int64(3)), clear: [:], sealed: [:], blindIndexes: [:])
+            head.reset()
+            clear.reset()
+            clear.bind(1, seq)
+            while try clear.step() {
+                record.clear[clear.text(0)] = clear.int64(1) == 1 ? .string(clear.text(2)) : .bytes(clear.blob(2))
+            }
+            sealed.reset()
+            sealed.bind(1, seq)
+            while try sealed.step() { record.sealed[sealed.text(0)] = sealed.blob(1) }
+            index.reset()
+            index.bind(1, seq)
+            while try index.step() { record.blindIndexes[index.text(0)] = index.blob(1) }
+            result.append(record)
+        }
+        return result
+    }
+
+    public func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] {
+        var sql = "SELECT seq FROM records WHERE collection = ?"
+        var binds: [(SQLiteStatement, Int32) -> Void] = [{ $0.bind($1, query.collection) }]
+        for (field, value) in query.equals {
+            sql += " AND seq IN (SELECT seq FROM clear_fields WHERE name = ? AND value = ? AND kind = ?)"
+            binds.append { $0.bind($1, field) }
+            switch value {
+            case .string(let s): binds.append { $0.bind($1, s) }
+            case .bytes(let b): binds.append { $0.bind($1, b) }
+            }
+            binds.append { $0.bind($1, Int64(value.kindByte)) }
+        }
+        for (field, prefix) in query.prefixes {
+            sql += " AND seq IN (SELECT seq FROM clear_fields WHERE name = ? AND kind = 1 AND value >= ?"
+                + " AND substr(value, 1, length(?)) = ?)"
+            binds.append { $0.bind($1, field) }
+            for _ in 0..<3 { binds.append { $0.bind($1, prefix) } }
+        }
+        for (field, tokens) in query.blindIndexes {
+            guard !tokens.isEmpty else { return [] }
+            let alternatives = tokens.map { _ in "SELECT seq FROM blind_indexes WHERE token = ? AND name = ? AND key_id = ?" }
+            sql += " AND seq IN (" + alternatives.joined(separator: " UNION ALL ") + ")"
+            for token in tokens {
+                binds.append { $0.bind($1, token.token) }
+                binds.append { $0.bind($1, field) }
+                binds.append { $0.bind($1, Int64(token.keyId)) }
+            }
+        }
+        if let fullText = query.fullText {
+            sql += " AND seq IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
+            binds.append { $0.bind($1, fullText) }
+        }
+        sql += " ORDER BY seq"
+        let statementSQL = sql
+        return try transaction(write: false) { (c) throws(RecordsError) in
+            do throws(SQLiteError) {
+                let select = try c.statement(statementSQL)
+                for (i, bind) in binds.enumerated() { bind(select, Int32(i + 1)) }
+                var seqs: [Int64] = []
+                while try select.step() { seqs.append(select.int64(0)) }
+                return try Self.load(seqs: seqs, c)
+            } catch {
+                if query.fullText != nil, error.code & 0xFF == 1 /* SQLITE_ERROR: FTS5 syntax */ {
+                    throw .invalidQuery("full-text query: \(error.message)")
+                }
+                throw Self.map(error)
+            }
+        }
+    }
+
+    public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
+        try transaction(write: false) { (c) throws(RecordsError) in
+            try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
+                let select = try c.statement("SELECT seq FROM records WHERE key_id IS NOT NULL AND key_id != ?1 ORDER BY seq LIMIT ?2")
+                select.bind(1, Int64(keyId))
+                select.bind(2, Int64(limit))
+                var seqs: [Int64] = []
+                while try select.step() { seqs.append(select.int64(0)) }
+                return try Self.load(seqs: seqs, c)
+            }
+        }
+    }
+
+    public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
+        try transaction(write: false) { (c) throws(RecordsError) in
+            try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
+                let select = try c.statement("SELECT seq FROM records ORDER BY seq LIMIT ?1 OFFSET ?2")
+                select.bind(1, Int64(limit))
+                select.bind(2, Int64(offset))
+                var seqs: [Int64] = []
+                while try select.step() { seqs.append(select.int64(0)) }
+                return try Self.load(seqs: seqs, c)
+            }
+        }
+    }
+
+    public func importAll(
+        keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord]
+    ) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            let metadata = try Self.loadMetadata(c)
+            let existing = Dictionary(uniqueKeysWithValues: (metadata?.keys ?? []).map { ($0.id, $0.wrapped) })
+            for key in keys {
+                if let stored = existing[key.id] {
+                    guard stored == key.wrapped else { throw .storeMismatch }
+                } else {
+                    try Self.sql { () throws(SQLiteError) in try Self.insertKey(key, c) }
+                }
+            }
+            if metadata?.currentKeyId == nil, let currentKeyId {
+                try Self.sql { () throws(SQLiteError) in try Self.setCurrent(currentKeyId, c) }
+            }
+            let stored = try Self.collections(c)
+            for (name, schema) in collections {
+                if let present = stored[name] {
+                    guard present == schema else { throw .schemaMismatch(collection: name) }
+                } else {
+                    try Self.insertCollection(name, schema: schema, c)
+                }
+            }
+            try Self.insertRecords(records, c)
+        }
+    }
+}

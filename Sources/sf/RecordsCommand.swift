@@ -1,0 +1,431 @@
+import ArgumentParser
+import Foundation
+import SecureFoundation
+
+/// `sf records`: records with clear searchable fields and sealed fields (SecureRecords).
+struct RecordsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "records",
+        abstract: "Keep records whose clear fields are searchable and whose sealed fields are encrypted.",
+        discussion: """
+            A collection's schema (which fields are clear, sealed, or sealed with a blind index) is declared by \
+            --schema or by the first add (--field: clear, --sealed: sealed, --indexed: sealed+blindIndex). Sealed \
+            fields are keyed by the record's own password (--password-file or a prompt) or by the store key, \
+            unlocked with the vault (--vault) or an application key file (--key-file, 32 bytes or 64 hex digits).
+            """,
+        subcommands: [
+            RecordsAddCommand.self, RecordsListCommand.self, RecordsSearchCommand.self, RecordsShowCommand.self,
+            RecordsUpdateCommand.self, RecordsDeleteCommand.self, RecordsExportCommand.self, RecordsImportCommand.self,
+            RecordsChangePasswordCommand.self, RecordsRotateKeyCommand.self,
+        ]
+    )
+}
+
+/// The store file: `--store`, default `records.db` beside the keychain.
+struct RecordsStoreOption: ParsableArguments {
+    @Option(help: "Record store file (default: records.db beside the keychain).") var store: String?
+
+    func open(kdf: PasswordKDF = .default, batchSize: Int = 256) throws -> RecordStore {
+        let path = try store ?? ((Keychain.defaultPath() as NSString).deletingLastPathComponent + "/records.db")
+        return try RecordStore(path: path, configuration: .init(passwordKDF: kdf, rotationBatchSize: batchSize))
+    }
+}
+
+/// Which key seals or opens sealed fields.
+struct RecordsKeyOptions: ParsableArguments {
+    @Option(help: "File whose first line is the record's password (default: prompt when a password is needed).")
+    var passwordFile: String?
+    @Flag(help: "Use the store key, unlocked with the vault (needs the vault passcode).") var vault = false
+    @Option(help: "Use the store key, unlocked with this application key file (32 bytes, or 64 hex digits).")
+    var keyFile: String?
+    @OptionGroup var keychain: KeychainLocation
+    @OptionGroup var passcode: VaultPasscodeOption
+
+    var usesStoreKey: Bool { vault || keyFile != nil }
+
+    func validate() throws {
+        guard !(vault && keyFile != nil) else { throw ValidationError("give --vault or --key-file, not both") }
+        guard !(usesStoreKey && passwordFile != nil) else {
+            throw ValidationError("--password-file is for password records; --vault and --key-file for the store key")
+        }
+    }
+
+    /// Unlocks the store key when --vault or --key-file was given. Returns false otherwise.
+    @discardableResult
+    func unlockIfRequested(_ store: RecordStore) throws -> Bool {
+        if let keyFile {
+            try store.unlock(with: try KeyItemSealer(key: try Self.readKey(keyFile)))
+            return true
+        }
+        if vault {
+            let keychain = try keychain.open()
+            let vault = try passcode.unlockedVault(keychain)
+            try store.unlock(with: vault)
+            try keychain.close()
+            return true
+        }
+        return false
+    }
+
+    /// The record password: the file's first line, else a prompt without echo (twice when `confirm`).
+    func password(confirm: Bool, prompt: String = "Record password: ") throws -> SecretBytes {
+        if let passwordFile { return try Terminal.readSecret(fromFile: passwordFile) }
+        return try Terminal.readSecret(prompt: prompt, confirm: confirm, alternative: "--password-file")
+    }
+
+    /// A 32-byte key file: raw bytes, or 64 hex digits (surrounding whitespace ignored).
+    static func readKey(_ path: String) throws -> SecretBytes {
+        var data = try FileInput(path: path).readToEnd()
+        defer { data.resetBytes(in: 0..<data.count) }
+        if data.count == 32 { return SecretBytes(data) }
+        var text = data.filter { !($0 == 0x0A || $0 == 0x0D || $0 == 0x20) }
+        defer { text.resetBytes(in: 0..<text.count) }
+        guard text.count == 64 else { throw CLIError("\(path): a key file holds 32 bytes or 64 hex digits") }
+        var key = [UInt8](repeating: 0, count: 32)
+        defer { for i in key.indices { key[i] = 0 } }
+        for (i, pair) in stride(from: text.startIndex, to: text.endIndex, by: 2).enumerated() {
+            guard let byte = UInt8(String(decoding: text[pair..<pair + 2], as: UTF8.self), radix: 16) else {
+                throw CLIError("\(path): a key file holds 32 bytes or 64 hex digits")
+            }
+            key[i] = byte
+        }
+        return SecretBytes(key)
+    }
+}
+
+/// `name=value` field arguments.
+enum RecordsArguments {
+    static func split(_ argument: String, option: String) throws -> (String, String) {
+        guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
+            throw ValidationError("\(option) expects name=value, got '\(argument)'")
+        }
+        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+    }
+
+    /// A value: text, or `base64:...` for bytes.
+    static func value(_ text: String) throws -> FieldValue {
+        if text.hasPrefix("base64:") {
+            guard let data = Data(base64Encoded: String(text.dropFirst(7))) else { throw ValidationError("invalid base64 value") }
+            return .bytes(data)
+        }
+        return .string(text)
+    }
+
+    static func id(_ text: String) throws -> UUID {
+        guard let id = UUID(uuidString: text) else { throw ValidationError("'\(text)' is not a record id (UUID)") }
+        return id
+    }
+
+    /// `name=clear|sealed|sealed+blindIndex,...`
+    static func schema(_ text: String) throws -> RecordSchema {
+        var fields: [String: FieldProtection] = [:]
+        for part in text.split(separator: ",") {
+            let (name, kind) = try split(String(part), option: "--schema")
+            guard let protection = FieldProtection(rawValue: kind) else {
+                throw ValidationError("--schema: '\(kind)' is not clear, sealed or sealed+blindIndex")
+            }
+            fields[name] = protection
+        }
+        return try RecordSchema(fields)
+    }
+}
+
+/// Field values given to add and update.
+struct RecordsFieldOptions: ParsableArguments {
+    @Option(name: .customLong("field"), help: "A clear field, name=value (value 'base64:...' for bytes). Repeatable.")
+    var clear: [String] = []
+    @Option(name: .customLong("sealed"), help: "A sealed field, name=value. Repeatable. The value is data, not a secret.")
+    var sealed: [String] = []
+    @Option(name: .customLong("sealed-file"), help: "A sealed field whose value is the bytes of a file, name=PATH. Repeatable.")
+    var sealedFiles: [String] = []
+    @Option(name: .customLong("indexed"), help: "A sealed field with a blind index (store key only), name=value. Repeatable.")
+    var indexed: [String] = []
+
+    /// The values, and the schema they imply for a new collection.
+    func read() throws -> (fields: [String: FieldValue], implied: [String: FieldProtection]) {
+        var fields: [String: FieldValue] = [:]
+        var implied: [String: FieldProtection] = [:]
+        func put(_ name: String, _ value: FieldValue, _ protection: FieldProtection) throws {
+            guard fields[name] == nil else { throw ValidationError("field '\(name)' given twice") }
+            fields[name] = value
+            implied[name] = protection
+        }
+        for argument in clear {
+            let (name, text) = try RecordsArguments.split(argument, option: "--field")
+            try put(name, try RecordsArguments.value(text), .clear)
+        }
+        for argument in sealed {
+            let (name, text) = try RecordsArguments.split(argument, option: "--sealed")
+            try put(name, try RecordsArguments.value(text), .sealed)
+        }
+        for argument in sealedFiles {
+            let (name, path) = try RecordsArguments.split(argument, option: "--sealed-file")
+            try put(name, .bytes(try FileInput(path: path).readToEnd()), .sealed)
+        }
+        for argument in indexed {
+            let (name, text) = try RecordsArguments.split(argument, option: "--indexed")
+            try put(name, try RecordsArguments.value(text), .sealedIndexed)
+        }
+        return (fields, implied)
+    }
+
+    /// Checks each value was given with the option matching the stored schema.
+    static func check(_ implied: [String: FieldProtection], against schema: RecordSchema, collection: String) throws {
+        for (name, protection) in implied {
+            guard let declared = schema.fields[name] else { throw RecordsError.unknownField(collection: collection, field: name) }
+            let sealedGiven = protection != .clear
+            guard sealedGiven == declared.isSealed else {
+                throw RecordsError.fieldProtectionMismatch(
+                    collection: collection, field: name,
+                    reason: declared.isSealed ? "declared sealed: give it with --sealed or --indexed" : "declared clear: give it with --field")
+            }
+        }
+    }
+}
+
+/// Prints records: one line each (list, search) or a block (show).
+enum RecordsOutput {
+    static func format(_ value: FieldValue) -> String { value.description }
+
+    static func line(_ record: Record) -> String {
+        var parts = [record.id.uuidString.lowercased(), record.collection]
+        for (name, value) in record.clearFields.sorted(by: { $0.key < $1.key }) { parts.append("\(name)=\(format(value))") }
+        for name in record.sealedFieldNames { parts.append("\(name)=<sealed>") }
+        return parts.joined(separator: "\t")
+    }
+
+    static func block(_ record: Record) -> String {
+        var lines = [
+            "id: \(record.id.uuidString.lowercased())", "collection: \(record.collection)",
+            "keying: \(record.keying == .password ? "password" : "store key")",
+        ]
+        for (name, value) in record.clearFields.sorted(by: { $0.key < $1.key }) { lines.append("\(name): \(format(value))") }
+        for name in record.sealedFieldNames {
+            lines.append("\(name): \(record.openedFields[name].map(format) ?? "<sealed>")")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+struct RecordsAddCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a record and print its id.")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Option(help: "Collection (default: default).") var collection = "default"
+    @Option(help: "Declare the collection's schema: name=clear|sealed|sealed+blindIndex,... (default: from the fields given).")
+    var schema: String?
+    @OptionGroup var fieldOptions: RecordsFieldOptions
+    @OptionGroup var keys: RecordsKeyOptions
+    @Option(help: "scrypt log2(N) for password-sealed values (default 17).") var scryptLogN: UInt8 = 17
+    @Option(help: .hidden) var repeatCount: Int = 1
+
+    func run() throws {
+        let (fields, implied) = try fieldOptions.read()
+        guard !fields.isEmpty else { throw ValidationError("give at least one --field, --sealed, --sealed-file or --indexed") }
+        let store = try location.open(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1))
+        let declared = try schema.map(RecordsArguments.schema) ?? RecordSchema(implied)
+        let existing = try store.collections()[collection]
+        if existing == nil || schema != nil { try store.createCollection(collection, schema: declared) }
+        try RecordsFieldOptions.check(implied, against: try store.schema(of: collection), collection: collection)
+        let sealing: RecordSealing
+        if try keys.unlockIfRequested(store) {
+            sealing = .storeKey
+        } else if implied.values.contains(where: \.isSealed) {
+            sealing = .password(try keys.password(confirm: true))
+        } else {
+            sealing = .storeKey
+        }
+        for _ in 0..<max(1, repeatCount) {
+            print(try store.add(fields, to: collection, sealing: sealing).uuidString.lowercased())
+        }
+    }
+}
+
+struct RecordsListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List records (clear fields only; nothing is decrypted).")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Option(help: "Only this collection.") var collection: String?
+
+    func run() throws {
+        for record in try location.open().search(in: collection) { print(RecordsOutput.line(record)) }
+    }
+}
+
+struct RecordsSearchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search",
+        abstract: "Find records by clear field equality (name=value), prefix, full text, or a sealed field's blind index.",
+        discussion: "Nothing is decrypted. A condition on a blind-indexed sealed field needs the store key (--vault or --key-file).")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Option(help: "Only this collection.") var collection: String?
+    @Option(help: "A clear text field starting with a prefix, name=prefix. Repeatable.") var prefix: [String] = []
+    @Option(help: "An SQLite FTS5 query over the clear text fields.") var text: String?
+    @OptionGroup var keys: RecordsKeyOptions
+    @Argument(help: "Conditions name=value (clear equality, or blind index of a sealed field).") var conditions: [String] = []
+
+    func run() throws {
+        let store = try location.open()
+        try keys.unlockIfRequested(store)
+        var query: [RecordCondition] = []
+        for condition in conditions {
+            let (name, text) = try RecordsArguments.split(condition, option: "condition")
+            query.append(.equals(field: name, value: try RecordsArguments.value(text)))
+        }
+        for condition in prefix {
+            let (name, text) = try RecordsArguments.split(condition, option: "--prefix")
+            query.append(.prefix(field: name, prefix: text))
+        }
+        if let text { query.append(.fullText(text)) }
+        for record in try store.search(in: collection, query) { print(RecordsOutput.line(record)) }
+    }
+}
+
+struct RecordsShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one record; --decrypt opens its sealed fields.")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Flag(help: "Open the sealed fields (needs the record's password, or the store key).") var decrypt = false
+    @OptionGroup var keys: RecordsKeyOptions
+    @Argument(help: "The record id.") var id: String
+
+    func run() throws {
+        let store = try location.open()
+        let id = try RecordsArguments.id(id)
+        guard decrypt else {
+            print(RecordsOutput.block(try store.record(id)))
+            return
+        }
+        let record: Record
+        if try store.record(id).keying == .password {
+            record = try store.open(id, password: try keys.password(confirm: false))
+        } else {
+            guard try keys.unlockIfRequested(store) else { throw ValidationError("this record is sealed with the store key: give --vault or --key-file") }
+            record = try store.open(id)
+        }
+        print(RecordsOutput.block(record))
+    }
+}
+
+struct RecordsUpdateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "update", abstract: "Set or remove fields of a record.")
+
+    @OptionGroup var location: RecordsStoreOption
+    @OptionGroup var fieldOptions: RecordsFieldOptions
+    @Option(help: "Remove this field. Repeatable.") var remove: [String] = []
+    @OptionGroup var keys: RecordsKeyOptions
+    @Option(help: "scrypt log2(N) for password-sealed values (default 17).") var scryptLogN: UInt8 = 17
+    @Argument(help: "The record id.") var id: String
+
+    func run() throws {
+        let store = try location.open(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1))
+        let id = try RecordsArguments.id(id)
+        let (fields, implied) = try fieldOptions.read()
+        let current = try store.record(id)
+        try RecordsFieldOptions.check(implied, against: try store.schema(of: current.collection), collection: current.collection)
+        var password: SecretBytes?
+        if implied.values.contains(where: \.isSealed) {
+            if current.keying == .password {
+                password = try keys.password(confirm: false)
+            } else {
+                guard try keys.unlockIfRequested(store) else { throw ValidationError("this record is sealed with the store key: give --vault or --key-file") }
+            }
+        }
+        try store.update(id, setting: fields, removing: Set(remove), password: password)
+    }
+}
+
+struct RecordsDeleteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a record.")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Argument(help: "The record id.") var id: String
+
+    func run() throws {
+        try location.open().delete(try RecordsArguments.id(id))
+    }
+}
+
+struct RecordsExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export", abstract: "Write the store as JSON lines; sealed values stay sealed.")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Option(name: .shortAndLong, help: "Output file (default: standard output).") var output: String?
+
+    func run() throws {
+        var text = ""
+        try location.open().export { text += $0 + "\n" }
+        try Terminal.writeOutput(Data(text.utf8), to: output)
+    }
+}
+
+struct RecordsImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import", abstract: "Add the records of an export of this store (all or nothing).",
+        discussion: "A store file that does not exist yet is created as the exported store (same id and keys).")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Option(name: .shortAndLong, help: "Input file (default: standard input).") var input: String?
+
+    func run() throws {
+        let lines = String(decoding: try Terminal.readInput(input), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .map(String.init)
+        let path = try location.store ?? ((Keychain.defaultPath() as NSString).deletingLastPathComponent + "/records.db")
+        let count: Int
+        if FileManager.default.fileExists(atPath: path) {
+            count = try RecordStore(path: path).importLines(lines)
+        } else {
+            let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), importing: lines)
+            count = try store.search().count
+        }
+        Terminal.writeError("imported \(count) record\(count == 1 ? "" : "s")")
+    }
+}
+
+struct RecordsChangePasswordCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "change-password", abstract: "Re-seal a password record under a new password.")
+
+    @OptionGroup var location: RecordsStoreOption
+    @Option(help: "File whose first line is the current password (default: prompt).") var passwordFile: String?
+    @Option(help: "File whose first line is the new password (default: prompt twice).") var newPasswordFile: String?
+    @Option(help: "scrypt log2(N) for the new seals (default 17).") var scryptLogN: UInt8 = 17
+    @Argument(help: "The record id.") var id: String
+
+    func run() throws {
+        let store = try location.open(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1))
+        let old = try passwordFile.map(Terminal.readSecret(fromFile:))
+            ?? Terminal.readSecret(prompt: "Current record password: ", alternative: "--password-file")
+        let new = try newPasswordFile.map(Terminal.readSecret(fromFile:))
+            ?? Terminal.readSecret(prompt: "New record password: ", confirm: true, alternative: "--new-password-file")
+        try store.changePassword(of: try RecordsArguments.id(id), from: old, to: new)
+    }
+}
+
+struct RecordsRotateKeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate-key",
+        abstract: "Re-seal every store-keyed record under a new store key (resumes an interrupted rotation first).")
+
+    @OptionGroup var location: RecordsStoreOption
+    @OptionGroup var keys: RecordsKeyOptions
+    @Option(help: "Records re-sealed per transaction.") var batchSize = 256
+
+    func run() throws {
+        guard keys.usesStoreKey else { throw ValidationError("give --vault or --key-file") }
+        let store = try location.open(batchSize: batchSize)
+        let sealer: any ItemSealer
+        var keychain: Keychain?
+        if let keyFile = keys.keyFile {
+            sealer = try KeyItemSealer(key: try RecordsKeyOptions.readKey(keyFile))
+        } else {
+            keychain = try keys.keychain.open()
+            sealer = try keys.passcode.unlockedVault(keychain!)
+        }
+        let rotation = try store.rotateStoreKey(with: sealer) { done in Terminal.writeError("resealed \(done)") }
+        try keychain?.close()
+        print("store key \(rotation.keyId): \(rotation.resealed) record\(rotation.resealed == 1 ? "" : "s") re-sealed"
+            + (rotation.resumed ? " (finished an interrupted rotation)" : ""))
+    }
+}

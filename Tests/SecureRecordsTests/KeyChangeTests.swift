@@ -1,0 +1,122 @@
+import Foundation
+import SFTestSupport
+@testable import SecureRecords
+import SecureCore
+import Testing
+
+@Suite struct KeyChangeTests {
+    @Test func changePassword() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch, unlock: false)
+        let id = try store.add(["toWhom": "Alice", "description": "bike", "blob": .bytes(Data([1]))], to: "gifts", sealing: .password(secret("old")))
+        let before = try #require(try store.storage.record(id))
+        #expect(throws: RecordsError.authenticationFailed(record: id, field: "blob")) {
+            try store.changePassword(of: id, from: secret("wrong"), to: secret("new"))
+        }
+        #expect(try store.storage.record(id) == before)  // nothing changed
+        try store.changePassword(of: id, from: secret("old"), to: secret("new"))
+        #expect(throws: RecordsError.self) { try store.open(id, password: secret("old")) }
+        #expect(try store.open(id, password: secret("new")).fields == ["toWhom": "Alice", "description": "bike", "blob": .bytes(Data([1]))])
+    }
+
+    /// Opens each record's sealed values with exactly one of the store's keys.
+    static func keysOpeningEachRecord(_ store: RecordStore) throws -> [UUID: [UInt32]] {
+        let metadata = try #require(try store.storage.loadMetadata())
+        var keys: [UInt32: SecretBytes] = [:]
+        for wrapped in metadata.keys {
+            keys[wrapped.id] = SecretBytes(try appSealer.open(wrapped.wrapped, context: RecordContext.keyWrap(storeId: store.storeId, keyId: wrapped.id)))
+        }
+        var result: [UUID: [UInt32]] = [:]
+        for record in try store.storage.allRecords(offset: 0, limit: 100_000) where record.keying == .storeKey {
+            var opening: [UInt32] = []
+            for (id, key) in keys.sorted(by: { $0.key < $1.key }) {
+                let all = record.sealed.allSatisfy { name, sealed in
+                    (try? Envelope.open(sealed, key: key, context: store.context(record.collection, record.id, name))) != nil
+                }
+                if all { opening.append(id) }
+            }
+            result[record.id] = opening
+        }
+        return result
+    }
+
+    @Test func rotateStoreKeyInProcess() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        var ids: [UUID] = []
+        for i in 0..<10 { ids.append(try store.add(["toWhom": .string("p\(i)"), "description": .string("d\(i)"), "ssn": .string("s\(i % 3)")], to: "gifts")) }
+        let password = try store.add(["toWhom": "pw", "description": "kept"], to: "gifts", sealing: .password(secret("pw")))
+        var batches: [Int] = []
+        let rotation = try store.rotateStoreKey(with: appSealer) { batches.append($0) }
+        #expect(rotation == KeyRotation(keyId: 2, resealed: 10, resumed: false))
+        #expect(batches == [3, 6, 9, 10])
+        let opening = try Self.keysOpeningEachRecord(store)
+        #expect(opening.count == 10)
+        #expect(opening.values.allSatisfy { $0 == [2] })
+        for (i, id) in ids.enumerated() { #expect(try store.open(id).fields["description"] == .string("d\(i)")) }
+        #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: "s1")]).count == 3)  // i = 1, 4, 7
+        #expect(try store.open(password, password: secret("pw")).fields["description"] == "kept")
+        // A second rotation adds key 3.
+        #expect(try store.rotateStoreKey(with: appSealer).keyId == 3)
+    }
+
+    /// Simulates a crash between batches (a backend that fails its second batch): some rows on the
+    /// new key, some on the old; each opens with exactly one; a re-run finishes without a new key.
+    @Test func interruptedRotationResumes() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        for i in 0..<7 { _ = try store.add(["description": .string("d\(i)"), "ssn": "x"], to: "gifts") }
+        let failing = FailingStorage(try SQLiteRecordStorage(path: scratch.path("store.db")), failReplaceAfter: 1)
+        let crashing = try RecordStore(storage: failing, configuration: testConfiguration)
+        #expect(throws: RecordsError.storage("injected failure")) { try crashing.rotateStoreKey(with: appSealer) }
+        let opening = try Self.keysOpeningEachRecord(store)
+        #expect(opening.values.allSatisfy { $0.count == 1 })
+        #expect(opening.values.filter { $0 == [2] }.count == 3)
+        // Search mid-rotation finds rows under both keys.
+        let reopened = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        try reopened.unlock(with: appSealer)
+        #expect(try reopened.search(in: "gifts", [.equals(field: "ssn", value: "x")]).count == 7)
+        let resumed = try reopened.rotateStoreKey(with: appSealer)
+        #expect(resumed == KeyRotation(keyId: 2, resealed: 4, resumed: true))
+        #expect(try Self.keysOpeningEachRecord(reopened).values.allSatisfy { $0 == [2] })
+    }
+}
+
+/// A backend that forwards to another and fails `replace` after `failReplaceAfter` successful calls.
+final class FailingStorage: RecordStorage, @unchecked Sendable {
+    let base: any RecordStorage
+    let limit: Int
+    private var replaces = 0
+    private let lock = NSLock()
+
+    init(_ base: any RecordStorage, failReplaceAfter limit: Int) {
+        self.base = base
+        self.limit = limit
+    }
+
+    func loadMetadata() throws(RecordsError) -> StoreMetadata? { try base.loadMetadata() }
+    func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata { try base.initialize(metadata) }
+    func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool { try base.addKey(key, makeCurrent: makeCurrent) }
+    func collections() throws(RecordsError) -> [String: RecordSchema] { try base.collections() }
+    func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema {
+        try base.createCollection(collection, schema: schema)
+    }
+    func insert(_ records: [StoredRecord]) throws(RecordsError) { try base.insert(records) }
+    func replace(_ records: [StoredRecord]) throws(RecordsError) {
+        let count = lock.withLock { replaces += 1; return replaces }
+        if count > limit { throw .storage("injected failure") }
+        try base.replace(records)
+    }
+    func delete(_ id: UUID) throws(RecordsError) -> Bool { try base.delete(id) }
+    func record(_ id: UUID) throws(RecordsError) -> StoredRecord? { try base.record(id) }
+    func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] { try base.search(query) }
+    func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
+        try base.records(withKeyIdOtherThan: keyId, limit: limit)
+    }
+    func importAll(keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord])
+        throws(RecordsError)
+    {
+        try base.importAll(keys: keys, currentKeyId: currentKeyId, collections: collections, records: records)
+    }
+    func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] { try base.allRecords(offset: offset, limit: limit) }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import SFTestSupport
+@testable import SecureRecords
+import SecureCore
+import SecureKeychain
+import SecureVault
+import Testing
+
+@Suite struct RoundTripTests {
+    let fields: [String: FieldValue] = [
+        "toWhom": "Alice", "photo": .bytes(Data([0, 1, 2, 255])), "description": "a red bicycle 🚲",
+        "blob": .bytes(Data([9, 8, 7])), "ssn": "123-45-6789",
+    ]
+
+    @Test func storeKeyRoundTripEveryFieldKind() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        let id = try store.add(fields, to: "gifts")
+        let closed = try store.record(id)
+        #expect(closed.clearFields == ["toWhom": "Alice", "photo": .bytes(Data([0, 1, 2, 255]))])
+        #expect(closed.sealedFieldNames == ["blob", "description", "ssn"])
+        #expect(closed.openedFields.isEmpty)
+        #expect(try store.open(id).fields == fields)
+        // Reopened from the file, with the key unwrapped again.
+        let reopened = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        #expect(throws: RecordsError.storeKeyRequired) { try reopened.open(id) }
+        try reopened.unlock(with: appSealer)
+        #expect(try reopened.open(id).fields == fields)
+        #expect(try reopened.open(id).keying == .storeKey)
+    }
+
+    @Test func passwordRoundTripEveryFieldKind() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch, unlock: false)
+        var passwordFields = fields
+        passwordFields["ssn"] = nil  // indexed fields need the store key
+        let id = try store.add(passwordFields, to: "gifts", sealing: .password(secret("alice pw")))
+        #expect(try store.open(id, password: secret("alice pw")).fields == passwordFields)
+        #expect(try store.record(id).keying == .password)
+        // Each value has its own salt and nonce: sealing the same value twice differs.
+        let stored = try #require(try store.storage.record(id))
+        let other = try store.add(passwordFields, to: "gifts", sealing: .password(secret("alice pw")))
+        let storedOther = try #require(try store.storage.record(other))
+        #expect(stored.sealed["description"] != storedOther.sealed["description"])
+        let header = try Envelope.header(of: try #require(stored.sealed["description"]))
+        #expect(header.kdf == testKDF)
+    }
+
+    @Test func passwordIndexedFieldIsRefused() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        #expect(throws: RecordsError.self) { try store.add(["ssn": "1"], to: "gifts", sealing: .password(secret("pw"))) }
+        #expect(try store.search().isEmpty)
+    }
+
+    @Test func vaultKeyedRoundTrip() throws {
+        let scratch = try RecordsScratch()
+        let keychain = try Keychain(path: scratch.path("keychain.db"))
+        let vault = Vault(keychain: keychain, configuration: .init(kdf: testKDF))
+        try vault.setUp(passcode: secret("1234"), questions: ["q?"], answers: ["a"])
+        let store = try makeStore(scratch, unlock: false)
+        try store.unlock(with: vault)
+        let id = try store.add(fields, to: "gifts")
+        vault.purge()
+        let again = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        #expect(throws: RecordsError.self) { try again.unlock(with: vault) }  // vault locked
+        try vault.unlock(passcode: secret("1234"))
+        try again.unlock(with: vault)
+        #expect(try again.open(id).fields == fields)
+        try keychain.close()
+    }
+
+    @Test func passphraseSealerRoundTrip() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch, unlock: false)
+        try store.unlock(with: try PassphraseItemSealer(passphrase: secret("app passphrase"), kdf: testKDF))
+        let id = try store.add(fields, to: "gifts")
+        let again = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        try again.unlock(with: try PassphraseItemSealer(passphrase: secret("app passphrase"), kdf: testKDF))
+        #expect(try again.open(id).fields == fields)
+    }
+
+    @Test func updateAndDelete() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        let id = try store.add(fields, to: "gifts")
+        try store.update(id, setting: ["toWhom": "Bob", "description": "a kite"], removing: ["blob"])
+        let opened = try store.open(id)
+        #expect(opened.fields["toWhom"] == "Bob")
+        #expect(opened.fields["description"] == "a kite")
+        #expect(opened.fields["blob"] == nil)
+        #expect(opened.fields["ssn"] == "123-45-6789")
+        #expect(throws: RecordsError.unknownField(collection: "gifts", field: "nope")) { try store.update(id, setting: ["nope": "x"]) }
+        try store.delete(id)
+        #expect(throws: RecordsError.recordNotFound(id)) { try store.record(id) }
+        #expect(throws: RecordsError.recordNotFound(id)) { try store.delete(id) }
+    }
+
+    @Test func passwordUpdateNeedsTheRecordsPassword() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch, unlock: false)
+        let id = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts", sealing: .password(secret("pw")))
+        #expect(throws: RecordsError.passwordRequired(id)) { try store.update(id, setting: ["description": "kite"]) }
+        #expect(throws: RecordsError.authenticationFailed(record: id, field: "description")) {
+            try store.update(id, setting: ["description": "kite"], password: secret("other"))
+        }
+        try store.update(id, setting: ["toWhom": "Carol"])  // clear fields need no password
+        try store.update(id, setting: ["blob": .bytes(Data([1]))], password: secret("pw"))
+        #expect(try store.open(id, password: secret("pw")).fields == ["toWhom": "Carol", "description": "bike", "blob": .bytes(Data([1]))])
+    }
+
+    @Test func schemaIsDeclaredOnce() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        try store.createCollection("gifts", schema: giftSchema)  // same schema: nothing happens
+        #expect(throws: RecordsError.schemaMismatch(collection: "gifts")) {
+            try store.createCollection("gifts", schema: try RecordSchema(["toWhom": .sealed]))
+        }
+        #expect(throws: RecordsError.collectionNotFound("nope")) { try store.add(["a": "b"], to: "nope") }
+        #expect(throws: RecordsError.unknownField(collection: "gifts", field: "x")) { try store.add(["x": "y"], to: "gifts") }
+        #expect(throws: RecordsError.self) { try RecordSchema([:]) }
+        #expect(throws: RecordsError.self) { try RecordSchema(["": .clear]) }
+        #expect(throws: RecordsError.self) { try RecordSchema(["a\u{0}": .clear]) }
+        // The schema is stored with the collection.
+        let reopened = try RecordStore(path: scratch.path("store.db"))
+        #expect(try reopened.schema(of: "gifts") == giftSchema)
+    }
+
+    @Test func storeFileIsPrivateWALAndRefusesOtherDatabases() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        let attributes = try FileManager.default.attributesOfItem(atPath: scratch.path("store.db"))
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(FileManager.default.fileExists(atPath: scratch.path("store.db-wal")))  // open: WAL in use
+        if let sqlite = TestSupport.which("sqlite3") {
+            #expect(try TestSupport.run(sqlite, [scratch.path("store.db"), "PRAGMA journal_mode"]).stdoutText == "wal\n")
+        }
+        withExtendedLifetime(store) {}
+        // A keychain file is a SQLite database but not a record store.
+        let keychain = try Keychain(path: scratch.path("keychain.db"))
+        try keychain.setPassword(Data("x".utf8), service: "s", account: "a")
+        try keychain.close()
+        #expect(throws: RecordsError.self) { try RecordStore(path: scratch.path("keychain.db")) }
+    }
+}

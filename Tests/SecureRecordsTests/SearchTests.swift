@@ -1,0 +1,92 @@
+import Foundation
+@testable import SecureRecords
+import SecureCore
+import Testing
+
+@Suite struct SearchTests {
+    func populated() throws -> (RecordsScratch, RecordStore, [String: UUID]) {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        var ids: [String: UUID] = [:]
+        ids["alice"] = try store.add(["toWhom": "Alice", "note": "red bicycle for the garden", "ssn": "123-45-6789"], to: "gifts")
+        ids["alina"] = try store.add(["toWhom": "Alina", "note": "blue kite", "ssn": "123-45-6780"], to: "gifts")
+        ids["bob"] = try store.add(["toWhom": "Bob", "note": "a bicycle bell", "ssn": "123-45-6789"], to: "gifts")
+        ids["carol"] = try store.add(["toWhom": "Carol", "photo": .bytes(Data([1, 2])), "description": "secret bicycle"], to: "gifts")
+        return (scratch, store, ids)
+    }
+
+    @Test func clearEqualityAndPrefix() throws {
+        let (_, store, ids) = try populated()
+        #expect(try store.search(in: "gifts", [.equals(field: "toWhom", value: "Alice")]).map(\.id) == [ids["alice"]])
+        #expect(try store.search(in: "gifts", [.equals(field: "toWhom", value: "alice")]).isEmpty)
+        #expect(try store.search(in: "gifts", [.prefix(field: "toWhom", prefix: "Ali")]).map(\.id) == [ids["alice"], ids["alina"]])
+        #expect(try store.search(in: "gifts", [.prefix(field: "toWhom", prefix: "Alic")]).map(\.id) == [ids["alice"]])
+        #expect(try store.search(in: "gifts", [.prefix(field: "toWhom", prefix: "")]).count == 4)
+        #expect(try store.search(in: "gifts", [.equals(field: "photo", value: .bytes(Data([1, 2])))]).map(\.id) == [ids["carol"]])
+        #expect(try store.search(in: "gifts", [.equals(field: "photo", value: "\u{1}\u{2}")]).isEmpty)  // text is not bytes
+        // Without a collection: every collection whose schema has the field.
+        #expect(try store.search([.equals(field: "toWhom", value: "Bob")]).map(\.id) == [ids["bob"]])
+        #expect(throws: RecordsError.fieldProtectionMismatch(
+            collection: "gifts", field: "description", reason: "sealed without a blind index; it cannot be searched")
+        ) { try store.search(in: "gifts", [.equals(field: "description", value: "x")]) }
+        #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.prefix(field: "ssn", prefix: "1")]) }
+    }
+
+    @Test func blindIndexEqualityWithoutDecrypting() throws {
+        let (_, store, ids) = try populated()
+        let found = try store.search(in: "gifts", [.equals(field: "ssn", value: "123-45-6789")])
+        #expect(found.map(\.id) == [ids["alice"], ids["bob"]])
+        #expect(found.allSatisfy { $0.openedFields.isEmpty })
+        // Near values do not match.
+        for near in ["123-45-678", "123-45-67890", "123-45-6788", " 123-45-6789", "123456789"] {
+            #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: .string(near))]).isEmpty, "\(near)")
+        }
+        #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: .bytes(Data("123-45-6789".utf8)))]).isEmpty)
+        // Combined with a clear condition.
+        #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: "123-45-6789"), .equals(field: "toWhom", value: "Bob")])
+            .map(\.id) == [ids["bob"]])
+        // The stored token is 64 bits and is not the value.
+        let aliceId = try #require(ids["alice"]), bobId = try #require(ids["bob"])
+        let row = try #require(try store.storage.record(aliceId))
+        let bobRow = try #require(try store.storage.record(bobId))
+        #expect(row.blindIndexes["ssn"]?.count == 8)
+        #expect(row.blindIndexes["ssn"] == bobRow.blindIndexes["ssn"])
+    }
+
+    @Test func blindIndexIsKeyedPerFieldAndCollection() throws {
+        let (scratch, store, _) = try populated()
+        try store.createCollection("people", schema: try RecordSchema(["ssn": .sealedIndexed, "tax": .sealedIndexed]))
+        let person = try store.add(["ssn": "123-45-6789", "tax": "123-45-6789"], to: "people")
+        let row = try #require(try store.storage.record(person))
+        #expect(row.blindIndexes["ssn"] != row.blindIndexes["tax"])
+        let gift = try #require(try store.search(in: "gifts", [.equals(field: "ssn", value: "123-45-6789")]).first)
+        let giftRow = try #require(try store.storage.record(gift.id))
+        #expect(giftRow.blindIndexes["ssn"] != row.blindIndexes["ssn"])
+        // Another store (another store key) gives other tokens for the same value.
+        let other = try makeStore(scratch, name: "other.db")
+        let id = try other.add(["ssn": "123-45-6789"], to: "gifts")
+        let otherRow = try #require(try other.storage.record(id))
+        #expect(otherRow.blindIndexes["ssn"] != giftRow.blindIndexes["ssn"])
+    }
+
+    @Test func fullTextQueries() throws {
+        let (_, store, ids) = try populated()
+        func found(_ query: String) throws -> Set<UUID?> { Set(try store.search(in: "gifts", [.fullText(query)]).map(\.id)) }
+        #expect(try found("bicycle") == [ids["alice"], ids["bob"]])  // carol's bicycle is sealed: not indexed
+        #expect(try found("\"bicycle bell\"") == [ids["bob"]])
+        #expect(try found("bic*") == [ids["alice"], ids["bob"]])
+        #expect(try found("kite OR bell") == [ids["alina"], ids["bob"]])
+        #expect(try found("bicycle NOT garden") == [ids["bob"]])
+        #expect(try found("Carol") == [ids["carol"]])
+        #expect(try found("secret").isEmpty)
+        #expect(try store.search(in: "gifts", [.fullText("bicycle"), .prefix(field: "toWhom", prefix: "B")]).map(\.id) == [ids["bob"]])
+        #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.fullText("\"unterminated")]) }
+        // Updates and deletes keep the index in step.
+        let bob = try #require(ids["bob"])
+        try store.update(bob, setting: ["note": "a drum"])
+        #expect(try found("bell").isEmpty)
+        #expect(try found("drum") == [bob])
+        try store.delete(bob)
+        #expect(try found("drum").isEmpty)
+    }
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Independent implementation of SecureRecords' sealed values, key wraps and blind indexes, written
+from docs/FORMATS.md ("SecureRecords", "Native envelope SFE1") with Python `cryptography` only.
+
+usage:
+  records_open.py EXPORT.jsonl RECORD_ID FIELD (--password-file F | --key-file F) [--index-value TEXT]
+
+Reads an export (JSON lines), opens one sealed field of one record and prints the value (text as
+is, bytes as "base64:..."). With --key-file (the application's 32-byte key of KeyItemSealer) it first
+unwraps the record's store key. With --index-value it also prints "index: match" or "index: no match"
+after comparing the stored blind-index token with one it computes for TEXT. Exit 1 if anything fails.
+"""
+import argparse, base64, hashlib, hmac, json, struct, sys, uuid
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+
+def lp(b):
+    return struct.pack(">I", len(b)) + b
+
+
+def first_line(path):
+    with open(path, "rb") as f:
+        return f.read().split(b"\n", 1)[0].rstrip(b"\r")
+
+
+def sfe1_open(envelope, context, key=None, passphrase=None):
+    if envelope[:4] != b"SFE1":
+        raise ValueError("not SFE1")
+    alg, kdf = envelope[4], envelope[5]
+    if kdf == 0:
+        header_len = 6
+        if key is None:
+            raise ValueError("raw-key envelope needs a key")
+    elif kdf == 1:
+        log_n, r, p = envelope[6], envelope[7], envelope[8]
+        if log_n > 22 or r > 32 or p > 16 or 128 * r * (1 << log_n) > 4 << 30:
+            raise ValueError("cost above ceiling")
+        salt = envelope[9:25]
+        header_len = 25
+        if passphrase is None:
+            raise ValueError("scrypt envelope needs a passphrase")
+        key = Scrypt(salt=salt, length=32, n=1 << log_n, r=r, p=p).derive(passphrase)
+    else:
+        raise ValueError("unsupported kdf")
+    header = envelope[:header_len]
+    nonce = envelope[header_len:header_len + 12]
+    body = envelope[header_len + 12:]
+    if len(nonce) != 12 or len(body) < 16:
+        raise ValueError("truncated")
+    aead = {1: AESGCM, 2: ChaCha20Poly1305}[alg](key)
+    return aead.decrypt(nonce, body, header + context)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("export")
+    ap.add_argument("record")
+    ap.add_argument("field")
+    ap.add_argument("--password-file")
+    ap.add_argument("--key-file")
+    ap.add_argument("--index-value")
+    a = ap.parse_args()
+
+    store, records = None, {}
+    for line in open(a.export, encoding="utf-8"):
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        if obj["type"] == "store":
+            store = obj
+        elif obj["type"] == "record":
+            records[obj["id"].lower()] = obj
+    store_id = base64.b64decode(store["storeId"])
+    rec = records[a.record.lower()]
+    rid = uuid.UUID(rec["id"]).bytes
+    context = b"SFR1" + lp(store_id) + lp(rec["collection"].encode()) + lp(rid) + lp(a.field.encode())
+    sealed = base64.b64decode(rec["sealed"][a.field])
+
+    try:
+        if rec["keying"] == "password":
+            plain = sfe1_open(sealed, context, passphrase=first_line(a.password_file))
+            store_key = None
+        else:
+            raw = open(a.key_file, "rb").read()
+            app_key = raw if len(raw) == 32 else bytes.fromhex(raw.decode().strip())
+            key_id = rec["keyId"]
+            wrapped = next(base64.b64decode(k["wrapped"]) for k in store["keys"] if k["id"] == key_id)
+            wrap_context = b"SFRK" + lp(store_id) + struct.pack(">I", key_id)
+            store_key = sfe1_open(wrapped, wrap_context, key=app_key)
+            plain = sfe1_open(sealed, context, key=store_key)
+    except (InvalidTag, ValueError, StopIteration) as e:
+        print("failed to open: %s" % (type(e).__name__), file=sys.stderr)
+        return 1
+
+    kind, payload = plain[0], plain[1:]
+    print(payload.decode("utf-8") if kind == 1 else "base64:" + base64.b64encode(payload).decode())
+
+    if a.index_value is not None:
+        info = b"SFR1 blind index" + lp(store_id) + lp(rec["collection"].encode()) + lp(a.field.encode())
+        field_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(store_key)
+        token = hmac.new(field_key, b"\x01" + a.index_value.encode(), hashlib.sha256).digest()[:8]
+        stored = base64.b64decode(rec["blindIndexes"][a.field])
+        print("index: match" if hmac.compare_digest(token, stored) else "index: no match")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
