@@ -29,6 +29,7 @@ public enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
     /// a record larger than the limit.
     case invalidTXT(String)
 
+    /// A sentence describing the failure, naming the offending value or offset.
     public var description: String {
         switch self {
         case .truncated(let offset): "DNS message truncated at byte \(offset)"

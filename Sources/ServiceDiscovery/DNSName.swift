@@ -92,7 +92,7 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
     /// One label in presentation form, escaped as `description` does.
     public static func escape(_ label: [UInt8]) -> String {
         var out = ""
-        let decoded = String(validating: label, as: UTF8.self)
+        let decoded = decodeUTF8(label)
         if let decoded {
             for scalar in decoded.unicodeScalars {
                 switch scalar.value {
@@ -139,12 +139,14 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
         label.map { (65...90).contains($0) ? $0 | 0x20 : $0 }
     }
 
+    /// Equal when the label counts match and each label is byte-equal after ASCII case folding.
     public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
         guard lhs.labels.count == rhs.labels.count else { return false }
         for (a, b) in zip(lhs.labels, rhs.labels) where lowercased(a) != lowercased(b) { return false }
         return true
     }
 
+    /// Hashes the ASCII-lower-cased labels, consistent with `==`.
     public func hash(into hasher: inout Hasher) {
         for label in labels {
             hasher.combine(Self.lowercased(label))
@@ -157,5 +159,20 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
         let a = lhs.canonicalLabels.reversed(), b = rhs.canonicalLabels.reversed()
         for (x, y) in zip(a, b) where x != y { return x.lexicographicallyPrecedes(y) }
         return a.count < b.count
+    }
+}
+
+/// Strict UTF-8 decoding (nil on any invalid sequence), without the newer-OS-only
+/// `String(validating:as:)`.
+func decodeUTF8(_ bytes: some Sequence<UInt8>) -> String? {
+    var result = String.UnicodeScalarView()
+    var decoder = UTF8()
+    var iterator = bytes.makeIterator()
+    while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue(let scalar): result.append(scalar)
+        case .emptyInput: return String(result)
+        case .error: return nil
+        }
     }
 }

@@ -22,6 +22,7 @@ public struct DNSRecordType: RawRepresentable, Hashable, Sendable, CustomStringC
     /// The query type matching every record type (RFC 1035 QTYPE `*`).
     public static let any = DNSRecordType(rawValue: 255)
 
+    /// The mnemonic (`PTR`, `SRV`…) or `TYPEnnn` for others (RFC 3597 style).
     public var description: String {
         switch self {
         case .a: "A"

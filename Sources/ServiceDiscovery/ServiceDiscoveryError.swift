@@ -24,6 +24,7 @@ public enum ServiceDiscoveryError: Error, Equatable, Sendable, CustomStringConve
     /// would use the system's DNS-SD, which this module does not wrap).
     case unsupportedPlatform
 
+    /// A sentence describing the failure.
     public var description: String {
         switch self {
         case .invalidServiceType(let detail): "invalid DNS-SD service type: \(detail)"

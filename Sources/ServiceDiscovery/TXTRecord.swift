@@ -18,7 +18,7 @@ public struct TXTRecord: Hashable, Sendable {
 
         /// The value as UTF-8 text, nil for `present` or bytes that are not valid UTF-8.
         public var string: String? {
-            if case .bytes(let bytes) = self { String(validating: bytes, as: UTF8.self) } else { nil }
+            if case .bytes(let bytes) = self { decodeUTF8(bytes) } else { nil }
         }
     }
 
@@ -102,7 +102,9 @@ public struct TXTRecord: Hashable, Sendable {
 
     static func isKeyByte(_ byte: UInt8) -> Bool { (0x20...0x7E).contains(byte) && byte != UInt8(ascii: "=") }
 
+    /// Equal when both encode to the same strings (same attributes in the same order).
     public static func == (lhs: TXTRecord, rhs: TXTRecord) -> Bool { lhs.strings == rhs.strings }
 
+    /// Hashes the encoded strings, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(strings) }
 }
