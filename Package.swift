@@ -21,12 +21,14 @@ let package = Package(
         .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
         .library(name: "SecureRecords", targets: ["SecureRecords"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
+        .library(name: "ServiceDiscovery", targets: ["ServiceDiscovery"]),
         .executable(name: "sf", targets: ["sf"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
@@ -46,6 +48,24 @@ let package = Package(
         .target(
             name: "SecureFoundation",
             dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption", "SecureRecords"],
+            swiftSettings: strict
+        ),
+        // DNS-SD over multicast DNS (RFC 6763 / RFC 6762): message codec, names, and on Linux a responder
+        // and querier on SwiftNIO UDP multicast sockets.
+        .target(
+            name: "ServiceDiscovery",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // Test helper only (not a product): advertises or browses on one interface and prints JSON, so
+        // the discovery tests can run it inside network namespaces with `ip netns exec`.
+        .executableTarget(
+            name: "sf-discovery-probe",
+            dependencies: ["ServiceDiscovery"],
+            path: "Sources/DiscoveryProbe",
             swiftSettings: strict
         ),
         // glibc's mallopt and sync_file_range, for sf's allocator tuning and early writeback (Linux only).
@@ -72,6 +92,11 @@ let package = Package(
         .testTarget(
             name: "SecureRecordsTests", dependencies: ["SecureRecords", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport"],
             swiftSettings: strict),
+        .testTarget(
+            name: "ServiceDiscoveryTests",
+            dependencies: ["ServiceDiscovery", "SFTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )

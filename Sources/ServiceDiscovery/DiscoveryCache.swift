@@ -1,0 +1,111 @@
+/// A bounded cache of records heard from the network, and the assembly of resolved instances from
+/// it (RFC 6763 §4–§6). Every record is untrusted; the cache only bounds how much memory hostile
+/// traffic can take (`maximumRecords`, oldest-expiring evicted first) and honours TTLs, goodbyes
+/// (TTL 0) and the cache-flush bit (RFC 6762 §10.1, §10.2).
+public struct DiscoveryCache: Sendable {
+    /// The most records kept; beyond it the record closest to expiry is evicted.
+    public static let maximumRecords = 512
+
+    private struct Key: Hashable {
+        let name: DNSName
+        let data: DNSRecordData
+    }
+
+    private struct Entry {
+        let record: DNSResourceRecord
+        let received: ContinuousClock.Instant
+        let expires: ContinuousClock.Instant
+    }
+
+    private var entries = [Key: Entry]()
+
+    /// An empty cache.
+    public init() {}
+
+    /// The number of records held.
+    public var count: Int { entries.count }
+
+    /// Adds the records of a response received at `now`.
+    public mutating func insert(_ records: [DNSResourceRecord], now: ContinuousClock.Instant) {
+        expire(now: now)
+        for record in records where record.recordClass == .internet {
+            let key = Key(name: record.name, data: record.data)
+            if record.ttl == 0 {
+                entries[key] = nil
+                continue
+            }
+            if record.cacheFlush {
+                // Records of the same name and type received more than a second ago are replaced.
+                let stale = entries.filter { $0.key.name == record.name && $0.value.record.type == record.type && now - $0.value.received > .seconds(1) }
+                for (staleKey, _) in stale { entries[staleKey] = nil }
+            }
+            if entries[key] == nil, entries.count >= Self.maximumRecords,
+                let victim = entries.min(by: { $0.value.expires < $1.value.expires })?.key
+            {
+                entries[victim] = nil
+            }
+            entries[key] = Entry(record: record, received: now, expires: now + .seconds(Int64(record.ttl)))
+        }
+    }
+
+    /// Drops the records whose TTL has passed.
+    public mutating func expire(now: ContinuousClock.Instant) {
+        entries = entries.filter { $0.value.expires > now }
+    }
+
+    private func records(named name: DNSName, type: DNSRecordType) -> [DNSResourceRecord] {
+        entries.values.filter { $0.record.name == name && $0.record.type == type }.map(\.record)
+    }
+
+    /// The instance names of `type` learned from PTR records, sorted by presentation form.
+    public func instanceNames(of type: ServiceType) -> [DNSName] {
+        let domain = type.domainName
+        return records(named: domain, type: .ptr).compactMap { record -> DNSName? in
+            guard case .ptr(let target) = record.data, target.labels.count == domain.labels.count + 1, target.hasSuffix(domain)
+            else { return nil }
+            return target
+        }.sorted { $0.description < $1.description }
+    }
+
+    /// The instance named `name` when its SRV, TXT and at least one address are known; nil otherwise.
+    public func resolved(_ name: DNSName, type: ServiceType) -> ServiceInstance? {
+        guard name.labels.count == type.domainName.labels.count + 1, name.hasSuffix(type.domainName) else { return nil }
+        let services = records(named: name, type: .srv).compactMap { record -> SRVData? in
+            if case .srv(let srv) = record.data { srv } else { nil }
+        }.sorted { ($0.priority, UInt16.max - $0.weight) < ($1.priority, UInt16.max - $1.weight) }
+        guard let srv = services.first,
+            let txtRecord = records(named: name, type: .txt).first, case .txt(let strings) = txtRecord.data
+        else { return nil }
+        var addresses = [IPAddress]()
+        for record in records(named: srv.target, type: .a) { if case .a(let a) = record.data { addresses.append(.v4(a)) } }
+        for record in records(named: srv.target, type: .aaaa) { if case .aaaa(let a) = record.data { addresses.append(.v6(a)) } }
+        guard !addresses.isEmpty else { return nil }
+        return ServiceInstance(
+            name: String(decoding: name.labels[0], as: UTF8.self), type: type, host: srv.target, addresses: addresses,
+            port: srv.port, txt: TXTRecord(strings: strings))
+    }
+
+    /// Every resolved instance of `type`.
+    public func resolvedInstances(of type: ServiceType) -> [ServiceInstance] {
+        instanceNames(of: type).compactMap { resolved($0, type: type) }
+    }
+
+    /// The questions that would complete what is known about `names`: SRV and TXT of instances,
+    /// A and AAAA of their hosts.
+    public func missingQuestions(for names: [DNSName], type: ServiceType) -> [DNSQuestion] {
+        var questions = [DNSQuestion]()
+        for name in names where resolved(name, type: type) == nil {
+            let services = records(named: name, type: .srv)
+            if services.isEmpty { questions.append(DNSQuestion(name: name, type: .srv)) }
+            if records(named: name, type: .txt).isEmpty { questions.append(DNSQuestion(name: name, type: .txt)) }
+            for record in services {
+                guard case .srv(let srv) = record.data else { continue }
+                if records(named: srv.target, type: .a).isEmpty && records(named: srv.target, type: .aaaa).isEmpty {
+                    questions.append(DNSQuestion(name: srv.target, type: .a))
+                    questions.append(DNSQuestion(name: srv.target, type: .aaaa))
+                }
+            }
+        }
+        return Array(questions.prefix(32))
+    }
+}

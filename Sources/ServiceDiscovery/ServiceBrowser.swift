@@ -1,0 +1,82 @@
+#if os(Linux)
+import NIOCore
+import Synchronization
+
+/// Finds DNS-SD instances of one service type on one network interface with multicast DNS (Linux,
+/// SwiftNIO UDP multicast): sends PTR queries (RFC 6763 §4.1) at 0, 1, 2, 4… seconds, asks for
+/// missing SRV, TXT and address records, collects answers in a bounded `DiscoveryCache`, and
+/// returns instances whose SRV, TXT and at least one address are known.
+///
+/// Everything returned is untrusted input: a name, address, port or TXT value proves nothing about
+/// who answers there. Only the SecureChannel handshake authenticates a peer.
+public final class ServiceBrowser: Sendable {
+    private let interface: String
+    private let type: ServiceType
+
+    /// A browser for `type` on interface `interface`. Nothing is sent until `browse` or `resolve`.
+    public init(interface: String, type: ServiceType = .secureChannel) {
+        self.interface = interface
+        self.type = type
+    }
+
+    /// Browses for `timeout` and returns every instance resolved by then, sorted by name.
+    public func browse(timeout: Duration) async throws(ServiceDiscoveryError) -> [ServiceInstance] {
+        try await run(timeout: timeout) { _ in false }.resolvedInstances(of: type).sorted { $0.name < $1.name }
+    }
+
+    /// Browses until the instance named `instanceName` is resolved, or throws `notFound` after
+    /// `timeout`.
+    public func resolve(instanceName: String, timeout: Duration) async throws(ServiceDiscoveryError) -> ServiceInstance {
+        let name = try ServiceInstanceName(instanceName).fullName(type: type)
+        let type = self.type
+        let cache = try await run(timeout: timeout, extraNames: [name]) { cache in cache.resolved(name, type: type) != nil }
+        guard let instance = cache.resolved(name, type: type) else { throw .notFound(instanceName) }
+        return instance
+    }
+
+    /// Runs the querier until `timeout` or until `done` returns true for the cache.
+    private func run(
+        timeout: Duration, extraNames: [DNSName] = [], done: @escaping @Sendable (DiscoveryCache) -> Bool
+    ) async throws(ServiceDiscoveryError) -> DiscoveryCache {
+        let socket = try await MulticastDNSSocket.open(interface: interface)
+        let cache = CacheBox()
+        let type = self.type
+        let querier = Task {
+            var interval = Duration.seconds(1)
+            while !Task.isCancelled {
+                let questions = cache.mutex.withLock { cache in
+                    let names = Array(Set(cache.instanceNames(of: type) + extraNames))
+                    return cache.missingQuestions(for: names, type: type)
+                }
+                let query = DNSMessage(questions: [DNSQuestion(name: type.domainName, type: .ptr)] + questions)
+                if let bytes = try? query.serialized() { try? await socket.send(bytes) }
+                try? await Task.sleep(for: interval)
+                interval = min(interval * 2, .seconds(60))
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            await socket.close()
+        }
+        for await datagram in socket.datagrams {
+            guard let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse, message.opcode == 0,
+                message.responseCode == 0
+            else { continue }
+            let finished = cache.mutex.withLock { cache in
+                cache.insert(message.answers + message.additionals, now: .now)
+                return done(cache)
+            }
+            if finished { break }
+        }
+        querier.cancel()
+        timer.cancel()
+        await socket.close()
+        return cache.mutex.withLock { $0 }
+    }
+}
+
+/// The browser's cache, shared by its query and receive tasks.
+private final class CacheBox: Sendable {
+    let mutex = Mutex(DiscoveryCache())
+}
+#endif

@@ -1,0 +1,205 @@
+import Foundation
+import SFTestSupport
+import Testing
+
+@testable import ServiceDiscovery
+
+/// Multicast DNS on a real link: only between two network namespaces each test creates and
+/// removes (see `NamespacePair`). Skipped with the reason when namespaces cannot be made; under
+/// CI=true they must run.
+@Suite("mDNS in network namespaces", .serialized)
+struct NetworkTests {
+    static let canRun = NamespacePair.available || TestSupport.isCI
+    static let reason = NamespacePair.unavailableReason ?? ""
+    static let canRunWithZeroconf = (NamespacePair.available && DiscoveryPeers.zeroconfAvailable) || TestSupport.isCI
+    static let zeroconfReason = NamespacePair.unavailableReason ?? DiscoveryPeers.zeroconfReason
+
+    static let txtArguments = [
+        "--txt", "fp=3f1c9a0b", "--txt", "proto=Noise_XX_25519_ChaChaPoly_SHA256", "--txt", "v=1",
+    ]
+
+    func requirements(zeroconf: Bool = false) throws -> String {
+        try #require(NamespacePair.available, Comment(rawValue: Self.reason))
+        if zeroconf { try #require(DiscoveryPeers.zeroconfAvailable, Comment(rawValue: DiscoveryPeers.zeroconfReason)) }
+        return try #require(DiscoveryPeers.probe, "sf-discovery-probe was not built beside the tests")
+    }
+
+    func decode(_ text: String) throws -> [String: Any] {
+        let line = text.split(separator: "\n").last.map(String.init) ?? ""
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(text)")
+    }
+
+    @Test("namespaces are created with the veth inside, and removed afterwards", .enabled(if: canRun, Comment(rawValue: reason)))
+    func namespaceLifecycle() throws {
+        _ = try requirements()
+        let pair = try NamespacePair()
+        #expect(NamespacePair.exists(pair.a) && NamespacePair.exists(pair.b))
+        // The veth ends exist only inside the namespaces, never on the host.
+        let host = try TestSupport.run("ip", ["-o", "link", "show"])
+        #expect(!host.stdoutText.contains("sfdA") && !host.stdoutText.contains("sfdB"))
+        let inside = try pair.run(in: pair.a, ["ip", "-o", "addr", "show", "dev", pair.interfaceA])
+        #expect(inside.stdoutText.contains("192.0.2.1/24"))
+        pair.remove()
+        #expect(!NamespacePair.exists(pair.a) && !NamespacePair.exists(pair.b))
+    }
+
+    @Test("our browser resolves our advertiser across the veth, with TXT and addresses", .enabled(if: canRun, Comment(rawValue: reason)))
+    func swiftToSwift() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a,
+            [probe, "advertise", "--interface", pair.interfaceA, "--name", "Alice's Mac.Studio", "--port", "4433", "--host", "alice"]
+                + Self.txtArguments)
+        let advertised = try #require(advertiser.waitForEvent("advertised"), "advertiser did not start: \(advertiser.standardError)")
+        #expect(advertised["name"] as? String == "Alice's Mac.Studio")
+        #expect((advertised["addresses"] as? [String])?.contains(pair.addressA) == true)
+
+        let resolved = try decode(
+            try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--name", "Alice's Mac.Studio", "--timeout", "8"]).stdoutText)
+        let instance = try #require((resolved["instances"] as? [[String: Any]])?.first, "not resolved: \(resolved)")
+        #expect(instance["name"] as? String == "Alice's Mac.Studio")
+        #expect(instance["port"] as? Int == 4433)
+        #expect(instance["host"] as? String == "alice.local.")
+        #expect((instance["addresses"] as? [String])?.first == pair.addressA)
+        #expect(instance["txt"] as? [String: String] == ["fp": "3f1c9a0b", "proto": "Noise_XX_25519_ChaChaPoly_SHA256", "v": "1"])
+
+        let browsed = try decode(try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--timeout", "3"]).stdoutText)
+        #expect((browsed["instances"] as? [[String: Any]])?.map { $0["name"] as? String } == ["Alice's Mac.Studio"])
+
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5))
+        #expect((stopped["answered"] as? Int ?? 0) > 0)
+        #expect(stopped["malformed"] as? Int == 0)
+    }
+
+    @Test("a second advertiser of the same name on the link is renamed after probing", .enabled(if: canRun, Comment(rawValue: reason)))
+    func conflictRenames() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let first = try pair.spawn(in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Printer", "--port", "1", "--host", "one"])
+        _ = try #require(first.waitForEvent("advertised"), "\(first.standardError)")
+        let second = try pair.spawn(in: pair.b, [probe, "advertise", "--interface", pair.interfaceB, "--name", "Printer", "--port", "2", "--host", "two"])
+        let renamed = try #require(second.waitForEvent("advertised"), "\(second.standardError)")
+        #expect(renamed["name"] as? String == "Printer (2)")
+    }
+
+    @Test("Python zeroconf discovers our advertisement", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))
+    func zeroconfFindsUs() throws {
+        let probe = try requirements(zeroconf: true)
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "SF Node ü", "--port", "7000", "--host", "sfnode"] + Self.txtArguments)
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let result = try pair.run(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("zeroconf_peer.py"), "browse", "--interface-ip", pair.addressB, "--name", "SF Node ü", "--timeout", "10"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let found = try decode(result.stdoutText)
+        let instance = try #require(found["instance"] as? [String: Any], "zeroconf did not resolve us: \(found)")
+        #expect(instance["name"] as? String == "SF Node ü._sf-channel._tcp.local.")
+        #expect(instance["server"] as? String == "sfnode.local.")
+        #expect(instance["port"] as? Int == 7000)
+        // IPv4 is the veth's only IPv4 address; the IPv6 link-local one is published too.
+        #expect((instance["addresses"] as? [String])?.filter { !$0.contains(":") } == [pair.addressA])
+        #expect(instance["txt"] as? [String: String] == ["fp": "3f1c9a0b", "proto": "Noise_XX_25519_ChaChaPoly_SHA256", "v": "1"])
+    }
+
+    @Test("our browser discovers a Python zeroconf registration", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))
+    func weFindZeroconf() throws {
+        let probe = try requirements(zeroconf: true)
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let peer = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("zeroconf_peer.py"), "register", "--interface-ip", pair.addressB, "--name", "Py Peer",
+             "--port", "9443", "--host", "pypeer", "--txt", "fp=abcdef", "--txt", "v=1", "--txt", "proto=Noise_IK_25519_AESGCM_SHA256"])
+        _ = try #require(peer.waitForEvent("registered", timeout: 30), "zeroconf did not register: \(peer.standardError)")
+        let resolved = try decode(
+            try pair.run(in: pair.a, [probe, "browse", "--interface", pair.interfaceA, "--name", "Py Peer", "--timeout", "10"]).stdoutText)
+        let instance = try #require((resolved["instances"] as? [[String: Any]])?.first, "not resolved: \(resolved)")
+        #expect(instance["name"] as? String == "Py Peer")
+        #expect(instance["host"] as? String == "pypeer.local.")
+        #expect(instance["port"] as? Int == 9443)
+        #expect(instance["addresses"] as? [String] == [pair.addressB])
+        #expect(instance["txt"] as? [String: String] == ["fp": "abcdef", "v": "1", "proto": "Noise_IK_25519_AESGCM_SHA256"])
+        peer.finish()
+        #expect(peer.waitForEvent("unregistered", timeout: 5) != nil)
+    }
+
+    @Test("malformed mDNS packets do not stop our responder; it keeps answering", .enabled(if: canRun, Comment(rawValue: reason)))
+    func malformedPackets() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Target", "--port", "5000", "--host", "target"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let fuzz = try pair.run(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_fuzz.py"), "--interface-ip", pair.addressB, "--target", pair.addressA, "--name", "Target"])
+        #expect(fuzz.status == 0, "\(fuzz.stderrText)")
+        let report = try decode(fuzz.stdoutText)
+        #expect((report["sent"] as? Int ?? 0) > 500)
+        #expect(report["answered"] as? Bool == true, "no answer to a legacy unicast query after the malformed packets")
+        #expect(advertiser.isRunning)
+        // A full browse still resolves it.
+        let resolved = try decode(
+            try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--name", "Target", "--timeout", "8"]).stdoutText)
+        #expect((resolved["instances"] as? [[String: Any]])?.first?["port"] as? Int == 5000)
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5), "advertiser did not stop cleanly")
+        // Some datagrams are dropped by the bounded receive queue when they arrive faster than they
+        // are parsed; those that were read were counted as malformed and dropped.
+        #expect((stopped["malformed"] as? Int ?? 0) > 50)
+    }
+}
+
+/// The codec against python-zeroconf's own encoder and decoder (no network).
+@Suite("DNS codec against python-zeroconf")
+struct ZeroconfCodecTests {
+    static let canRun = DiscoveryPeers.zeroconfAvailable || TestSupport.isCI
+
+    @Test("we parse a response zeroconf encodes; zeroconf parses the announcement we encode", .enabled(if: canRun, Comment(rawValue: DiscoveryPeers.zeroconfReason)))
+    func bothDirections() throws {
+        try #require(DiscoveryPeers.zeroconfAvailable, Comment(rawValue: DiscoveryPeers.zeroconfReason))
+        let script = DiscoveryPeers.peerScript("zeroconf_peer.py")
+        let encoded = try TestSupport.run(DiscoveryPeers.python, [script, "encode"])
+        #expect(encoded.status == 0, "\(encoded.stderrText)")
+        let packet = Array(Data(hexString: encoded.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let message = try DNSMessage(parsing: packet)
+        let type = ServiceType.secureChannel.domainName
+        let instance = try DNSName("Py Peer._sf-channel._tcp.local.")
+        let host = try DNSName("py-host.local.")
+        #expect(message.isResponse)
+        #expect(message.answers.contains(DNSResourceRecord(name: type, ttl: 4500, data: .ptr(instance))))
+        #expect(message.answers.contains(DNSResourceRecord(name: instance, cacheFlush: true, ttl: 120, data: .srv(SRVData(port: 4433, target: host)))))
+        #expect(message.answers.contains(DNSResourceRecord(name: host, cacheFlush: true, ttl: 120, data: .a(IPv4Address("192.0.2.7")!))))
+        #expect(message.answers.contains(DNSResourceRecord(name: host, cacheFlush: true, ttl: 120, data: .aaaa(IPv6Address("fe80::7")!))))
+        #expect(message.answers.contains { $0.type == .nsec && $0.name == host })
+        var cache = DiscoveryCache()
+        cache.insert(message.answers, now: .now)
+        let resolved = try #require(cache.resolvedInstances(of: .secureChannel).first)
+        #expect(resolved.txt.dictionary == ["fp": "00ff", "v": "1", "flag": ""])
+        #expect(resolved.txt["flag"] == .present)
+
+        let records = try ServiceRecords(
+            instance: ServiceInstanceName("Ünïcode.Node"), type: .secureChannel, hostLabel: "node", port: 443,
+            txt: TXTRecord(["fp": "aa", "v": "1"]), addresses: [IPAddress("192.0.2.1")!, IPAddress("fe80::1")!])
+        let ours = try records.announcement().serialized()
+        let decoded = try TestSupport.run(DiscoveryPeers.python, [script, "decode", ours.map { String(format: "%02x", $0) }.joined()])
+        #expect(decoded.status == 0, "\(decoded.stderrText)")
+        let json = try #require(try JSONSerialization.jsonObject(with: decoded.stdout) as? [String: Any])
+        #expect(json["valid"] as? Bool == true && json["is_response"] as? Bool == true)
+        let parsed = try #require(json["records"] as? [[String: Any]])
+        #expect(parsed.count == records.allRecords.count)
+        #expect(parsed.contains { $0["type"] as? Int == 12 && $0["alias"] as? String == "Ünïcode.Node._sf-channel._tcp.local." })
+        #expect(parsed.contains { $0["type"] as? Int == 33 && $0["port"] as? Int == 443 && $0["server"] as? String == "node.local." && $0["unique"] as? Bool == true })
+        #expect(parsed.contains { $0["type"] as? Int == 1 && $0["address"] as? String == "192.0.2.1" })
+        #expect(parsed.contains { $0["type"] as? Int == 28 && $0["address"] as? String == "fe80::1" })
+        #expect(parsed.contains { $0["type"] as? Int == 16 && $0["text"] as? String == "0566703d616103763d31" })
+    }
+}

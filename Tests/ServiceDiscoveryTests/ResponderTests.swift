@@ -1,0 +1,143 @@
+import Testing
+
+@testable import ServiceDiscovery
+
+@Suite("mDNS responder logic and discovery cache")
+struct ResponderTests {
+    static func records() throws -> ServiceRecords {
+        try ServiceRecords(
+            instance: ServiceInstanceName("Alice's Mac"), type: .secureChannel, hostLabel: "alice", port: 4433,
+            txt: TXTRecord(["fp": "ab12", "proto": "Noise_XX_25519_ChaChaPoly_SHA256", "v": "1"]),
+            addresses: [IPAddress("192.0.2.1")!, IPAddress("fe80::1")!])
+    }
+
+    @Test("a PTR query gets the PTR, with SRV, TXT and addresses as additional records")
+    func browseAnswer() throws {
+        let records = try Self.records()
+        let query = DNSMessage(questions: [DNSQuestion(name: ServiceType.secureChannel.domainName, type: .ptr)])
+        let (response, delivery) = try #require(records.response(to: query, sourcePort: 5353))
+        #expect(delivery == .multicast)
+        #expect(response.isResponse && response.id == 0 && response.questions.isEmpty)
+        #expect(response.answers == [records.pointer])
+        #expect(Set(response.additionals) == Set([records.service, records.text] + records.addressRecords))
+        #expect(records.pointer.cacheFlush == false && records.service.cacheFlush && records.text.cacheFlush)
+        // The response survives the wire.
+        #expect(try DNSMessage(parsing: response.serialized()) == response)
+    }
+
+    @Test("SRV, TXT, A, AAAA, ANY and the service enumeration are answered; others are not")
+    func otherQuestions() throws {
+        let records = try Self.records()
+        func answer(_ name: DNSName, _ type: DNSRecordType) -> [DNSResourceRecord]? {
+            records.response(to: DNSMessage(questions: [DNSQuestion(name: name, type: type)]), sourcePort: 5353)?.message.answers
+        }
+        #expect(answer(records.instanceName, .srv) == [records.service])
+        #expect(answer(records.instanceName, .txt) == [records.text])
+        #expect(answer(records.instanceName, .any) == [records.service, records.text])
+        #expect(answer(try DNSName("ALICE.local"), .a)?.map(\.type) == [.a])
+        #expect(answer(records.host, .aaaa)?.map(\.type) == [.aaaa])
+        #expect(answer(ServiceType.enumerationName, .ptr) == [records.enumeration])
+        #expect(answer(try DNSName("bob.local"), .a) == nil)
+        #expect(answer(try DNSName("_other._tcp.local"), .ptr) == nil)
+        #expect(answer(records.instanceName, .a) == nil)
+        // Responses and non-zero opcodes are never answered.
+        var response = DNSMessage(flags: 0x8400, questions: [DNSQuestion(name: records.host, type: .a)])
+        #expect(records.response(to: response, sourcePort: 5353) == nil)
+        response.flags = 0x2800
+        #expect(records.response(to: response, sourcePort: 5353) == nil)
+    }
+
+    @Test("known answers with at least half their TTL suppress the answer (RFC 6762 §7.1)")
+    func knownAnswers() throws {
+        let records = try Self.records()
+        var known = records.pointer
+        known.ttl = 3000
+        let suppressed = DNSMessage(questions: [DNSQuestion(name: ServiceType.secureChannel.domainName, type: .ptr)], answers: [known])
+        #expect(records.response(to: suppressed, sourcePort: 5353) == nil)
+        known.ttl = 100
+        let stale = DNSMessage(questions: suppressed.questions, answers: [known])
+        #expect(records.response(to: stale, sourcePort: 5353)?.message.answers == [records.pointer])
+    }
+
+    @Test("QU questions get unicast; legacy queriers get their ID, questions and capped TTLs")
+    func unicast() throws {
+        let records = try Self.records()
+        let qu = DNSMessage(questions: [DNSQuestion(name: records.host, type: .a, unicastResponse: true)])
+        #expect(records.response(to: qu, sourcePort: 5353)?.delivery == .unicast)
+        let legacy = DNSMessage(id: 0xBEEF, questions: [DNSQuestion(name: records.instanceName, type: .srv)])
+        let (response, delivery) = try #require(records.response(to: legacy, sourcePort: 40000))
+        #expect(delivery == .legacyUnicast)
+        #expect(response.id == 0xBEEF && response.questions == legacy.questions)
+        #expect(response.allRecords.allSatisfy { $0.ttl <= 10 && !$0.cacheFlush })
+    }
+
+    @Test("probe, announcement and goodbye carry the right records")
+    func lifecycleMessages() throws {
+        let records = try Self.records()
+        let probe = records.probe()
+        #expect(!probe.isResponse && probe.questions.allSatisfy { $0.unicastResponse && $0.type == .any })
+        #expect(probe.questions.map(\.name) == [records.instanceName, records.host])
+        #expect(Set(probe.authorities) == Set([records.service, records.text] + records.addressRecords))
+        #expect(records.announcement().answers == records.allRecords)
+        #expect(records.goodbye().answers.allSatisfy { $0.ttl == 0 })
+        #expect(records.goodbye().answers.count == records.allRecords.count)
+    }
+
+    @Test("conflicts: another host's data for our names; our own echo and goodbyes are not conflicts")
+    func conflicts() throws {
+        let records = try Self.records()
+        #expect(records.conflicts(with: records.announcement()) == (false, false))
+        #expect(records.conflicts(with: records.probe()) == (false, false))
+        #expect(records.conflicts(with: records.goodbye()) == (false, false))
+        var other = records.service
+        other.data = .srv(SRVData(port: 9, target: try DNSName("mallory.local")))
+        #expect(records.conflicts(with: DNSMessage(flags: 0x8400, answers: [other])) == (true, false))
+        var address = records.addressRecords[0]
+        address.data = .a(IPv4Address("192.0.2.66")!)
+        #expect(records.conflicts(with: DNSMessage(flags: 0x8400, additionals: [address])) == (false, true))
+        // Simultaneous probes: the lexicographically later data wins (RFC 6762 §8.2).
+        let lower = DNSResourceRecord(name: records.instanceName, cacheFlush: true, ttl: 120, data: .srv(SRVData(port: 1, target: records.host)))
+        let higher = DNSResourceRecord(name: records.instanceName, cacheFlush: true, ttl: 120, data: .srv(SRVData(port: 65000, target: records.host)))
+        let question = [DNSQuestion(name: records.instanceName, type: .any, unicastResponse: true)]
+        #expect(records.conflicts(with: DNSMessage(questions: question, authorities: [records.text, lower])).instance == false)
+        #expect(records.conflicts(with: DNSMessage(questions: question, authorities: [records.text, higher])).instance == true)
+    }
+
+    @Test("the cache resolves instances, honours goodbyes and cache-flush, and stays bounded")
+    func cache() throws {
+        let records = try Self.records()
+        var cache = DiscoveryCache()
+        let start = ContinuousClock.now
+        cache.insert([records.pointer], now: start)
+        #expect(cache.resolvedInstances(of: .secureChannel).isEmpty)
+        #expect(Set(cache.missingQuestions(for: cache.instanceNames(of: .secureChannel), type: .secureChannel).map(\.type)) == [.srv, .txt])
+        cache.insert([records.service, records.text] + records.addressRecords, now: start)
+        let instance = try #require(cache.resolvedInstances(of: .secureChannel).first)
+        #expect(instance.name == "Alice's Mac" && instance.port == 4433 && instance.host == records.host)
+        #expect(instance.addresses == [IPAddress("192.0.2.1")!, IPAddress("fe80::1")!])
+        #expect(instance.txt["fp"]?.string == "ab12")
+        // Cache-flush two seconds later replaces the old SRV.
+        var moved = records.service
+        moved.data = .srv(SRVData(port: 5555, target: records.host))
+        cache.insert([moved], now: start + .seconds(2))
+        #expect(cache.resolvedInstances(of: .secureChannel).first?.port == 5555)
+        // Expiry after the host records' 120 s TTL.
+        cache.expire(now: start + .seconds(200))
+        #expect(cache.resolvedInstances(of: .secureChannel).isEmpty)
+        // Goodbye removes.
+        cache.insert(records.allRecords, now: start + .seconds(300))
+        #expect(cache.resolvedInstances(of: .secureChannel).count == 1)
+        cache.insert(records.goodbye().answers, now: start + .seconds(301))
+        #expect(cache.count == 0)
+        // Flooding with distinct records keeps at most maximumRecords.
+        for index in 0..<2000 {
+            let name = try DNSName("junk\(index)._sf-channel._tcp.local")
+            cache.insert([DNSResourceRecord(name: ServiceType.secureChannel.domainName, ttl: 4500, data: .ptr(name))], now: start + .seconds(302))
+        }
+        #expect(cache.count == DiscoveryCache.maximumRecords)
+        // PTR targets that are not instances of the type are ignored.
+        var bogus = DiscoveryCache()
+        bogus.insert([DNSResourceRecord(name: ServiceType.secureChannel.domainName, ttl: 10, data: .ptr(try DNSName("evil.example.com")))], now: start)
+        #expect(bogus.instanceNames(of: .secureChannel).isEmpty)
+    }
+}
