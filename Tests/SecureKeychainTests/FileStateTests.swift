@@ -25,7 +25,8 @@ import Testing
             }
             var status = stat()
             #expect(stat(path, &status) == 0 && status.st_size == 0, "the truncated file was left as it was")
-            if let sf = FaultTests.sf() {
+            do {
+                let sf = try FaultTests.sf()
                 let result = try TestSupport.run(sf.path, ["keychain", "list", "--keychain", path])
                 #expect(result.status == 1 && result.stderrText.contains("empty"))
             }

@@ -23,7 +23,8 @@ import Testing
             #expect(after == before, "the foreign file was modified (journal mode byte \(after.count > 19 ? after[18] : 0))")
             #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
 
-            if let sf = FaultTests.sf() {
+            do {
+                let sf = try FaultTests.sf()
                 let result = try TestSupport.run(sf.path, ["keychain", "list", "--keychain", path])
                 #expect(result.status == 1 && result.stderrText.contains("not a SecureFoundation keychain"))
                 #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
