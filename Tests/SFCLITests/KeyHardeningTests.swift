@@ -53,7 +53,7 @@ import Testing
         #expect(exported.status == 0, "\(exported.stderrText)")
         let ofPublic = try sf(["key", "fingerprint", scratch.path("enc.pub")])
         #expect(ofPublic.status == 0 && result.stdoutText == ofPublic.stdoutText)
-        #expect(result.stdoutText.hasPrefix("p256 SHA256:"))
+        #expect(result.stdoutText.hasPrefix("p256 sha256-spki:"))
         let wrong = try scratch.write("wrong", Data("nope\n".utf8))
         let refused = try sf(["key", "fingerprint", scratch.path("enc.pem"), "--passphrase-file", wrong])
         #expect(refused.status == 1 && refused.stdout.isEmpty)
