@@ -138,13 +138,18 @@ struct NetworkTests {
         let advertiser = try pair.spawn(
             in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Target", "--port", "5000", "--host", "target"])
         _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        // A second address on B's veth in another subnet (link-local 169.254/16): a query from it is
+        // off-link for the responder and must get no unicast reply (RFC 6762 §11).
+        _ = try pair.run(in: pair.b, ["ip", "addr", "add", "169.254.77.2/16", "dev", pair.interfaceB])
         let fuzz = try pair.run(
             in: pair.b,
-            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_fuzz.py"), "--interface-ip", pair.addressB, "--target", pair.addressA, "--name", "Target"])
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_fuzz.py"), "--interface-ip", pair.addressB, "--target", pair.addressA,
+             "--name", "Target", "--off-link-ip", "169.254.77.2"])
         #expect(fuzz.status == 0, "\(fuzz.stderrText)")
         let report = try decode(fuzz.stdoutText)
         #expect((report["sent"] as? Int ?? 0) > 500)
         #expect(report["answered"] as? Bool == true, "no answer to a legacy unicast query after the malformed packets")
+        #expect(report["offLinkAnswered"] as? Bool == false)
         #expect(advertiser.isRunning)
         // A full browse still resolves it.
         let resolved = try decode(
@@ -155,6 +160,7 @@ struct NetworkTests {
         // Some datagrams are dropped by the bounded receive queue when they arrive faster than they
         // are parsed; those that were read were counted as malformed and dropped.
         #expect((stopped["malformed"] as? Int ?? 0) > 50)
+        #expect((stopped["offLink"] as? Int ?? 0) > 0)
     }
 }
 
