@@ -108,6 +108,25 @@ struct NetworkTests {
         #expect(instance["txt"] as? [String: String] == ["fp": "3f1c9a0b", "proto": "Noise_XX_25519_ChaChaPoly_SHA256", "v": "1"])
     }
 
+    @Test("stopping sends a goodbye that python-zeroconf acts on", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))
+    func goodbye() throws {
+        let probe = try requirements(zeroconf: true)
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Leaving", "--port", "7001", "--host", "leaving"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let watcher = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("zeroconf_peer.py"), "browse", "--interface-ip", pair.addressB, "--name", "Leaving",
+             "--timeout", "10", "--wait-removed", "10"])
+        let resolved = try #require(watcher.waitForEvent("resolved", timeout: 20), "\(watcher.standardError)")
+        #expect((resolved["instance"] as? [String: Any])?["port"] as? Int == 7001)
+        advertiser.finish()
+        let done = try #require(watcher.waitForEvent("browsed", timeout: 20), "\(watcher.standardError)")
+        #expect(done["removed"] as? Bool == true, "zeroconf did not see the goodbye")
+    }
+
     @Test("our browser discovers a Python zeroconf registration", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))
     func weFindZeroconf() throws {
         let probe = try requirements(zeroconf: true)
