@@ -41,6 +41,25 @@ struct NetworkTests {
         #expect(inside.stdoutText.contains("192.0.2.1/24"))
         pair.remove()
         #expect(!NamespacePair.exists(pair.a) && !NamespacePair.exists(pair.b))
+
+        // A test body that fails still removes its namespaces (the `defer` pattern every test uses).
+        struct Boom: Error {}
+        var names = [String]()
+        #expect(throws: Boom.self) {
+            let failing = try NamespacePair()
+            defer { failing.remove() }
+            names = [failing.a, failing.b]
+            throw Boom()
+        }
+        #expect(names.count == 2 && names.allSatisfy { !NamespacePair.exists($0) })
+
+        // Namespaces left by a test process that died are removed by the next run.
+        let dead = try TestSupport.run("/bin/sh", ["-c", "echo $$"])
+        let stale = "\(NamespacePair.prefix)\(dead.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))-stale-a"
+        #expect(try TestSupport.run("ip", ["netns", "add", stale]).status == 0)
+        NamespacePair.removeStale()
+        #expect(!NamespacePair.exists(stale))
+        if NamespacePair.exists(stale) { _ = try? TestSupport.run("ip", ["netns", "del", stale]) }
     }
 
     @Test("our browser resolves our advertiser across the veth, with TXT and addresses", .enabled(if: canRun, Comment(rawValue: reason)))
