@@ -74,14 +74,21 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Opens the socket, probes and announces. Returns the records as advertised (the instance or
     /// host name may carry a ` (N)` or `-N` suffix after a conflict). Throws `nameConflict` after
-    /// ten conflicting attempts, or a socket error.
+    /// ten conflicting attempts, or a socket/interface error; an advertiser is started at most once
+    /// (a second call, even after a failure, throws `invalidState`).
     @discardableResult
     public func start() async throws(ServiceDiscoveryError) -> ServiceRecords {
         try state.withLock { state throws(ServiceDiscoveryError) in
             guard state.phase == .idle else { throw .invalidState("the advertiser was already started") }
             state.phase = .probing
         }
-        let socket = try await MulticastDNSSocket.open(interface: interface)
+        let socket: MulticastDNSSocket
+        do {
+            socket = try await MulticastDNSSocket.open(interface: interface)
+        } catch {
+            state.withLock { $0.phase = .stopped }
+            throw error
+        }
         socketBox.withLock { $0 = socket }
         let addresses = socket.addresses
         let task = Task { [self] in
