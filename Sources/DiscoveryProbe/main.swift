@@ -100,7 +100,7 @@ func advertise(_ options: Options) async throws {
     await advertiser.stop()
     emit([
         "event": "stopped", "received": statistics.received, "malformed": statistics.malformed,
-        "answered": statistics.answered, "rateLimited": statistics.rateLimited, "conflicts": statistics.conflicts,
+        "answered": statistics.answered, "rateLimited": statistics.rateLimited, "conflicts": statistics.conflicts, "offLink": statistics.offLink,
     ])
 }
 

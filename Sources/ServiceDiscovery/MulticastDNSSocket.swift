@@ -22,12 +22,36 @@ final class MulticastDNSSocket: Sendable {
     /// The interface's addresses (IPv4 first), for A/AAAA records.
     let addresses: [IPAddress]
     let interfaceName: String
+    /// The interface's IPv4 subnets as (network, mask) in host byte order.
+    let subnets: [(network: UInt32, mask: UInt32)]
 
-    private init(channel: Channel, datagrams: AsyncStream<Datagram>, addresses: [IPAddress], interfaceName: String) {
+    private init(
+        channel: Channel, datagrams: AsyncStream<Datagram>, addresses: [IPAddress], interfaceName: String,
+        subnets: [(network: UInt32, mask: UInt32)]
+    ) {
         self.channel = channel
         self.datagrams = datagrams
         self.addresses = addresses
         self.interfaceName = interfaceName
+        self.subnets = subnets
+    }
+
+    /// True when `address` is an IPv4 address in one of the interface's subnets: only such
+    /// sources get unicast replies (RFC 6762 §11), so an off-link host cannot make the responder
+    /// send to a spoofed address.
+    func isOnLink(_ address: SocketAddress) -> Bool {
+        guard case .v4(let v4) = address else { return false }
+        let value = UInt32(bigEndian: v4.address.sin_addr.s_addr)
+        return subnets.contains { value & $0.mask == $0.network }
+    }
+
+    static func subnets(of name: String) -> [(network: UInt32, mask: UInt32)] {
+        guard let devices = try? System.enumerateDevices() else { return [] }
+        return devices.filter { $0.name == name }.compactMap { device in
+            guard case .v4(let address)? = device.address, case .v4(let mask)? = device.netmask else { return nil }
+            let m = UInt32(bigEndian: mask.address.sin_addr.s_addr)
+            return (UInt32(bigEndian: address.address.sin_addr.s_addr) & m, m)
+        }
     }
 
     /// The addresses of interface `name`, IPv4 first; throws when there is no such interface or it
@@ -83,7 +107,8 @@ final class MulticastDNSSocket: Sendable {
             try await options.setIPMulticastTTL(255).get()
             try await options.setIPMulticastLoop(1).get()
             try await multicast.joinGroup(groupV4, device: device).get()
-            return MulticastDNSSocket(channel: channel, datagrams: stream, addresses: addresses, interfaceName: name)
+            return MulticastDNSSocket(
+                channel: channel, datagrams: stream, addresses: addresses, interfaceName: name, subnets: subnets(of: name))
         } catch {
             try? await bound?.close()
             continuation.finish()

@@ -9,7 +9,8 @@ import Synchronization
 /// suppression, legacy unicast and the QU bit) and sends a goodbye (TTL 0) on `stop()` (§10.1).
 ///
 /// Hardening: malformed packets are counted and dropped; the same record is multicast at most
-/// once per second (§6); replies are limited to a burst of 20 and 20 per second overall.
+/// once per second (§6); replies are limited to a burst of 20 and 20 per second overall; unicast
+/// replies go only to sources on the interface's subnet (§11).
 /// Limits: IPv4 socket only (AAAA records for the interface's IPv6 addresses are still published);
 /// conflicts found after announcing are not re-probed; responses are not randomly delayed.
 public final class ServiceAdvertiser: Sendable {
@@ -25,6 +26,8 @@ public final class ServiceAdvertiser: Sendable {
         public var rateLimited = 0
         /// Renames caused by name conflicts while probing.
         public var conflicts = 0
+        /// Unicast replies not sent because the querier was not on the interface's subnet.
+        public var offLink = 0
     }
 
     private enum Phase { case idle, probing, announced, stopped }
@@ -71,14 +74,21 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Opens the socket, probes and announces. Returns the records as advertised (the instance or
     /// host name may carry a ` (N)` or `-N` suffix after a conflict). Throws `nameConflict` after
-    /// ten conflicting attempts, or a socket error.
+    /// ten conflicting attempts, or a socket/interface error; an advertiser is started at most once
+    /// (a second call, even after a failure, throws `invalidState`).
     @discardableResult
     public func start() async throws(ServiceDiscoveryError) -> ServiceRecords {
         try state.withLock { state throws(ServiceDiscoveryError) in
             guard state.phase == .idle else { throw .invalidState("the advertiser was already started") }
             state.phase = .probing
         }
-        let socket = try await MulticastDNSSocket.open(interface: interface)
+        let socket: MulticastDNSSocket
+        do {
+            socket = try await MulticastDNSSocket.open(interface: interface)
+        } catch {
+            state.withLock { $0.phase = .stopped }
+            throw error
+        }
         socketBox.withLock { $0 = socket }
         let addresses = socket.addresses
         let task = Task { [self] in
@@ -167,6 +177,7 @@ public final class ServiceAdvertiser: Sendable {
             return
         }
         let port = datagram.source.port ?? 0
+        let onLink = socket.isOnLink(datagram.source)
         let reply: (bytes: [UInt8], to: SocketAddress?)? = state.withLock { state in
             switch state.phase {
             case .probing:
@@ -176,6 +187,10 @@ public final class ServiceAdvertiser: Sendable {
                 return nil
             case .announced:
                 guard let answer = state.records.response(to: message, sourcePort: port) else { return nil }
+                guard answer.delivery == .multicast || onLink else {
+                    state.statistics.offLink += 1
+                    return nil
+                }
                 var response = answer.message
                 let delivery = answer.delivery
                 let now = ContinuousClock.now

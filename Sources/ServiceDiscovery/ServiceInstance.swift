@@ -8,7 +8,8 @@ public struct ServiceInstance: Hashable, Sendable {
     public let type: ServiceType
     /// The target host from the SRV record.
     public let host: DNSName
-    /// The host's addresses from A and AAAA records, sorted, IPv4 first.
+    /// The host's addresses from A and AAAA records, sorted, IPv4 first. An IPv6 link-local address
+    /// (`fe80::/10`) is only usable together with the interface it was discovered on.
     public let addresses: [IPAddress]
     /// The port from the SRV record.
     public let port: UInt16

@@ -68,3 +68,19 @@ struct NamingTests {
         #expect(IPAddress("192.0.2.1")! < IPAddress("::1")!)
     }
 }
+
+#if os(Linux)
+@Suite("advertiser and browser argument errors (no packets sent)")
+struct LocalErrorTests {
+    @Test("an unknown interface is a typed error before any socket is opened")
+    func unknownInterface() async throws {
+        let advertiser = try ServiceAdvertiser(interface: "sf-no-such0", instanceName: "x", port: 1, hostName: "h")
+        await #expect(throws: ServiceDiscoveryError.interfaceNotFound("sf-no-such0")) { try await advertiser.start() }
+        await #expect(throws: ServiceDiscoveryError.invalidState("the advertiser was already started")) { try await advertiser.start() }
+        let browser = ServiceBrowser(interface: "sf-no-such0")
+        await #expect(throws: ServiceDiscoveryError.interfaceNotFound("sf-no-such0")) { try await browser.browse(timeout: .seconds(1)) }
+        #expect(throws: ServiceDiscoveryError.self) { try ServiceAdvertiser(interface: "lo", instanceName: "", port: 1) }
+        #expect(throws: ServiceDiscoveryError.self) { try ServiceAdvertiser(interface: "lo", instanceName: "x", port: 1, hostName: "bad_host") }
+    }
+}
+#endif

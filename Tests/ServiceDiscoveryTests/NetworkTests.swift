@@ -41,6 +41,25 @@ struct NetworkTests {
         #expect(inside.stdoutText.contains("192.0.2.1/24"))
         pair.remove()
         #expect(!NamespacePair.exists(pair.a) && !NamespacePair.exists(pair.b))
+
+        // A test body that fails still removes its namespaces (the `defer` pattern every test uses).
+        struct Boom: Error {}
+        var names = [String]()
+        #expect(throws: Boom.self) {
+            let failing = try NamespacePair()
+            defer { failing.remove() }
+            names = [failing.a, failing.b]
+            throw Boom()
+        }
+        #expect(names.count == 2 && names.allSatisfy { !NamespacePair.exists($0) })
+
+        // Namespaces left by a test process that died are removed by the next run.
+        let dead = try TestSupport.run("/bin/sh", ["-c", "echo $$"])
+        let stale = "\(NamespacePair.prefix)\(dead.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))-stale-a"
+        #expect(try TestSupport.run("ip", ["netns", "add", stale]).status == 0)
+        NamespacePair.removeStale()
+        #expect(!NamespacePair.exists(stale))
+        if NamespacePair.exists(stale) { _ = try? TestSupport.run("ip", ["netns", "del", stale]) }
     }
 
     @Test("our browser resolves our advertiser across the veth, with TXT and addresses", .enabled(if: canRun, Comment(rawValue: reason)))
@@ -108,6 +127,25 @@ struct NetworkTests {
         #expect(instance["txt"] as? [String: String] == ["fp": "3f1c9a0b", "proto": "Noise_XX_25519_ChaChaPoly_SHA256", "v": "1"])
     }
 
+    @Test("stopping sends a goodbye that python-zeroconf acts on", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))
+    func goodbye() throws {
+        let probe = try requirements(zeroconf: true)
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Leaving", "--port", "7001", "--host", "leaving"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let watcher = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("zeroconf_peer.py"), "browse", "--interface-ip", pair.addressB, "--name", "Leaving",
+             "--timeout", "10", "--wait-removed", "10"])
+        let resolved = try #require(watcher.waitForEvent("resolved", timeout: 20), "\(watcher.standardError)")
+        #expect((resolved["instance"] as? [String: Any])?["port"] as? Int == 7001)
+        advertiser.finish()
+        let done = try #require(watcher.waitForEvent("browsed", timeout: 20), "\(watcher.standardError)")
+        #expect(done["removed"] as? Bool == true, "zeroconf did not see the goodbye")
+    }
+
     @Test("our browser discovers a Python zeroconf registration", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))
     func weFindZeroconf() throws {
         let probe = try requirements(zeroconf: true)
@@ -138,13 +176,18 @@ struct NetworkTests {
         let advertiser = try pair.spawn(
             in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Target", "--port", "5000", "--host", "target"])
         _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        // A second address on B's veth in another subnet (link-local 169.254/16): a query from it is
+        // off-link for the responder and must get no unicast reply (RFC 6762 §11).
+        _ = try pair.run(in: pair.b, ["ip", "addr", "add", "169.254.77.2/16", "dev", pair.interfaceB])
         let fuzz = try pair.run(
             in: pair.b,
-            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_fuzz.py"), "--interface-ip", pair.addressB, "--target", pair.addressA, "--name", "Target"])
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_fuzz.py"), "--interface-ip", pair.addressB, "--target", pair.addressA,
+             "--name", "Target", "--off-link-ip", "169.254.77.2"])
         #expect(fuzz.status == 0, "\(fuzz.stderrText)")
         let report = try decode(fuzz.stdoutText)
         #expect((report["sent"] as? Int ?? 0) > 500)
         #expect(report["answered"] as? Bool == true, "no answer to a legacy unicast query after the malformed packets")
+        #expect(report["offLinkAnswered"] as? Bool == false)
         #expect(advertiser.isRunning)
         // A full browse still resolves it.
         let resolved = try decode(
@@ -155,6 +198,7 @@ struct NetworkTests {
         // Some datagrams are dropped by the bounded receive queue when they arrive faster than they
         // are parsed; those that were read were counted as malformed and dropped.
         #expect((stopped["malformed"] as? Int ?? 0) > 50)
+        #expect((stopped["offLink"] as? Int ?? 0) > 0)
     }
 }
 

@@ -65,6 +65,7 @@ def main():
     parser.add_argument("--name", required=True)
     parser.add_argument("--type", default="_sf-channel._tcp.local.")
     parser.add_argument("--random", type=int, default=200)
+    parser.add_argument("--off-link-ip", help="also send a legacy query from this (other-subnet) source; it must get no answer")
     args = parser.parse_args()
     instance = args.name + "." + args.type
 
@@ -97,7 +98,21 @@ def main():
             pass
         if answered:
             break
-    print(json.dumps({"sent": sent, "answered": answered, "port": sock.getsockname()[1]}), flush=True)
+    result = {"sent": sent, "answered": answered, "port": sock.getsockname()[1]}
+    if args.off_link_ip:
+        other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        other.bind((args.off_link_ip, 0))
+        other.settimeout(1.0)
+        off_answered = False
+        for _ in range(2):
+            other.sendto(query, (args.target, 5353))
+            try:
+                data, _ = other.recvfrom(9000)
+                off_answered = off_answered or data[:2] == b"\x42\x42"
+            except socket.timeout:
+                pass
+        result["offLinkAnswered"] = off_answered
+    print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

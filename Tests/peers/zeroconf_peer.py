@@ -6,8 +6,9 @@
       "Py Peer._sf-channel._tcp.local." — no network.
   zeroconf_peer.py decode HEX
       parses HEX with zeroconf's DNSIncoming and prints its records as JSON — no network.
-  zeroconf_peer.py browse --interface-ip IP --type T --name NAME --timeout S
-      browses (PTR) until NAME appears, resolves it (SRV/TXT/A) and prints it as JSON.
+  zeroconf_peer.py browse --interface-ip IP --type T --name NAME --timeout S [--wait-removed S]
+      browses (PTR) until NAME appears, resolves it (SRV/TXT/A) and prints it as JSON; with
+      --wait-removed, first prints {"event":"resolved"} and then waits for NAME's goodbye.
   zeroconf_peer.py register --interface-ip IP --name NAME --port P --host H [--txt k=v]... [--duration S]
       registers the instance, prints {"event":"registered"}, keeps it until stdin closes or the
       duration ends, then unregisters (goodbye).
@@ -78,6 +79,7 @@ def browse(args):
     zc = Zeroconf(interfaces=[args.interface_ip], ip_version=IPVersion.V4Only)
     full = args.name + "." + args.type
     seen = threading.Event()
+    removed = threading.Event()
     names = []
 
     def on_change(zeroconf, service_type, name, state_change):
@@ -85,6 +87,8 @@ def browse(args):
             names.append(name)
             if name.lower() == full.lower():
                 seen.set()
+        elif state_change is ServiceStateChange.Removed and name.lower() == full.lower():
+            removed.set()
 
     browser = ServiceBrowser(zc, args.type, handlers=[on_change])
     deadline = time.monotonic() + args.timeout
@@ -94,6 +98,9 @@ def browse(args):
             info = zc.get_service_info(args.type, full, timeout=int(max(1, deadline - time.monotonic()) * 1000))
             if info is not None:
                 result["instance"] = instance_json(info)
+            if args.wait_removed:
+                print(json.dumps({"event": "resolved", "instance": result["instance"]}), flush=True)
+                result["removed"] = removed.wait(args.wait_removed)
     finally:
         browser.cancel()
         zc.close()
@@ -130,6 +137,8 @@ def main():
     p.add_argument("--type", default=TYPE)
     p.add_argument("--name", required=True)
     p.add_argument("--timeout", type=float, default=10)
+    p.add_argument("--wait-removed", type=float, default=0,
+                   help="after resolving, print a 'resolved' line and wait this long for the goodbye")
     p = sub.add_parser("register")
     p.add_argument("--interface-ip", required=True)
     p.add_argument("--type", default=TYPE)
