@@ -107,7 +107,7 @@ struct OpenCommand: ParsableCommand {
             }
             return
         }
-        var sealed = try source.readToEnd()
+        var sealed = try Terminal.readAll(source)
         if sealed.starts(with: Data("-----BEGIN".utf8)) {
             sealed = try PEM.decode(String(decoding: sealed, as: UTF8.self), expectedLabel: envelopeArmorLabel).der
         }
