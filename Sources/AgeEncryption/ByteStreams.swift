@@ -10,11 +10,26 @@ func ioErrors<R: ~Copyable>(_ body: () throws -> R) throws -> R {
     }
 }
 
+extension Age.ByteSource {
+    /// Reads until `buffer` is full or the source reports the end of input (a read of 0 bytes);
+    /// returns the count, less than the buffer's size only at the end of input.
+    func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var total = 0
+        while total < buffer.count {
+            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
+            if count == 0 { break }
+            total += count
+        }
+        return total
+    }
+}
+
 extension Age {
     /// A source of bytes for decryption or encryption. Not shared across threads.
     public protocol ByteSource: AnyObject {
-        /// Fills `buffer` as far as the input allows and returns the byte count, which is less than
-        /// the buffer's size only at the end of the input.
+        /// Reads into `buffer` and returns the byte count: 0 only at the end of the input. A
+        /// count below the buffer's size (a short read, as sockets and pipes give) is allowed:
+        /// the library keeps reading until a read returns 0, so it never mistakes one for the end.
         func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     }
 
@@ -149,7 +164,7 @@ final class BufferedSource: Age.ByteSource {
             pendingStart += buffered
         }
         guard buffered < buffer.count, !atEnd else { return buffered }
-        return try buffered + base.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[buffered...]))
+        return try buffered + base.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer[buffered...]))
     }
 
     /// Appends more input to `pending`; false at the end of input.
@@ -161,7 +176,7 @@ final class BufferedSource: Age.ByteSource {
         }
         let old = pending.count
         pending += [UInt8](repeating: 0, count: refill)
-        let n = try pending.withUnsafeMutableBytes { try base.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
+        let n = try pending.withUnsafeMutableBytes { try base.readFully(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
         pending.removeLast(refill - n)
         if n < refill { atEnd = true }
         return n > 0

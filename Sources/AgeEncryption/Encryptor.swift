@@ -110,7 +110,7 @@ extension Age {
             guard let fileKey else { throw AgeError.noIdentityMatched }
             guard header.verifyMAC(fileKey: fileKey) else { throw AgeError.headerMACMismatch }
             var nonce = Data(count: Stream.payloadNonceSize)
-            let n = try nonce.withUnsafeMutableBytes { try input.read(into: $0) }
+            let n = try nonce.withUnsafeMutableBytes { try input.readFully(into: $0) }
             guard n == Stream.payloadNonceSize else { throw AgeError.malformedHeader("the payload nonce is missing or short") }
             payload = PayloadDecryptor(source: input, key: Stream.payloadKey(fileKey: fileKey, nonce: nonce))
         }

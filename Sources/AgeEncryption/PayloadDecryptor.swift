@@ -31,7 +31,7 @@ final class PayloadDecryptor {
         var count = 0, reachedEnd = false
         while count < Stream.batchChunks {
             // Each chunk lands after 12 bytes reserved for its nonce, so it can be opened in place.
-            let read = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: slots.slot(count)[12...]))
+            let read = try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: slots.slot(count)[12...]))
             if read == 0 { reachedEnd = true; break }
             lengths[count] = read
             count += 1

@@ -117,7 +117,7 @@ private final class IOStage: @unchecked Sendable {
 
     /// Fills `buffer` from `offset` to its end (less only at the end of input); returns the count.
     func fill(_ buffer: SlotBuffer, from offset: Int) throws -> Int {
-        try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer.slot(0)[offset...]))
+        try source.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer.slot(0)[offset...]))
     }
 
     /// Starts writing `boxes`, then filling `buffer` from `offset`, in the background.

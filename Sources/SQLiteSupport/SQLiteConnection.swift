@@ -44,6 +44,12 @@ package final class SQLiteConnection {
         SQLiteError(path: path, code: code, message: String(cString: sqlite3_errmsg(handle)))
     }
 
+    /// A query that must return a row returned none: the file's structure is damaged (SQLite's
+    /// own message at this point, "no more rows available", would mean nothing to a user).
+    func missingRow() -> KeychainError {
+        .corrupted(path: path, details: "a row the keychain needs is missing (the file was modified or damaged)")
+    }
+
     /// Runs one or more statements that return no rows of interest.
     package func execute(_ sql: String) throws(SQLiteError) {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
@@ -67,7 +73,7 @@ package final class SQLiteConnection {
     /// The first column of the first row of `sql` as an integer (for pragmas and counts).
     package func integer(_ sql: String) throws(SQLiteError) -> Int64 {
         let statement = try statement(sql)
-        guard try statement.step() else { throw error(SQLITE_MISMATCH) }
+        guard try statement.step() else { throw missingRow() }
         let value = statement.int64(0)
         statement.reset()
         return value
@@ -76,7 +82,7 @@ package final class SQLiteConnection {
     /// The first column of the first row of `sql` as text.
     package func text(_ sql: String) throws(SQLiteError) -> String {
         let statement = try statement(sql)
-        guard try statement.step() else { throw error(SQLITE_MISMATCH) }
+        guard try statement.step() else { throw missingRow() }
         let value = statement.text(0)
         statement.reset()
         return value

@@ -23,7 +23,7 @@ struct HashCommand: ParsableCommand {
     func run() throws {
         let function = HashFunction(name: algorithm)!
         // The whole file is the key (binary keys may contain newlines).
-        let key = try hmacKeyFile.map { SecretBytes(try FileInput(path: $0).readToEnd()) }
+        let key = try hmacKeyFile.map { SecretBytes(try Terminal.readAll(FileInput(path: $0))) }
         var lines = ""
         for file in files.isEmpty ? ["-"] : files {
             let digest: Data

@@ -39,7 +39,7 @@ struct KDFCommand: ParsableCommand {
         let saltBytes = try salt.map { try Hex.decode($0) } ?? SecureRandom.bytes(count: 16)
         let passphrase = try passphraseFile.map { try Terminal.readSecret(fromFile: $0) }
             ?? Terminal.readSecret(prompt: "Passphrase: ", alternative: "--passphrase-file")
-        let key = try kdf.deriveKey(from: passphrase.withUnsafeBytes { Data($0) }, salt: saltBytes, outputByteCount: length)
+        let key = try passphrase.withUnsafeBytes { try kdf.deriveKey(from: $0, salt: saltBytes, outputByteCount: length) }
         print("kdf:  \(kdf)")
         print("salt: \(Hex.encode(saltBytes))")
         print("key:  \(key.withUnsafeBytes { Hex.encode($0) })")

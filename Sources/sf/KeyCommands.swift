@@ -26,7 +26,7 @@ struct KeyFileOptions: ParsableArguments {
 
     /// The private key in `path`, asking for the passphrase when the key is encrypted.
     func privateKey(_ path: String) throws -> AsymmetricPrivateKey {
-        let data = try FileInput(path: path).readToEnd()
+        let data = try Terminal.readAll(FileInput(path: path))
         do {
             return try KeyImport.privateKey(from: data, passphrase: passphraseFile.map(Terminal.readSecret(fromFile:)))
         } catch KeyError.passphraseRequired {
@@ -37,7 +37,7 @@ struct KeyFileOptions: ParsableArguments {
 
     /// The public key in `path` (or the public half of a private key there).
     static func publicKey(_ path: String) throws -> AsymmetricPublicKey {
-        try KeyImport.publicKey(from: FileInput(path: path).readToEnd())
+        try KeyImport.publicKey(from: Terminal.readAll(FileInput(path: path)))
     }
 }
 
@@ -128,7 +128,7 @@ struct KeyExportCommand: ParsableCommand {
             return
         }
         guard let input else { throw ValidationError("give --in or --tag") }
-        let data = try FileInput(path: input).readToEnd()
+        let data = try Terminal.readAll(FileInput(path: input))
         let publicOnly: AsymmetricPublicKey?
         do {
             publicOnly = try KeyImport.key(from: data).publicKeyIfPublic
@@ -163,7 +163,7 @@ struct KeyFingerprintCommand: ParsableCommand {
     @OptionGroup var keys: KeyFileOptions
 
     func run() throws {
-        let data = try FileInput(path: file).readToEnd()
+        let data = try Terminal.readAll(FileInput(path: file))
         let key: AsymmetricPublicKey
         do {
             key = try KeyImport.publicKey(from: data)

@@ -31,7 +31,7 @@ struct KeyOptions: ParsableArguments {
     }
 
     static func readKeyFile(_ path: String) throws -> SymmetricKey {
-        var contents = try FileInput(path: path).readToEnd()
+        var contents = try Terminal.readAll(FileInput(path: path))
         defer { contents.resetBytes(in: 0..<contents.count) }
         if contents.count == Envelope.keyByteCount { return SymmetricKey(data: contents) }
         let text = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -106,7 +106,7 @@ struct KeyImportCommand: ParsableCommand {
     func run() throws {
         let imported: ImportedKey
         do {
-            imported = try KeyImport.key(from: FileInput(path: file).readToEnd())
+            imported = try KeyImport.key(from: Terminal.readAll(FileInput(path: file)))
         } catch KeyError.passphraseRequired {
             imported = .private(try keys.privateKey(file))
         }

@@ -155,7 +155,7 @@ struct KeychainImportLegacyCommand: ParsableCommand {
     @Flag(help: "Replace passwords that already exist (default: keep them).") var overwrite = false
 
     func run() throws {
-        let contents = try FileInput(path: file).readToEnd()
+        let contents = try Terminal.readAll(FileInput(path: file))
         let keychain = try location.open()
         let summary = try keychain.importLegacy(contents, overwrite: overwrite)
         try keychain.close()

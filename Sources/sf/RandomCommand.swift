@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import SecureFoundation
 
 struct RandomCommand: ParsableCommand {
@@ -25,9 +26,18 @@ struct RandomCommand: ParsableCommand {
     @Option(help: "Custom alphabet for --string (its distinct characters).")
     var characters: String?
 
+    /// The most bytes or characters one run produces (4 GiB); output is streamed in chunks.
+    static let maximumCount = 1 << 32
+    /// Bytes per chunk: a multiple of 3, so base64 chunks concatenate without padding.
+    static let chunk = 48 << 10
+
     func validate() throws {
         guard count >= 0 else { throw ValidationError("--count must not be negative") }
+        guard count <= Self.maximumCount else { throw ValidationError("--count must be at most \(Self.maximumCount) (4 GiB)") }
         if let string, string < 0 { throw ValidationError("--string must not be negative") }
+        if let string, string > Self.maximumCount {
+            throw ValidationError("--string must be at most \(Self.maximumCount) characters")
+        }
     }
 
     func run() throws {
@@ -42,15 +52,31 @@ struct RandomCommand: ParsableCommand {
                     case .base64url: .base64url
                     }
                 }
-            print(SecureRandom.string(length: length, alphabet: chosen))
+            try stream(total: length, chunk: Self.chunk) { SecureRandom.string(length: $0, alphabet: chosen).utf8 }
             return
         }
-        let bytes = SecureRandom.bytes(count: count)
-        switch format {
-        case .hex: print(Hex.encode(bytes))
-        case .base64: print(Base64.encode(bytes))
-        case .base64url: print(Base64URL.encode(bytes))
-        case .raw: try Terminal.writeOutput(bytes, to: nil)
+        // Streamed in chunks, so memory stays bounded for any count.
+        try stream(total: count, chunk: Self.chunk) { size -> Data in
+            let bytes = SecureRandom.bytes(count: size)
+            switch format {
+            case .hex: return Data(Hex.encode(bytes).utf8)
+            case .base64: return Data(Base64.encode(bytes).utf8)
+            case .base64url: return Data(Base64URL.encode(bytes).utf8)
+            case .raw: return bytes
+            }
         }
+    }
+
+    /// Writes `make(size)` for consecutive chunks of `total` to standard output, then a newline
+    /// unless the format is raw bytes.
+    private func stream<C: Collection>(total: Int, chunk: Int, _ make: (Int) throws -> C) throws where C.Element == UInt8 {
+        let output = FileOutput(descriptor: 1, name: "standard output")
+        var remaining = total
+        while remaining > 0 {
+            let size = min(chunk, remaining)
+            try output.write(Data(try make(size)))
+            remaining -= size
+        }
+        if string != nil || format != .raw { try output.write(Data("\n".utf8)) }
     }
 }

@@ -49,9 +49,11 @@ struct SealCommand: ParsableCommand {
                 case .key(let key):
                     try StreamEnvelope.encrypt(from: source, to: sink, key: key, algorithm: algorithm, context: contextBytes)
                 case .passphrase(let passphrase):
-                    try StreamEnvelope.encrypt(
-                        from: source, to: sink, passphrase: passphrase.bytes, kdf: passphraseKDF, algorithm: algorithm,
-                        context: contextBytes)
+                    try passphrase.withUnsafeBytes { secret in
+                        try StreamEnvelope.encrypt(
+                            from: source, to: sink, passphrase: secret, kdf: passphraseKDF, algorithm: algorithm,
+                            context: contextBytes)
+                    }
                 }
             }
             return
@@ -62,7 +64,9 @@ struct SealCommand: ParsableCommand {
         case .key(let key):
             sealed = try Envelope.seal(plaintext, key: key, algorithm: algorithm, context: contextBytes)
         case .passphrase(let passphrase):
-            sealed = try Envelope.seal(plaintext, passphrase: passphrase.bytes, kdf: passphraseKDF, algorithm: algorithm, context: contextBytes)
+            sealed = try passphrase.withUnsafeBytes {
+                try Envelope.seal(plaintext, passphrase: $0, kdf: passphraseKDF, algorithm: algorithm, context: contextBytes)
+            }
         }
         if armor { sealed = Data(PEM.encode(sealed, label: envelopeArmorLabel).utf8) }
         try Terminal.writeOutput(sealed, to: output)
@@ -92,7 +96,8 @@ struct OpenCommand: ParsableCommand {
         let material = try keys.material(confirmPrompt: false)
         if let legacyImasSalt {
             guard case .passphrase(let passphrase) = material else { throw ValidationError("legacy iMAS data needs a passphrase") }
-            let key = try LegacyIMAS.deriveKey(password: passphrase.bytes, salt: try Hex.decode(legacyImasSalt))
+            let salt = try Hex.decode(legacyImasSalt)
+            let key = try passphrase.withUnsafeBytes { try LegacyIMAS.deriveKey(password: $0, salt: salt) }
             try Terminal.writeOutput(try LegacyIMAS.decrypt(try Terminal.readInput(input), key: key), to: output)
             return
         }
@@ -102,12 +107,14 @@ struct OpenCommand: ParsableCommand {
                 switch material {
                 case .key(let key): try StreamEnvelope.decrypt(from: source, to: sink, key: key, context: contextBytes)
                 case .passphrase(let passphrase):
-                    try StreamEnvelope.decrypt(from: source, to: sink, passphrase: passphrase.bytes, context: contextBytes, limits: limits)
+                    try passphrase.withUnsafeBytes {
+                        try StreamEnvelope.decrypt(from: source, to: sink, passphrase: $0, context: contextBytes, limits: limits)
+                    }
                 }
             }
             return
         }
-        var sealed = try source.readToEnd()
+        var sealed = try Terminal.readAll(source)
         if sealed.starts(with: Data("-----BEGIN".utf8)) {
             sealed = try PEM.decode(String(decoding: sealed, as: UTF8.self), expectedLabel: envelopeArmorLabel).der
         }
@@ -115,7 +122,7 @@ struct OpenCommand: ParsableCommand {
         switch material {
         case .key(let key): plaintext = try Envelope.open(sealed, key: key, context: contextBytes)
         case .passphrase(let passphrase):
-            plaintext = try Envelope.open(sealed, passphrase: passphrase.bytes, context: contextBytes, limits: limits)
+            plaintext = try passphrase.withUnsafeBytes { try Envelope.open(sealed, passphrase: $0, context: contextBytes, limits: limits) }
         }
         try Terminal.writeOutput(plaintext, to: output)
     }
@@ -131,7 +138,3 @@ func withOutput(_ path: String?, _ body: (borrowing FileOutput) throws -> Void) 
     }
 }
 
-extension SecretBytes {
-    /// A temporary copy for APIs taking `DataProtocol`; callers keep it only for one call.
-    var bytes: Data { withUnsafeBytes { Data($0) } }
-}

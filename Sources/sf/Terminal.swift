@@ -66,7 +66,7 @@ enum Terminal {
 
     /// Reads a secret from a file: the first line, without its line ending (like age and ssh tools).
     static func readSecret(fromFile path: String) throws -> SecretBytes {
-        var data = try FileInput(path: path).readToEnd()
+        var data = try readAll(FileInput(path: path))
         defer { data.resetBytes(in: 0..<data.count) }
         var end = data.firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
         if end > data.startIndex, data[end - 1] == UInt8(ascii: "\r") { end -= 1 }
@@ -74,10 +74,36 @@ enum Terminal {
         return SecretBytes(data[data.startIndex..<end])
     }
 
-    /// All of standard input, or of the file at `path` (`-` or nil for standard input).
+    /// The largest input read whole into memory (1 GiB). Larger inputs are refused with "input too
+    /// large" instead of failing an allocation; the streaming commands (`sf seal --stream`,
+    /// `sf encrypt`/`decrypt`) have no such limit.
+    static let maximumInput = 1 << 30
+
+    /// All of standard input, or of the file at `path` (`-` or nil for standard input); refuses
+    /// inputs over `maximumInput` (a regular file by its size, before reading).
     static func readInput(_ path: String?) throws -> Data {
-        if let path, path != "-" { return try FileInput(path: path).readToEnd() }
-        return try FileInput(descriptor: 0, name: "standard input").readToEnd()
+        if let path, path != "-" { return try readAll(FileInput(path: path)) }
+        return try readAll(FileInput(descriptor: 0, name: "standard input"))
+    }
+
+    /// What remains of `input`, refusing more than `maximumInput` bytes (a regular file by its
+    /// size, before reading).
+    static func readAll(_ input: borrowing FileInput) throws -> Data {
+        var status = stat()
+        if fstat(input.descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size > maximumInput {
+            throw tooLarge(input.path)
+        }
+        var all = Data()
+        while true {
+            let chunk = try input.read(upTo: 1 << 20)
+            all.append(chunk)
+            if all.count > maximumInput { throw tooLarge(input.path) }
+            if chunk.count < 1 << 20 { return all }
+        }
+    }
+
+    private static func tooLarge(_ name: String) -> CLIError {
+        CLIError("\(name): input too large (over \(maximumInput >> 20) MiB in memory); for big files use sf seal --stream or sf encrypt")
     }
 
     /// Writes `data` to standard output, or to `path` under the library's output policy

@@ -60,7 +60,7 @@ struct VaultNewPasscodeOption: ParsableArguments {
 enum VaultFiles {
     /// The non-empty lines of a file (questions and answers are not secrets of the command line).
     static func lines(_ path: String) throws -> [String] {
-        let text = String(decoding: try FileInput(path: path).readToEnd(), as: UTF8.self)
+        let text = String(decoding: try Terminal.readAll(FileInput(path: path)), as: UTF8.self)
         return text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.allSatisfy(\.isWhitespace) }
     }
 

@@ -32,3 +32,28 @@ import Testing
         }
     }
 }
+
+/// Issue 12 item 18: SQLite's internal texts do not reach messages.
+@Suite struct StorageMessageTests {
+    @Test func aMissingVersionRowIsReportedAsDamageNotAsASQLiteInternal() async throws {
+        try await withKeychainDirectory { _, path in
+            try Keychain(path: path).close()
+            let edited = try TestSupport.run("python3", ["-c", """
+                import sqlite3, sys
+                db = sqlite3.connect(sys.argv[1])
+                db.execute("DELETE FROM schema_version")
+                db.commit()
+                db.close()
+                """, path])
+            try #require(edited.status == 0, "\(edited.stderrText)")
+            do {
+                _ = try Keychain(path: path)
+                Issue.record("opened a keychain without its version row")
+            } catch {
+                let text = "\(error)"
+                #expect(!text.contains("no more rows"), "\(text)")
+                #expect(text.contains("missing"))
+            }
+        }
+    }
+}
