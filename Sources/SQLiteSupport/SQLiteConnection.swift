@@ -46,8 +46,8 @@ package final class SQLiteConnection {
 
     /// A query that must return a row returned none: the file's structure is damaged (SQLite's
     /// own message at this point, "no more rows available", would mean nothing to a user).
-    func missingRow() -> KeychainError {
-        .corrupted(path: path, details: "a row the keychain needs is missing (the file was modified or damaged)")
+    func missingRow() -> SQLiteError {
+        SQLiteError(path: path, code: SQLITE_CORRUPT, message: "a row the database needs is missing (the file was modified or damaged)")
     }
 
     /// Runs one or more statements that return no rows of interest.

@@ -22,5 +22,8 @@ package struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible 
     /// A uniqueness or other constraint failed (`SQLITE_CONSTRAINT`, any extended code).
     package var isConstraint: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 
+    /// The file is damaged (`SQLITE_CORRUPT`, any extended code, or a row a query needs is missing).
+    package var isCorruption: Bool { code & 0xFF == SQLITE_CORRUPT }
+
     package var description: String { "\(path): SQLite error \(code): \(message)" }
 }

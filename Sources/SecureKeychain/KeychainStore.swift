@@ -125,9 +125,11 @@ final class KeychainStore {
         guard applicationID == 0, objects == 0 else { throw .notAKeychain(path: connection.path) }
     }
 
-    /// The keychain's error for a SQLite failure (`storage`, with SQLite's code and message).
+    /// The keychain's error for a SQLite failure: `corrupted` for a damaged file, else `storage`
+    /// with SQLite's code and message.
     static func map(_ error: SQLiteError) -> KeychainError {
-        .storage(path: error.path, code: error.code, message: error.message)
+        if error.isCorruption { return .corrupted(path: error.path, details: error.message) }
+        return .storage(path: error.path, code: error.code, message: error.message)
     }
 
     /// Runs SQLite calls, reporting their failures as `KeychainError.storage`.
