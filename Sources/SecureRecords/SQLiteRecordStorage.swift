@@ -108,6 +108,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
 
     // MARK: Metadata and keys
 
+    /// `RecordStorage.loadMetadata`, in one SQLite transaction.
     public func loadMetadata() throws(RecordsError) -> StoreMetadata? {
         try transaction(write: false) { (c) throws(RecordsError) in try Self.loadMetadata(c) }
     }
@@ -134,6 +135,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.initialize`, in one SQLite transaction.
     public func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata {
         try transaction(write: true) { (c) throws(RecordsError) in
             if let existing = try Self.loadMetadata(c) { return existing }
@@ -162,6 +164,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         try insert.step()
     }
 
+    /// `RecordStorage.addKey`, in one SQLite transaction.
     public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
         try transaction(write: true) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> Bool in
@@ -179,6 +182,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
 
     // MARK: Collections
 
+    /// `RecordStorage.collections`, in one SQLite transaction.
     public func collections() throws(RecordsError) -> [String: RecordSchema] {
         try transaction(write: false) { (c) throws(RecordsError) in try Self.collections(c) }
     }
@@ -195,6 +199,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         return result
     }
 
+    /// `RecordStorage.createCollection`, in one SQLite transaction.
     public func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema {
         try transaction(write: true) { (c) throws(RecordsError) in
             if let existing = try Self.collections(c)[collection] { return existing }
@@ -309,10 +314,12 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.insert`, in one SQLite transaction.
     public func insert(_ records: [StoredRecord]) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in try Self.insertRecords(records, c) }
     }
 
+    /// `RecordStorage.replace`, in one SQLite transaction.
     public func replace(_ records: [StoredRecord]) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in
             for record in records {
@@ -327,6 +334,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.delete`, in one SQLite transaction.
     public func delete(_ id: UUID) throws(RecordsError) -> Bool {
         try transaction(write: true) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> Bool in
@@ -337,6 +345,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.record`, in one SQLite transaction.
     public func record(_ id: UUID) throws(RecordsError) -> StoredRecord? {
         try transaction(write: false) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> StoredRecord? in
@@ -383,6 +392,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         return result
     }
 
+    /// `RecordStorage.search`, in one SQLite transaction.
     public func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] {
         var sql = "SELECT seq FROM records WHERE collection = ?"
         var binds: [(SQLiteStatement, Int32) -> Void] = [{ $0.bind($1, query.collection) }]
@@ -433,6 +443,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.records`, in one SQLite transaction.
     public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try transaction(write: false) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
@@ -446,6 +457,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.allRecords`, in one SQLite transaction.
     public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try transaction(write: false) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
@@ -459,6 +471,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.importAll`, in one SQLite transaction.
     public func importAll(
         keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord]
     ) throws(RecordsError) {
