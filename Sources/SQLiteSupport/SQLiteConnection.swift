@@ -143,11 +143,13 @@ package final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
+    /// Resets the statement for another run and clears its bindings.
     package func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
 
+    /// Binds text (1-based index); SQLite copies the bytes. The other overloads bind blobs, NULL for nil, integers and reals.
     package func bind(_ index: Int32, _ value: String) {
         var value = value
         value.withUTF8 { bytes in
@@ -206,6 +208,7 @@ package final class SQLiteStatement {
         }
     }
 
+    /// Column accessors of the current row (0-based): NULL test, integer, real, text, blob, bytes, optional text and blob.
     package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
     package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
     package func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }

@@ -10,6 +10,7 @@ package struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible 
     /// SQLite's (or the file system's) message.
     package let message: String
 
+    /// An error for `path` with SQLite result `code` (0 for a file-system failure) and `message`.
     package init(path: String, code: Int32, message: String) {
         self.path = path
         self.code = code

@@ -115,7 +115,6 @@ enum FieldSealing {
             case .costAboveCeiling(let detail): throw .costAboveCeiling(detail)
             case .invalidParameter(let reason) where reason.contains("passphrase") || reason.contains("raw key"):
                 // A password given for a store-key value or the reverse: the value is not this record's.
-                _ = reason
                 throw .authenticationFailed(record: record, field: field)
             default: throw .malformedSealedValue(record: record, field: field, reason: "\(error)")
             }

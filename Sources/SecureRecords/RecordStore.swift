@@ -206,6 +206,55 @@ public final class RecordStore: Sendable {
         return id
     }
 
+    /// Adds several records to `collection` in one transaction (all or none); returns their ids in
+    /// order. Large batches are sealed on all cores.
+    @discardableResult
+    public func add(
+        contentsOf records: [[String: FieldValue]], to collection: String, sealing: RecordSealing = .storeKey
+    ) throws(RecordsError) -> [UUID] {
+        let schema = try schema(of: collection)
+        if case .storeKey = sealing { _ = try currentKeyring() }
+        let ids = Self.randomUUIDs(records.count)
+        let chunk = 256
+        let chunks = (records.count + chunk - 1) / chunk
+        let results = Locked([Result<[StoredRecord], RecordsError>?](repeating: nil, count: chunks))
+        DispatchQueue.concurrentPerform(iterations: chunks) { index in
+            let range = index * chunk..<min(records.count, (index + 1) * chunk)
+            var rows: [StoredRecord] = []
+            rows.reserveCapacity(range.count)
+            do throws(RecordsError) {
+                for i in range {
+                    rows.append(try seal(id: ids[i], collection: collection, schema: schema, fields: records[i], sealing: sealing))
+                }
+                results.withLock { $0[index] = .success(rows) }
+            } catch {
+                results.withLock { $0[index] = .failure(error) }
+            }
+        }
+        var rows: [StoredRecord] = []
+        rows.reserveCapacity(records.count)
+        for result in results.withLock({ $0 }) {
+            switch result {
+            case .success(let part)?: rows += part
+            case .failure(let error)?: throw error
+            case nil: throw .storage("sealing did not complete")
+            }
+        }
+        try storage.insert(rows)
+        return ids
+    }
+
+    /// `count` random (version 4) UUIDs from one read of the system generator.
+    static func randomUUIDs(_ count: Int) -> [UUID] {
+        let bytes = SecureRandom.bytes(count: 16 * count)
+        return (0..<count).map { i in
+            var b = Array(bytes[bytes.startIndex + 16 * i..<bytes.startIndex + 16 * i + 16])
+            b[6] = (b[6] & 0x0F) | 0x40
+            b[8] = (b[8] & 0x3F) | 0x80
+            return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        }
+    }
+
     /// The record with `id`, sealed fields not opened.
     public func record(_ id: UUID) throws(RecordsError) -> Record {
         Record(try stored(id))

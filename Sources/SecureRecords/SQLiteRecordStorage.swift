@@ -24,7 +24,6 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             keying     INTEGER NOT NULL CHECK (keying IN (0, 1)),
             key_id     INTEGER
         );
-        CREATE INDEX records_collection ON records (collection);
         CREATE INDEX records_key_id ON records (key_id) WHERE key_id IS NOT NULL;
         CREATE TABLE clear_fields (
             seq   INTEGER NOT NULL,
@@ -63,6 +62,8 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             try SQLiteConnection.openDurable(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         }
         try Self.migrate(connection)
+        // 32 MiB of page cache: index pages of large stores stay in memory during bulk writes.
+        try Self.sql { () throws(SQLiteError) in try connection.execute("PRAGMA cache_size = -32768") }
         self.connection = Locked(connection)
     }
 
@@ -107,6 +108,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
 
     // MARK: Metadata and keys
 
+    /// `RecordStorage.loadMetadata`, in one SQLite transaction.
     public func loadMetadata() throws(RecordsError) -> StoreMetadata? {
         try transaction(write: false) { (c) throws(RecordsError) in try Self.loadMetadata(c) }
     }
@@ -133,6 +135,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.initialize`, in one SQLite transaction.
     public func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata {
         try transaction(write: true) { (c) throws(RecordsError) in
             if let existing = try Self.loadMetadata(c) { return existing }
@@ -161,6 +164,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         try insert.step()
     }
 
+    /// `RecordStorage.addKey`, in one SQLite transaction.
     public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
         try transaction(write: true) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> Bool in
@@ -178,6 +182,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
 
     // MARK: Collections
 
+    /// `RecordStorage.collections`, in one SQLite transaction.
     public func collections() throws(RecordsError) -> [String: RecordSchema] {
         try transaction(write: false) { (c) throws(RecordsError) in try Self.collections(c) }
     }
@@ -194,6 +199,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         return result
     }
 
+    /// `RecordStorage.createCollection`, in one SQLite transaction.
     public func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema {
         try transaction(write: true) { (c) throws(RecordsError) in
             if let existing = try Self.collections(c)[collection] { return existing }
@@ -222,51 +228,64 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         return seq
     }
 
-    /// Writes the rows of `record` under `seq` (which must have no rows in the field tables).
-    private static func writeRows(_ record: StoredRecord, seq: Int64?, _ c: SQLiteConnection) throws(SQLiteError) {
-        let insert = try c.statement("INSERT INTO records (seq, id, collection, keying, key_id) VALUES (?1, ?2, ?3, ?4, ?5)")
-        if let seq { insert.bind(1, seq) }
-        insert.bind(2, RecordContext.bytes(of: record.id))
-        insert.bind(3, record.collection)
-        insert.bind(4, Int64(record.keying == .storeKey ? 0 : 1))
-        if let keyId = record.keyId { insert.bind(5, Int64(keyId)) }
-        try insert.step()
-        let rowSeq = seq ?? c.lastInsertRowID
-        let clear = try c.statement("INSERT INTO clear_fields (seq, name, kind, value) VALUES (?1, ?2, ?3, ?4)")
-        for (name, value) in record.clear {
-            clear.reset()
-            clear.bind(1, rowSeq)
-            clear.bind(2, name)
-            clear.bind(3, Int64(value.kindByte))
-            switch value {
-            case .string(let s): clear.bind(4, s)
-            case .bytes(let b): clear.bind(4, b)
+    /// The prepared inserts of one record's rows, fetched once per batch.
+    private struct RowWriter {
+        let record, clear, sealed, index, fts: SQLiteStatement
+        let connection: SQLiteConnection
+
+        init(_ c: SQLiteConnection) throws(SQLiteError) {
+            connection = c
+            record = try c.statement("INSERT INTO records (seq, id, collection, keying, key_id) VALUES (?1, ?2, ?3, ?4, ?5)")
+            clear = try c.statement("INSERT INTO clear_fields (seq, name, kind, value) VALUES (?1, ?2, ?3, ?4)")
+            sealed = try c.statement("INSERT INTO sealed_fields (seq, name, sealed) VALUES (?1, ?2, ?3)")
+            index = try c.statement("INSERT INTO blind_indexes (seq, name, key_id, token) VALUES (?1, ?2, ?3, ?4)")
+            fts = try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
+        }
+
+        /// Writes the rows of `stored` under `seq` (a new one when nil; the field tables must hold
+        /// no rows for it).
+        func write(_ stored: StoredRecord, seq: Int64?) throws(SQLiteError) {
+            record.reset()
+            if let seq { record.bind(1, seq) }
+            record.bind(2, RecordContext.bytes(of: stored.id))
+            record.bind(3, stored.collection)
+            record.bind(4, Int64(stored.keying == .storeKey ? 0 : 1))
+            if let keyId = stored.keyId { record.bind(5, Int64(keyId)) }
+            try record.step()
+            let rowSeq = seq ?? connection.lastInsertRowID
+            for (name, value) in stored.clear {
+                clear.reset()
+                clear.bind(1, rowSeq)
+                clear.bind(2, name)
+                clear.bind(3, Int64(value.kindByte))
+                switch value {
+                case .string(let s): clear.bind(4, s)
+                case .bytes(let b): clear.bind(4, b)
+                }
+                try clear.step()
             }
-            try clear.step()
-        }
-        let sealed = try c.statement("INSERT INTO sealed_fields (seq, name, sealed) VALUES (?1, ?2, ?3)")
-        for (name, value) in record.sealed {
-            sealed.reset()
-            sealed.bind(1, rowSeq)
-            sealed.bind(2, name)
-            sealed.bind(3, value)
-            try sealed.step()
-        }
-        let index = try c.statement("INSERT INTO blind_indexes (seq, name, key_id, token) VALUES (?1, ?2, ?3, ?4)")
-        for (name, token) in record.blindIndexes {
-            index.reset()
-            index.bind(1, rowSeq)
-            index.bind(2, name)
-            index.bind(3, Int64(record.keyId ?? 0))
-            index.bind(4, token)
-            try index.step()
-        }
-        let fullText = record.fullText
-        if !fullText.isEmpty {
-            let fts = try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
-            fts.bind(1, rowSeq)
-            fts.bind(2, fullText)
-            try fts.step()
+            for (name, value) in stored.sealed {
+                sealed.reset()
+                sealed.bind(1, rowSeq)
+                sealed.bind(2, name)
+                sealed.bind(3, value)
+                try sealed.step()
+            }
+            for (name, token) in stored.blindIndexes {
+                index.reset()
+                index.bind(1, rowSeq)
+                index.bind(2, name)
+                index.bind(3, Int64(stored.keyId ?? 0))
+                index.bind(4, token)
+                try index.step()
+            }
+            let fullText = stored.fullText
+            if !fullText.isEmpty {
+                fts.reset()
+                fts.bind(1, rowSeq)
+                fts.bind(2, fullText)
+                try fts.step()
+            }
         }
     }
 
@@ -283,16 +302,24 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
     }
 
     private static func insertRecords(_ records: [StoredRecord], _ c: SQLiteConnection) throws(RecordsError) {
+        let writer = try sql { () throws(SQLiteError) in try RowWriter(c) }
         for record in records {
-            if try sql({ () throws(SQLiteError) in try seq(of: record.id, c) }) != nil { throw .duplicateRecord(record.id) }
-            try sql { () throws(SQLiteError) in try writeRows(record, seq: nil, c) }
+            do throws(SQLiteError) {
+                try writer.write(record, seq: nil)
+            } catch {
+                // The only uniqueness constraint a new record can break is its id's.
+                if error.isConstraint { throw .duplicateRecord(record.id) }
+                throw map(error)
+            }
         }
     }
 
+    /// `RecordStorage.insert`, in one SQLite transaction.
     public func insert(_ records: [StoredRecord]) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in try Self.insertRecords(records, c) }
     }
 
+    /// `RecordStorage.replace`, in one SQLite transaction.
     public func replace(_ records: [StoredRecord]) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in
             for record in records {
@@ -301,12 +328,13 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
                 }
                 try Self.sql { () throws(SQLiteError) in
                     try Self.deleteRows(seq: seq, c)
-                    try Self.writeRows(record, seq: seq, c)
+                    try RowWriter(c).write(record, seq: seq)
                 }
             }
         }
     }
 
+    /// `RecordStorage.delete`, in one SQLite transaction.
     public func delete(_ id: UUID) throws(RecordsError) -> Bool {
         try transaction(write: true) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> Bool in
@@ -317,6 +345,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.record`, in one SQLite transaction.
     public func record(_ id: UUID) throws(RecordsError) -> StoredRecord? {
         try transaction(write: false) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> StoredRecord? in
@@ -363,6 +392,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         return result
     }
 
+    /// `RecordStorage.search`, in one SQLite transaction.
     public func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] {
         var sql = "SELECT seq FROM records WHERE collection = ?"
         var binds: [(SQLiteStatement, Int32) -> Void] = [{ $0.bind($1, query.collection) }]
@@ -413,6 +443,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.records`, in one SQLite transaction.
     public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try transaction(write: false) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
@@ -426,6 +457,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.allRecords`, in one SQLite transaction.
     public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try transaction(write: false) { (c) throws(RecordsError) in
             try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
@@ -439,6 +471,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// `RecordStorage.importAll`, in one SQLite transaction.
     public func importAll(
         keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord]
     ) throws(RecordsError) {

@@ -377,8 +377,14 @@ struct RecordsImportCommand: ParsableCommand {
         if FileManager.default.fileExists(atPath: path) {
             count = try RecordStore(path: path).importLines(lines)
         } else {
-            let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), importing: lines)
-            count = try store.search().count
+            do {
+                let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), importing: lines)
+                count = try store.search().count
+            } catch {
+                // The file did not exist before: leave nothing behind.
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                throw error
+            }
         }
         Terminal.writeError("imported \(count) record\(count == 1 ? "" : "s")")
     }

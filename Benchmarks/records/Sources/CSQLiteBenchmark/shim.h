@@ -1,0 +1,2 @@
+// The platform SQLite C API, for the raw-SQLite baseline.
+#include <sqlite3.h>
