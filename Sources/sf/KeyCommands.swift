@@ -139,6 +139,12 @@ struct KeyFingerprintCommand: ParsableCommand {
         abstract: "Print a key's type, its sha256-spki:<hex> fingerprint and, where OpenSSH has one, its OpenSSH SHA256:<base64> fingerprint.")
 
     @Argument(help: "Key file, public or private (any supported format).") var file: String
+    @Flag(help: "Print one JSON object {type, fingerprint, openssh_fingerprint} instead of a line.") var json = false
+
+    /// `sf key fingerprint --json`; `opensshFingerprint` is absent for key types OpenSSH lacks.
+    struct Output: Encodable {
+        let type: String, fingerprint: String, opensshFingerprint: String?
+    }
 
     func run() throws {
         let data = try FileInput(path: file).readToEnd()
@@ -147,6 +153,10 @@ struct KeyFingerprintCommand: ParsableCommand {
             key = try KeyImport.publicKey(from: data)
         } catch KeyError.wrongKeyType {
             key = try KeyFileOptions().privateKey(file).publicKey
+        }
+        if json {
+            return try JSONOutput.print(Output(type: key.type.rawValue, fingerprint: key.fingerprint.description,
+                                               opensshFingerprint: key.openSSHFingerprint))
         }
         print(([key.type.rawValue, key.fingerprint.description] + [key.openSSHFingerprint].compactMap { $0 }).joined(separator: " "))
     }

@@ -95,3 +95,14 @@ struct CLIError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// `--json` output: one JSON document on standard output, keys sorted, snake_case member names.
+enum JSONOutput {
+    /// Prints `value` as JSON followed by a newline.
+    static func print(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        Swift.print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+}

@@ -99,11 +99,26 @@ struct VaultStatusCommand: ParsableCommand {
 
     @OptionGroup var location: KeychainLocation
 
+    @Flag(help: "Print one JSON object {set_up, security_questions, current_key_id, key_ids, failed_attempts}.")
+    var json = false
+
+    /// `sf vault status --json`; the members after `setUp` are absent when the vault is not set up.
+    struct Status: Encodable {
+        let setUp: Bool
+        var securityQuestions: [String]?, currentKeyId: UInt32?, keyIds: [UInt32]?, failedAttempts: Int?
+    }
+
     func run() throws {
         let vault = Vault(keychain: try location.open())
         guard vault.hasPasscode, let keys = vault.keyIds else {
+            if json { return try JSONOutput.print(Status(setUp: false)) }
             print("vault: not set up")
             return
+        }
+        if json {
+            return try JSONOutput.print(Status(
+                setUp: true, securityQuestions: vault.securityQuestions, currentKeyId: keys.current, keyIds: keys.all,
+                failedAttempts: vault.failedAttempts))
         }
         print("vault: set up")
         print("security questions: \(vault.securityQuestions.count)")
