@@ -15,6 +15,10 @@ struct KeyStoreOptions: ParsableArguments {
         if let keyPassphraseFile {
             return try PassphraseItemSealer(passphrase: Terminal.readSecret(fromFile: keyPassphraseFile))
         }
+        guard Vault(keychain: keychain).hasPasscode else {
+            throw CLIError("no vault is set up in this keychain to seal private keys: run sf vault init, "
+                + "or give --key-passphrase-file to seal them with a passphrase instead")
+        }
         return try vaultPasscode.unlockedVault(keychain)
     }
 

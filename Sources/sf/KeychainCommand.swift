@@ -85,11 +85,19 @@ struct KeychainGetCommand: ParsableCommand {
 
     func run() throws {
         let keychain = try location.open()
-        var password = secure
-            ? try keychain.securePasswordData(
-                service: name.service, account: name.account, accessGroup: name.accessGroup,
-                sealer: try vaultPasscode.unlockedVault(keychain))
-            : try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
+        var password: Data
+        do {
+            password = secure
+                ? try keychain.securePasswordData(
+                    service: name.service, account: name.account, accessGroup: name.accessGroup,
+                    sealer: try vaultPasscode.unlockedVault(keychain))
+                : try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
+        } catch KeychainError.protectionMismatch(let service, let account, let isSealed) {
+            // Say which flag fixes it.
+            throw CLIError(isSealed
+                ? "the item for service '\(service)' and account '\(account)' is sealed with the vault: add --secure"
+                : "the item for service '\(service)' and account '\(account)' is not sealed: drop --secure")
+        }
         password.append(UInt8(ascii: "\n"))
         try Terminal.writeOutput(password, to: nil)
     }

@@ -24,7 +24,8 @@ enum Terminal {
     static func readSecret(prompt: String, confirm: Bool = false, alternative: String) throws -> SecretBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
-            throw ValidationError("no terminal to prompt for a secret; use \(alternative)")
+            // An operation failure (exit 1), not a usage error: the command line itself was fine.
+            throw CLIError("no terminal to prompt for a secret; use \(alternative)")
         }
         defer { close(tty) }
         let first = try readLineWithoutEcho(tty, prompt: prompt)

@@ -91,6 +91,7 @@ struct VaultInitCommand: ParsableCommand {
         let vault = Vault(keychain: keychain, configuration: .init(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1)))
         try vault.setUp(passcode: passcode, questions: questions, answers: answers)
         try keychain.close()
+        print("vault set up\(location.path.map { " in \($0)" } ?? "") with \(questions.count) security question\(questions.count == 1 ? "" : "s")")
     }
 }
 
