@@ -57,15 +57,23 @@ struct DecryptCommand: ParsableCommand {
             }
             if identities.isEmpty, let unsupported { throw unsupported }
             if identities.isEmpty || passphraseFile != nil {
-                let file = passphraseFile
+                let file = passphraseFile, noIdentity = identities.isEmpty
                 identities.append(Age.ScryptIdentity(workFactorCeiling: maxWorkFactor) {
                     try file.map(Terminal.readSecret(fromFile:))
-                        ?? Terminal.readSecret(prompt: "Enter passphrase: ", alternative: "--passphrase-file")
+                        ?? Terminal.readSecret(
+                            prompt: "Enter passphrase: ",
+                            alternative: noIdentity ? "-i IDENTITY_FILE for a key, or --passphrase-file" : "--passphrase-file")
                 })
             }
             let source = try AgeCommandSupport.input(input)
-            try AgeCommandSupport.withOutput(output, binary: false) { sink in
-                try Age.Decryptor(from: source, identities: identities).decrypt(to: sink)
+            do {
+                try AgeCommandSupport.withOutput(output, binary: false) { sink in
+                    try Age.Decryptor(from: source, identities: identities).decrypt(to: sink)
+                }
+            } catch AgeError.noIdentityMatched where identities.allSatisfy({ $0 is Age.ScryptIdentity }) {
+                throw CLIError(identityFiles.isEmpty
+                    ? "the passphrase is wrong, or the file is not passphrase-encrypted (then give its identity with -i)"
+                    : "the passphrase is wrong, or the file is not passphrase-encrypted")
             }
         }
     }

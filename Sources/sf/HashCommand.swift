@@ -5,7 +5,14 @@ import SecureFoundation
 struct HashCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hash",
-        abstract: "Print the digest of files or standard input, in `sha256sum` format.")
+        abstract: "Print the digest of files or standard input, in `sha256sum` format; -c checks such lines.",
+        discussion: """
+            With -c, each FILE (or standard input) holds lines `<hex digest>  <name>` (or `<hex> *<name>`) as \
+            sha256sum writes them; each named file is hashed with -a and reported as `<name>: OK` or \
+            `<name>: FAILED` (`FAILED open or read` when it cannot be read). Lines starting with # and \
+            empty lines are ignored; other malformed lines are counted in a warning. The exit status is \
+            1 when any file fails, cannot be read, or no line was well formed, as with coreutils.
+            """)
 
     @Option(name: .shortAndLong, help: "sha256, sha384 or sha512; sha1 and md5 only for legacy checks.")
     var algorithm: String = "sha256"
@@ -13,15 +20,20 @@ struct HashCommand: ParsableCommand {
     @Option(help: "Print an HMAC keyed by the contents of this file instead of a plain digest.")
     var hmacKeyFile: String?
 
-    @Argument(help: "Files to hash; none or `-` for standard input.")
+    @Flag(name: [.customShort("c"), .customLong("check")], help: "Read digests from the FILEs and check them (sha256sum -c).")
+    var check = false
+
+    @Argument(help: "Files to hash (with -c: checksum files); none or `-` for standard input.")
     var files: [String] = []
 
     func validate() throws {
         guard HashFunction(name: algorithm) != nil else { throw ValidationError("unknown algorithm \(algorithm)") }
+        if check, hmacKeyFile != nil { throw ValidationError("-c checks plain digests; it cannot be used with --hmac-key-file") }
     }
 
     func run() throws {
         let function = HashFunction(name: algorithm)!
+        if check { return try HashCheck(function: function).run(files.isEmpty ? ["-"] : files) }
         // The whole file is the key (binary keys may contain newlines).
         let key = try hmacKeyFile.map { SecretBytes(try Terminal.readAll(FileInput(path: $0))) }
         var lines = ""
@@ -38,5 +50,69 @@ struct HashCommand: ParsableCommand {
         }
         // Printed only once every input was read, so a failure leaves stdout empty.
         print(lines, terminator: "")
+    }
+}
+
+/// `sf hash -c`: checks `sha256sum`-style lines, with coreutils' messages and exit status.
+struct HashCheck {
+    let function: HashFunction
+
+    func run(_ checksumFiles: [String]) throws {
+        var failed = 0, unreadable = 0, malformed = 0, checked = 0
+        for list in checksumFiles {
+            let text = String(decoding: try Terminal.readInput(list), as: UTF8.self)
+            // Split on LF bytes (in Swift "\r\n" is one Character), then drop a CR before the LF.
+            for raw in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                let bytes = raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw[...]
+                let line = Substring(String(decoding: bytes, as: UTF8.self))
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                guard let (expected, name) = parse(line) else {
+                    malformed += 1
+                    continue
+                }
+                checked += 1
+                let digest: Data
+                do {
+                    digest = name == "-" ? try Hashing.hash(reading: FileHandle.standardInput, with: function)
+                        : try Hashing.hash(fileAt: name, with: function)
+                } catch {
+                    print("\(name): FAILED open or read")
+                    unreadable += 1
+                    continue
+                }
+                if Hex.encode(digest) == expected {
+                    print("\(name): OK")
+                } else {
+                    print("\(name): FAILED")
+                    failed += 1
+                }
+            }
+        }
+        if malformed > 0 {
+            Terminal.writeError("sf: WARNING: \(malformed) line\(malformed == 1 ? " is" : "s are") improperly formatted")
+        }
+        if unreadable > 0 {
+            Terminal.writeError("sf: WARNING: \(unreadable) listed file\(unreadable == 1 ? "" : "s") could not be read")
+        }
+        if failed > 0 {
+            Terminal.writeError("sf: WARNING: \(failed) computed checksum\(failed == 1 ? "" : "s") did NOT match")
+        }
+        if checked == 0 {
+            Terminal.writeError("sf: no properly formatted \(function) checksum lines found")
+        }
+        if failed > 0 || unreadable > 0 || checked == 0 { throw ExitCode.failure }
+    }
+
+    /// `<hex>  <name>` or `<hex> *<name>`, with a digest of the algorithm's length; nil otherwise.
+    private func parse(_ line: Substring) -> (String, String)? {
+        let hexLength = Hashing.hash(Data(), with: function).count * 2
+        guard line.count > hexLength + 2 else { return nil }
+        let hex = line.prefix(hexLength).lowercased()
+        let rest = line.dropFirst(hexLength)
+        guard hex.allSatisfy(\.isHexDigit), rest.first == " ", let mode = rest.dropFirst().first, mode == " " || mode == "*" else {
+            return nil
+        }
+        let name = String(rest.dropFirst(2))
+        return name.isEmpty ? nil : (hex, name)
     }
 }

@@ -161,6 +161,12 @@ struct KeyFingerprintCommand: ParsableCommand {
 
     @Argument(help: "Key file, public or private (any supported format).") var file: String
     @OptionGroup var keys: KeyFileOptions
+    @Flag(help: "Print one JSON object {type, fingerprint, openssh_fingerprint} instead of a line.") var json = false
+
+    /// `sf key fingerprint --json`; `opensshFingerprint` is absent for key types OpenSSH lacks.
+    struct Output: Encodable {
+        let type: String, fingerprint: String, opensshFingerprint: String?
+    }
 
     func run() throws {
         let data = try Terminal.readAll(FileInput(path: file))
@@ -170,6 +176,10 @@ struct KeyFingerprintCommand: ParsableCommand {
         } catch KeyError.wrongKeyType, KeyError.passphraseRequired {
             // An encrypted private key: its passphrase from --passphrase-file, else a prompt.
             key = try keys.privateKey(file).publicKey
+        }
+        if json {
+            return try JSONOutput.print(Output(type: key.type.rawValue, fingerprint: key.fingerprint.description,
+                                               opensshFingerprint: key.openSSHFingerprint))
         }
         print(([key.type.rawValue, key.fingerprint.description] + [key.openSSHFingerprint].compactMap { $0 }).joined(separator: " "))
     }

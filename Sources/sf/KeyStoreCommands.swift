@@ -15,6 +15,10 @@ struct KeyStoreOptions: ParsableArguments {
         if let keyPassphraseFile {
             return try PassphraseItemSealer(passphrase: Terminal.readSecret(fromFile: keyPassphraseFile))
         }
+        guard Vault(keychain: keychain).hasPasscode else {
+            throw CLIError("no vault is set up in this keychain to seal private keys: run sf vault init, "
+                + "or give --key-passphrase-file to seal them with a passphrase instead")
+        }
         return try vaultPasscode.unlockedVault(keychain)
     }
 
@@ -67,14 +71,24 @@ func requireOne(_ file: String?, _ fileOption: String, tag: String?) throws {
 
 struct KeyListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "list", abstract: "List the keys in the keychain: tag, type, SHA-256 fingerprint, and pair or partner.")
+        commandName: "list", abstract: "List the keys in the keychain: tag, type, sha256-spki fingerprint, and pair or partner (--json for JSON).")
 
     @OptionGroup var location: KeychainLocation
 
+    @Flag(help: "Print a JSON array of {tag, type, fingerprint, kind} objects instead of lines.")
+    var json = false
+
+    /// One key of `sf key list --json`.
+    struct Row: Encodable {
+        let tag: String, type: String, fingerprint: String, kind: String
+    }
+
     func run() throws {
-        for entry in try KeyStore(keychain: location.open()).list() {
-            print("\(entry.tag)\t\(entry.type)\t\(entry.fingerprint)\t\(entry.hasPrivateKey ? "pair" : "partner")")
+        let rows = try KeyStore(keychain: location.open()).list().map {
+            Row(tag: $0.tag, type: $0.type.rawValue, fingerprint: $0.fingerprint.description, kind: $0.hasPrivateKey ? "pair" : "partner")
         }
+        if json { return try JSONOutput.print(rows) }
+        for row in rows { print("\(row.tag)\t\(row.type)\t\(row.fingerprint)\t\(row.kind)") }
     }
 }
 

@@ -41,9 +41,15 @@ struct KeychainSetCommand: ParsableCommand {
     @OptionGroup var name: KeychainItemName
     @Flag(help: "Seal the password with the vault's application key (needs the vault passcode).") var secure = false
     @OptionGroup var vaultPasscode: VaultPasscodeOption
+    @Flag(help: "Store an empty password (otherwise empty input is refused and nothing is stored).") var allowEmpty = false
 
     func run() throws {
         let password = try readPassword()
+        // An empty value is almost always a mistake (an unset variable, a closed pipe): refuse it
+        // before the keychain is opened, so nothing changes.
+        guard !password.isEmpty || allowEmpty else {
+            throw CLIError("the password is empty; nothing was stored (use --allow-empty to store an empty password)")
+        }
         let keychain = try location.open()
         if secure {
             let vault = try vaultPasscode.unlockedVault(keychain)
@@ -85,11 +91,19 @@ struct KeychainGetCommand: ParsableCommand {
 
     func run() throws {
         let keychain = try location.open()
-        var password = secure
-            ? try keychain.securePasswordData(
-                service: name.service, account: name.account, accessGroup: name.accessGroup,
-                sealer: try vaultPasscode.unlockedVault(keychain))
-            : try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
+        var password: Data
+        do {
+            password = secure
+                ? try keychain.securePasswordData(
+                    service: name.service, account: name.account, accessGroup: name.accessGroup,
+                    sealer: try vaultPasscode.unlockedVault(keychain))
+                : try keychain.passwordData(service: name.service, account: name.account, accessGroup: name.accessGroup)
+        } catch KeychainError.protectionMismatch(let service, let account, let isSealed) {
+            // Say which flag fixes it.
+            throw CLIError(isSealed
+                ? "the item for service '\(service)' and account '\(account)' is sealed with the vault: add --secure"
+                : "the item for service '\(service)' and account '\(account)' is not sealed: drop --secure")
+        }
         password.append(UInt8(ascii: "\n"))
         try Terminal.writeOutput(password, to: nil)
     }

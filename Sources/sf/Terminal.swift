@@ -24,7 +24,8 @@ enum Terminal {
     static func readSecret(prompt: String, confirm: Bool = false, alternative: String) throws -> SecretBytes {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
-            throw ValidationError("no terminal to prompt for a secret; use \(alternative)")
+            // An operation failure (exit 1), not a usage error: the command line itself was fine.
+            throw CLIError("no terminal to prompt for a secret; use \(alternative)")
         }
         defer { close(tty) }
         let first = try readLineWithoutEcho(tty, prompt: prompt)
@@ -121,4 +122,15 @@ enum Terminal {
 struct CLIError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// `--json` output: one JSON document on standard output, keys sorted, snake_case member names.
+enum JSONOutput {
+    /// Prints `value` as JSON followed by a newline.
+    static func print(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        Swift.print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
 }

@@ -91,6 +91,7 @@ struct VaultInitCommand: ParsableCommand {
         let vault = Vault(keychain: keychain, configuration: .init(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1)))
         try vault.setUp(passcode: passcode, questions: questions, answers: answers)
         try keychain.close()
+        print("vault set up\(location.path.map { " in \($0)" } ?? "") with \(questions.count) security question\(questions.count == 1 ? "" : "s")")
     }
 }
 
@@ -99,10 +100,20 @@ struct VaultStatusCommand: ParsableCommand {
 
     @OptionGroup var location: KeychainLocation
 
+    @Flag(help: "Print one JSON object {set_up, security_questions, current_key_id, key_ids, failed_attempts}.")
+    var json = false
+
+    /// `sf vault status --json`; the members after `setUp` are absent when the vault is not set up.
+    struct Status: Encodable {
+        let setUp: Bool
+        var securityQuestions: [String]?, currentKeyId: UInt32?, keyIds: [UInt32]?, failedAttempts: Int?
+    }
+
     func run() throws {
         let vault = Vault(keychain: try location.open())
         switch try vault.setUpStatus() {
         case .notSetUp:
+            if json { return try JSONOutput.print(Status(setUp: false)) }
             print("vault: not set up")
             return
         case .corrupt(let reason):
@@ -111,6 +122,11 @@ struct VaultStatusCommand: ParsableCommand {
             break
         }
         guard let keys = vault.keyIds else { throw VaultError.notSetUp }
+        if json {
+            return try JSONOutput.print(Status(
+                setUp: true, securityQuestions: vault.securityQuestions, currentKeyId: keys.current, keyIds: keys.all,
+                failedAttempts: vault.failedAttempts))
+        }
         print("vault: set up")
         print("security questions: \(vault.securityQuestions.count)")
         for question in vault.securityQuestions { print("  \(question)") }

@@ -84,13 +84,45 @@ import Testing
     }
 
     // Live peer: util-linux setsid runs sf without a controlling terminal.
-    @Test(.requires(.setsid)) func noTerminalAndNoFileIsAUsageErrorNotAHang() throws {
+    @Test(.requires(.setsid)) func noTerminalAndNoFileFailsWithWhatToDoNotAHang() throws {
         let setsid = try TestSupport.path(of: .setsid)
         let binary = try #require(TestSupport.sfBinary)
         let result = try TestSupport.run(setsid, ["-w", binary.path, "seal"], stdin: Data("x".utf8))
-        #expect(result.status == 2)
-        #expect(result.stderrText.contains("--passphrase-file"))
+        // An operation failure (exit 1) with what to do, not usage text (exit 2).
+        #expect(result.status == 1)
+        #expect(result.stderrText.hasPrefix("sf: no terminal to prompt for a secret; use --passphrase-file"))
         #expect(result.stdout.isEmpty)
+        // sf decrypt without -i and without a terminal says both ways out.
+        let scratch = try Scratch()
+        let pass = try scratch.write("pass", Data("p\n".utf8))
+        let encrypted = try sf(["encrypt", "--passphrase-file", pass, "--work-factor", "10"], stdin: Data("x".utf8))
+        let decrypt = try TestSupport.run(setsid, ["-w", binary.path, "decrypt"], stdin: encrypted.stdout)
+        #expect(decrypt.status == 1 && decrypt.stderrText.contains("-i IDENTITY_FILE") && decrypt.stderrText.contains("--passphrase-file"))
+    }
+
+    @Test func messagesSayWhatToDo() throws {
+        let scratch = try Scratch()
+        let kc = ["--keychain", scratch.path("k.db")]
+        // A wrong age passphrase says the passphrase is wrong.
+        let pass = try scratch.write("pass", Data("right\n".utf8)), wrong = try scratch.write("wrong", Data("wrong\n".utf8))
+        let encrypted = try sf(["encrypt", "--passphrase-file", pass, "--work-factor", "10"], stdin: Data("x".utf8))
+        let badPass = try sf(["decrypt", "--passphrase-file", wrong], stdin: encrypted.stdout)
+        #expect(badPass.status == 1 && badPass.stderrText.contains("the passphrase is wrong"), "\(badPass.stderrText)")
+        // key generate --tag without a vault names both ways to seal the key.
+        let noVault = try sf(["key", "generate", "--type", "p256", "--tag", "t"] + kc)
+        #expect(noVault.status == 1 && noVault.stderrText.contains("sf vault init") && noVault.stderrText.contains("--key-passphrase-file"))
+        // vault init confirms; a sealed item read without --secure says to add it, and the reverse.
+        let questions = try scratch.write("q", Data("Q?\n".utf8)), answers = try scratch.write("a", Data("A\n".utf8))
+        let initialized = try sf(["vault", "init"] + kc + ["--passcode-file", pass, "--questions-file", questions,
+                                                          "--answers-file", answers, "--scrypt-log-n", "10"])
+        #expect(initialized.status == 0 && initialized.stdoutText == "vault set up in \(scratch.path("k.db")) with 1 security question\n")
+        #expect(try sf(["keychain", "set", "--secure", "--service", "s", "--account", "a", "--passcode-file", pass] + kc,
+                       stdin: Data("v\n".utf8)).status == 0)
+        let plainRead = try sf(["keychain", "get", "--service", "s", "--account", "a"] + kc)
+        #expect(plainRead.status == 1 && plainRead.stdout.isEmpty && plainRead.stderrText.contains("add --secure"))
+        #expect(try sf(["keychain", "set", "--service", "c", "--account", "a"] + kc, stdin: Data("v\n".utf8)).status == 0)
+        let secureRead = try sf(["keychain", "get", "--secure", "--service", "c", "--account", "a", "--passcode-file", pass] + kc)
+        #expect(secureRead.status == 1 && secureRead.stderrText.contains("drop --secure"))
     }
 
     @Test func tourRunsAndChecksItself() throws {

@@ -36,6 +36,22 @@ import Testing
         }
     }
 
+    @Test func emptyStandardInputIsRefusedUnlessAllowed() async throws {
+        try await withCLI { cli in
+            #expect(try cli.run(["set", "--service", "web", "--account", "ann"], stdin: "kept\n").status == 0)
+            for empty in ["", "\n", "\r\n"] {
+                let refused = try cli.run(["set", "--service", "web", "--account", "ann"], stdin: empty)
+                #expect(refused.status == 1 && refused.stderrText.contains("--allow-empty"), "\(refused.stderrText)")
+                #expect(try cli.run(["get", "--service", "web", "--account", "ann"]).stdoutText == "kept\n")
+            }
+            #expect(try cli.run(["set", "--service", "web", "--account", "new"], stdin: "").status == 1)
+            #expect(try cli.run(["list"]).stdoutText == "web\tann\n")
+            #expect(try cli.run(["set", "--service", "web", "--account", "ann", "--allow-empty"], stdin: "\n").status == 0)
+            let get = try cli.run(["get", "--service", "web", "--account", "ann"])
+            #expect(get.status == 0 && get.stdoutText == "\n")
+        }
+    }
+
     @Test func listJSONHasAttributesAndNoValues() async throws {
         try await withCLI { cli in
             try cli.run(["set", "--service", "web ✓", "--account", "ann"], stdin: "topsecret")

@@ -1,0 +1,49 @@
+import Foundation
+import SFTestSupport
+import Testing
+
+/// `sf hash -c`: sha256sum-style check files, in both directions with coreutils.
+@Suite struct HashCheckTests {
+    @Test func checksWhatSha256sumAndSfWrite() throws {
+        let scratch = try Scratch()
+        let a = try scratch.write("a.txt", Data("alpha\n".utf8))
+        let b = try scratch.write("b b.bin", Data([0, 1, 2, 255]))
+        // sf's own lines check with sf and with coreutils' sha256sum -c.
+        let sums = try sf(["hash", a, b])
+        try scratch.write("SUMS", sums.stdout)
+        let ok = try sf(["hash", "-c", scratch.path("SUMS")])
+        #expect(ok.status == 0 && ok.stdoutText == "\(a): OK\n\(b): OK\n", "\(ok.stderrText)")
+        let coreutils = try TestSupport.run("sha256sum", ["-c", scratch.path("SUMS")])
+        #expect(coreutils.status == 0 && coreutils.stdoutText == ok.stdoutText)
+        // coreutils' lines (binary-mode `*` marker too, CRLF, comments) check with sf.
+        let theirs = try TestSupport.run("sha256sum", ["-b", a, b])
+        try scratch.write("THEIRS", Data(("# made by sha256sum\r\n" + theirs.stdoutText.replacingOccurrences(of: "\n", with: "\r\n")).utf8))
+        #expect(try sf(["hash", "--check", scratch.path("THEIRS")]).stdoutText == ok.stdoutText)
+        // From standard input, with another algorithm.
+        let sha512 = try sf(["hash", "-a", "sha512", a])
+        #expect(try sf(["hash", "-a", "sha512", "-c"], stdin: sha512.stdout).status == 0)
+        #expect(try sf(["hash", "-c"], stdin: sha512.stdout).status == 1)  // a sha512 line is not a sha256 line
+    }
+
+    @Test func mismatchesMissingFilesAndMalformedLinesFail() throws {
+        let scratch = try Scratch()
+        let a = try scratch.write("a", Data("one".utf8))
+        let sums = try sf(["hash", a]).stdoutText
+        try scratch.write("a", Data("two".utf8))
+        let changed = try scratch.write("S1", Data(sums.utf8))
+        let failed = try sf(["hash", "-c", changed])
+        #expect(failed.status == 1 && failed.stdoutText == "\(a): FAILED\n")
+        #expect(failed.stderrText.contains("1 computed checksum did NOT match"))
+
+        let missing = try scratch.write("S2", Data((String(repeating: "0", count: 64) + "  " + scratch.path("nope") + "\n").utf8))
+        let unreadable = try sf(["hash", "-c", missing])
+        #expect(unreadable.status == 1 && unreadable.stdoutText.contains("nope: FAILED open or read"))
+
+        let garbage = try scratch.write("S3", Data("not a checksum line\nabc  x\n".utf8))
+        let malformed = try sf(["hash", "-c", garbage])
+        #expect(malformed.status == 1 && malformed.stderrText.contains("2 lines are improperly formatted"))
+        #expect(malformed.stderrText.contains("no properly formatted"))
+
+        #expect(try sf(["hash", "-c", "--hmac-key-file", a, changed]).status == 2)
+    }
+}
