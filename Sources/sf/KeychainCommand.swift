@@ -58,7 +58,9 @@ struct KeychainSetCommand: ParsableCommand {
         } else {
             do {
                 try keychain.setPassword(password, service: name.service, account: name.account, accessGroup: name.accessGroup)
-            } catch .protectionMismatch(_, _, isSealed: true) {
+            } catch {
+                // (Matched inside the catch: a pattern on the catch clause crashes Swift 6.3's SIL verifier here.)
+                guard case .protectionMismatch(_, _, isSealed: true) = error else { throw error }
                 throw CLIError(
                     "the item for service '\(name.service)' and account '\(name.account)' is sealed; "
                         + "use --secure to replace it (its value is never stored in clear)")
