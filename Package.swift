@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "SecureVault", targets: ["SecureVault"]),
         .library(name: "SecureKeys", targets: ["SecureKeys"]),
         .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
+        .library(name: "SecureChannel", targets: ["SecureChannel"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .executable(name: "sf", targets: ["sf"]),
     ],
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
@@ -39,6 +41,16 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "AgeEncryption", dependencies: ["SecureCore"] + crypto, swiftSettings: strict),
+        // Noise Protocol Framework (revision 34) state machine, and its transport over SwiftNIO.
+        .target(
+            name: "SecureChannel",
+            dependencies: [
+                "SecureCore", "SecureKeys", "SecureKeychain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ] + crypto,
+            swiftSettings: strict
+        ),
         .target(
             name: "SecureFoundation",
             dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption"],
@@ -65,6 +77,7 @@ let package = Package(
         .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
+        .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )
