@@ -48,6 +48,8 @@ let package = Package(
                 "SecureCore", "SecureKeys", "SecureKeychain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ] + crypto,
             swiftSettings: strict
         ),
@@ -77,7 +79,16 @@ let package = Package(
         .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
-        .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SecureChannelTests",
+            dependencies: [
+                "SecureChannel", "SecureKeys", "SecureKeychain", "SecureCore", "SFTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
     ]
 )
