@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "SecureKeys", targets: ["SecureKeys"]),
         .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
         .library(name: "SecureRecords", targets: ["SecureRecords"]),
+        .library(name: "SecureChannel", targets: ["SecureChannel"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .library(name: "ServiceDiscovery", targets: ["ServiceDiscovery"]),
         .executable(name: "sf", targets: ["sf"]),
@@ -45,6 +46,18 @@ let package = Package(
         ),
         .target(name: "AgeEncryption", dependencies: ["SecureCore"] + crypto, swiftSettings: strict),
         .target(name: "SecureRecords", dependencies: ["SecureCore", "SQLiteSupport", "CSQLite"] + crypto, swiftSettings: strict),
+        // Noise Protocol Framework (revision 34) state machine, and its transport over SwiftNIO.
+        .target(
+            name: "SecureChannel",
+            dependencies: [
+                "SecureCore", "SecureKeys", "SecureKeychain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ] + crypto,
+            swiftSettings: strict
+        ),
         .target(
             name: "SecureFoundation",
             dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption", "SecureRecords"],
@@ -95,6 +108,16 @@ let package = Package(
         .testTarget(
             name: "ServiceDiscoveryTests",
             dependencies: ["ServiceDiscovery", "SFTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SecureChannelTests",
+            dependencies: [
+                "SecureChannel", "SecureKeys", "SecureKeychain", "SecureCore", "SFTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),

@@ -1,0 +1,171 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import SecureKeys
+
+extension SecureChannel {
+    /// What a completed, trusted handshake established; the promise value of `HandshakeHandler`.
+    struct Established: Sendable {
+        let peerStaticKey: Curve25519.KeyAgreement.PublicKey?
+        let handshakeHash: Data
+    }
+
+    /// Runs the Noise handshake over frames, within the timeout, checking the peer's static key
+    /// as soon as it is known. On success it installs a `TransportHandler` behind itself and
+    /// succeeds `established`; on any failure it fails the promise and closes the connection, so
+    /// nothing the peer sent is ever delivered.
+    final class HandshakeHandler: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias InboundOut = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+
+        private enum Phase { case handshaking, established, failed }
+
+        private let state: Noise.HandshakeState
+        private let trust: PeerTrust
+        private let configuration: Configuration
+        private let established: EventLoopPromise<Established>
+        private var phase = Phase.handshaking
+        private var started = false
+        private var timeout: Scheduled<Void>?
+        private var peerChecked = false
+        private var storeAfterHandshake: (tag: String, store: KeyStore)?
+
+        init(
+            role: Noise.Role, staticKey: Curve25519.KeyAgreement.PrivateKey?, trust: PeerTrust, configuration: Configuration,
+            established: EventLoopPromise<Established>
+        ) throws {
+            state = try Self.makeHandshakeState(role: role, staticKey: staticKey, trust: trust, configuration: configuration)
+            self.trust = trust
+            self.configuration = configuration
+            self.established = established
+        }
+
+        /// The Noise handshake for these settings; the same checks run before any connection is
+        /// made (`peerKeyRequired`, `noise(missingLocalStaticKey)`, `noise(wrongPresharedKeyCount)`, ...).
+        static func makeHandshakeState(
+            role: Noise.Role, staticKey: Curve25519.KeyAgreement.PrivateKey?, trust: PeerTrust, configuration: Configuration
+        ) throws(SecureChannelError) -> Noise.HandshakeState {
+            let pattern = configuration.protocolName.pattern
+            let needsPeerKey = (role == .initiator ? pattern.responderPreMessage : pattern.initiatorPreMessage).contains(.s)
+            let known = try trust.knownKey()
+            if needsPeerKey && known == nil { throw .peerKeyRequired }
+            do {
+                return try Noise.HandshakeState(
+                    protocolName: configuration.protocolName, role: role, prologue: configuration.prologue,
+                    staticKey: staticKey, remoteStaticKey: needsPeerKey ? known : nil,
+                    presharedKeys: configuration.presharedKeys)
+            } catch {
+                throw .noise(error)
+            }
+        }
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            timeout = context.eventLoop.assumeIsolated().scheduleTask(in: configuration.handshakeTimeout) { [self] in
+                fail(context: context, error: .handshakeTimeout)
+            }
+            if context.channel.isActive { start(context: context) }
+        }
+
+        func handlerRemoved(context: ChannelHandlerContext) {
+            timeout?.cancel()
+            if phase == .handshaking { established.fail(SecureChannelError.connectionClosedDuringHandshake) }
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            start(context: context)
+            context.fireChannelActive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch phase {
+            case .established: context.fireChannelRead(data)
+            case .failed: break
+            case .handshaking:
+                let frame = unwrapInboundIn(data)
+                do {
+                    // Handshake payloads are authenticated but not delivered: the channel carries
+                    // application data only after the peer is trusted.
+                    _ = try state.readMessage(frame.readableBytesView)
+                    try checkPeer()
+                    try advance(context: context)
+                } catch {
+                    fail(context: context, error: Self.channelError(error))
+                }
+            }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            if phase == .handshaking { fail(context: context, error: .connectionClosedDuringHandshake) }
+            context.fireChannelInactive()
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: Error) {
+            if phase == .handshaking {
+                fail(context: context, error: Self.channelError(error))
+            } else {
+                context.fireErrorCaught(error)
+            }
+        }
+
+        private func start(context: ChannelHandlerContext) {
+            guard !started, phase == .handshaking else { return }
+            started = true
+            do { try advance(context: context) } catch { fail(context: context, error: Self.channelError(error)) }
+        }
+
+        /// Writes this party's messages while it is its turn, then finishes once complete.
+        private func advance(context: ChannelHandlerContext) throws {
+            while state.isMyTurn {
+                let message = try state.writeMessage()
+                context.write(wrapOutboundOut(ByteBuffer(bytes: message)), promise: nil)
+            }
+            context.flush()
+            if state.isComplete { try finish(context: context) }
+        }
+
+        /// Checks the peer's key once the handshake has authenticated it, before this party
+        /// sends anything more (so a wrong responder never sees the initiator's identity in XX).
+        private func checkPeer() throws {
+            guard !peerChecked, let key = state.remoteStaticKey else { return }
+            peerChecked = true
+            storeAfterHandshake = try trust.evaluate(key)
+        }
+
+        private func finish(context: ChannelHandlerContext) throws {
+            if !peerChecked {
+                peerChecked = true
+                storeAfterHandshake = try trust.evaluate(state.remoteStaticKey)
+            }
+            let transport = try state.transportState()
+            if let (tag, store) = storeAfterHandshake, let key = transport.remoteStaticKey {
+                do { try store.storePartnerKey(.x25519(key), tag: tag) } catch {
+                    throw SecureChannelError.keyStoreFailed(String(describing: error))
+                }
+            }
+            timeout?.cancel()
+            try context.pipeline.syncOperations.addHandler(
+                TransportHandler(transport: transport, maxMessageLength: configuration.maxMessageLength),
+                position: .after(self))
+            phase = .established
+            established.succeed(Established(peerStaticKey: transport.remoteStaticKey, handshakeHash: transport.handshakeHash))
+        }
+
+        private func fail(context: ChannelHandlerContext, error: SecureChannelError) {
+            guard phase == .handshaking else { return }
+            phase = .failed
+            timeout?.cancel()
+            established.fail(error)
+            context.close(promise: nil)
+        }
+
+        static func channelError(_ error: any Error) -> SecureChannelError {
+            switch error {
+            case let error as SecureChannelError: error
+            case let error as NoiseError: .noise(error)
+            default: .connectionClosedDuringHandshake
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Crypto
+import SecureKeys
+
+extension SecureChannel {
+    /// What a party expects of its peer's static key. The handshake proves the peer holds the
+    /// private key; this policy decides whether that key is the right one. A peer that fails it
+    /// gets a typed error and a closed connection, and nothing it sent is delivered.
+    ///
+    /// Fingerprints are SecureKeys' `KeyFingerprint`: SHA-256 of the X25519 key's
+    /// SubjectPublicKeyInfo DER, the value `sf key fingerprint` shows.
+    public struct PeerTrust: Sendable {
+        enum Rule: Sendable {
+            case pinned(Curve25519.KeyAgreement.PublicKey)
+            case fingerprint(KeyFingerprint)
+            case firstUse(tag: String, store: KeyStore, confirm: (@Sendable (KeyFingerprint) -> Bool)?)
+            case anyAuthenticatedKey
+            case anonymous
+        }
+
+        let rule: Rule
+
+        /// Accepts only `key`. With patterns that need the peer's key in advance (IK, NK, XK, KK)
+        /// the key is also used for the handshake.
+        public static func pinned(_ key: Curve25519.KeyAgreement.PublicKey) -> PeerTrust { PeerTrust(rule: .pinned(key)) }
+
+        /// Accepts only the X25519 key stored under `tag` in `store` (a partner key or a key pair).
+        /// `notAnX25519Key` for another type; SecureKeys' `keyNotFound` when absent.
+        public static func pinned(tag: String, in store: KeyStore) throws -> PeerTrust {
+            try .pinned(SecureChannel.x25519PublicKey(tag: tag, in: store))
+        }
+
+        /// Accepts only a key whose SHA-256 SPKI fingerprint is `fingerprint`.
+        public static func fingerprint(_ fingerprint: KeyFingerprint) -> PeerTrust { PeerTrust(rule: .fingerprint(fingerprint)) }
+
+        /// Trust on first use: when `tag` already names a key in `store`, only that key is
+        /// accepted; otherwise the peer's key is accepted (if `confirm`, when given, returns true
+        /// for its fingerprint) and stored as a partner key under `tag` once the handshake
+        /// completes.
+        public static func trustOnFirstUse(
+            tag: String, in store: KeyStore, confirm: (@Sendable (KeyFingerprint) -> Bool)? = nil
+        ) -> PeerTrust {
+            PeerTrust(rule: .firstUse(tag: tag, store: store, confirm: confirm))
+        }
+
+        /// Accepts any peer that proves it holds a static key (typical for a server that learns
+        /// who its clients are from `Connection.peerFingerprint`).
+        public static let anyAuthenticatedKey = PeerTrust(rule: .anyAuthenticatedKey)
+
+        /// Expects no peer authentication at all (NN, or NK seen from the responder).
+        public static let anonymous = PeerTrust(rule: .anonymous)
+
+        /// The key to use as the peer's pre-message key (IK, NK, ...), if the policy names one.
+        func knownKey() throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
+            switch rule {
+            case .pinned(let key): return key
+            case .firstUse(let tag, let store, _): return try SecureChannel.storedKey(tag: tag, in: store)
+            case .fingerprint, .anyAuthenticatedKey, .anonymous: return nil
+            }
+        }
+
+        /// The verdict on the peer's proven static key (nil when the pattern gives none): a tag to
+        /// store the key under after the handshake (trust on first use), or nil. Throws the reason
+        /// for rejection.
+        func evaluate(_ key: Curve25519.KeyAgreement.PublicKey?) throws(SecureChannelError) -> (tag: String, store: KeyStore)? {
+            if case .anonymous = rule { return nil }
+            guard let key else { throw .peerNotAuthenticated }
+            let actual = SecureChannel.fingerprint(of: key)
+            func require(_ expected: KeyFingerprint) throws(SecureChannelError) {
+                guard expected == actual else { throw .peerKeyMismatch(expected: expected.description, actual: actual) }
+            }
+            switch rule {
+            case .pinned(let pinned): try require(SecureChannel.fingerprint(of: pinned))
+            case .fingerprint(let expected): try require(expected)
+            case .firstUse(let tag, let store, let confirm):
+                if let stored = try SecureChannel.storedKey(tag: tag, in: store) {
+                    try require(SecureChannel.fingerprint(of: stored))
+                } else {
+                    guard confirm?(actual) ?? true else { throw .peerRejected(actual: actual) }
+                    return (tag, store)
+                }
+            case .anyAuthenticatedKey, .anonymous: break
+            }
+            return nil
+        }
+    }
+}

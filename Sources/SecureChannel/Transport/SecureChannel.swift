@@ -1,0 +1,55 @@
+import Crypto
+import Foundation
+import NIOCore
+
+/// Noise channels over TCP with SwiftNIO: `SecureChannel.Client.connect` and
+/// `SecureChannel.Server.bind` run a Noise handshake (by default
+/// `Noise_XX_25519_ChaChaPoly_SHA256`), check the peer's static key against a `PeerTrust`, and
+/// hand out a `Connection` carrying application messages of any size.
+///
+/// On the wire (docs/FORMATS.md, "SecureChannel"): every Noise message is one frame, a 2-byte
+/// big-endian length then the message; an application message is split into transport messages
+/// whose plaintext is a 1-byte flag (`0x00` more follows, `0x01` last) then up to 65,518 bytes.
+public enum SecureChannel {
+    /// The settings both ends must agree on (protocol, prologue) and the local limits.
+    public struct Configuration: Sendable {
+        /// The Noise protocol; both ends must use the same one.
+        public var protocolName: Noise.ProtocolName
+        /// The prologue; both ends must use the same one (the default names this framing's version).
+        public var prologue: Data
+        /// Pre-shared keys, one per `psk` token of the pattern.
+        public var presharedKeys: [SymmetricKey]
+        /// The time a handshake may take from connection to completion; then `handshakeTimeout`.
+        public var handshakeTimeout: TimeAmount
+        /// The largest frame accepted, at most 65,535 (the Noise limit); above it, `frameTooLarge`.
+        public var maxFrameLength: Int
+        /// The largest reassembled application message accepted; above it, `messageTooLarge`.
+        public var maxMessageLength: Int
+        /// Server only: handshakes allowed in progress at once; further connections are closed at once.
+        public var maxHandshakesInProgress: Int
+        /// Server only: authenticated connections waiting to be taken from `connections`; further
+        /// ones are closed.
+        public var maxPendingConnections: Int
+
+        /// The default prologue: `SecureChannel/1`.
+        public static let defaultPrologue = Data("SecureChannel/1".utf8)
+
+        /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
+        /// timeout, 65,535-byte frames, 16 MiB messages, 64 handshakes and 128 pending connections.
+        public init(
+            protocolName: Noise.ProtocolName = try! Noise.ProtocolName(parsing: "Noise_XX_25519_ChaChaPoly_SHA256"),
+            prologue: Data = defaultPrologue, presharedKeys: [SymmetricKey] = [],
+            handshakeTimeout: TimeAmount = .seconds(10), maxFrameLength: Int = Noise.maxMessageLength,
+            maxMessageLength: Int = 16 << 20, maxHandshakesInProgress: Int = 64, maxPendingConnections: Int = 128
+        ) {
+            self.protocolName = protocolName
+            self.prologue = prologue
+            self.presharedKeys = presharedKeys
+            self.handshakeTimeout = handshakeTimeout
+            self.maxFrameLength = min(maxFrameLength, Noise.maxMessageLength)
+            self.maxMessageLength = maxMessageLength
+            self.maxHandshakesInProgress = maxHandshakesInProgress
+            self.maxPendingConnections = maxPendingConnections
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import SecureKeys
+
+/// Why a secure channel failed. None of the cases carries key material; fingerprints are public.
+public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The handshake did not complete within the configured time.
+    case handshakeTimeout
+    /// The peer closed the connection before the handshake completed (a truncated handshake).
+    case connectionClosedDuringHandshake
+    /// The peer's static key is not the expected one: `expected` describes what was expected
+    /// (a fingerprint), `actual` is the fingerprint of the key the peer proved it holds.
+    case peerKeyMismatch(expected: String, actual: KeyFingerprint)
+    /// Trust on first use: the confirmation callback refused this new peer key.
+    case peerRejected(actual: KeyFingerprint)
+    /// The pattern authenticates no peer static key (for example NN), but the trust policy needs one.
+    case peerNotAuthenticated
+    /// The pattern needs the peer's static key before the handshake (IK, NK, XK, KK) and the
+    /// trust policy does not hold one (pin the key or use XX).
+    case peerKeyRequired
+    /// A frame announced more bytes than the configured maximum.
+    case frameTooLarge(length: Int, limit: Int)
+    /// A frame of length zero (no Noise message is empty).
+    case emptyFrame
+    /// The connection ended inside a frame.
+    case truncatedFrame
+    /// A reassembled application message would exceed the configured maximum.
+    case messageTooLarge(limit: Int)
+    /// A transport message's plaintext does not follow the application framing (empty, or an
+    /// unknown flag byte).
+    case malformedApplicationFrame
+    /// The Noise layer failed (authentication, nonce, message length, ...).
+    case noise(NoiseError)
+    /// The key under this tag is not an X25519 key pair or partner key.
+    case notAnX25519Key(tag: String, type: KeyType)
+    /// Storing or reading a trusted peer key in the key store failed (the reason says why).
+    case keyStoreFailed(String)
+    /// The server already has its maximum of handshakes in progress; the connection was closed.
+    case tooManyHandshakes
+
+    /// What went wrong, as a sentence for a person.
+    public var description: String {
+        switch self {
+        case .handshakeTimeout: "handshake timeout"
+        case .connectionClosedDuringHandshake: "the peer closed the connection during the handshake"
+        case .peerKeyMismatch(let expected, let actual): "peer key mismatch: expected \(expected), got \(actual)"
+        case .peerRejected(let actual): "new peer key \(actual) was not accepted"
+        case .peerNotAuthenticated: "the handshake pattern does not authenticate the peer, but a trusted peer key is required"
+        case .peerKeyRequired: "the handshake pattern needs the peer's static key in advance (pin it, or use XX)"
+        case .frameTooLarge(let length, let limit): "frame of \(length) bytes exceeds the limit of \(limit)"
+        case .emptyFrame: "empty frame"
+        case .truncatedFrame: "the connection ended inside a frame"
+        case .messageTooLarge(let limit): "application message exceeds the limit of \(limit) bytes"
+        case .malformedApplicationFrame: "malformed application frame"
+        case .noise(let error): error.description
+        case .notAnX25519Key(let tag, let type): "key \"\(tag)\" is \(type), not x25519"
+        case .keyStoreFailed(let reason): "key store: \(reason)"
+        case .tooManyHandshakes: "too many handshakes in progress"
+        }
+    }
+}

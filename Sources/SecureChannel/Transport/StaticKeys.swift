@@ -1,0 +1,42 @@
+import Crypto
+import SecureCore
+import SecureKeys
+
+extension SecureChannel {
+    /// The X25519 key pair stored under `tag` in `store`, opened with `sealer` (the way `sf key
+    /// --tag` opens keys): the static key of a channel endpoint. `notAnX25519Key` for another
+    /// type; SecureKeys' errors (`keyNotFound`, `noPrivateKey`, `sealedKeyDoesNotOpen`, ...) otherwise.
+    public static func staticKey(tag: String, in store: KeyStore, sealer: any ItemSealer) throws
+        -> Curve25519.KeyAgreement.PrivateKey
+    {
+        let key = try store.privateKey(tag: tag, sealer: sealer)
+        guard case .x25519(let privateKey) = key else { throw SecureChannelError.notAnX25519Key(tag: tag, type: key.type) }
+        return privateKey
+    }
+
+    /// The X25519 public key under `tag` (partner key or key pair). `notAnX25519Key` for another type.
+    static func x25519PublicKey(tag: String, in store: KeyStore) throws -> Curve25519.KeyAgreement.PublicKey {
+        let key = try store.publicKey(tag: tag)
+        guard case .x25519(let publicKey) = key else { throw SecureChannelError.notAnX25519Key(tag: tag, type: key.type) }
+        return publicKey
+    }
+
+    /// The X25519 key under `tag`, or nil when the tag is absent; other failures as `keyStoreFailed`.
+    static func storedKey(tag: String, in store: KeyStore) throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
+        do {
+            return try x25519PublicKey(tag: tag, in: store)
+        } catch let error as SecureChannelError {
+            throw error
+        } catch KeyError.keyNotFound {
+            return nil
+        } catch {
+            throw .keyStoreFailed(String(describing: error))
+        }
+    }
+
+    /// The fingerprint SecureKeys and `sf key fingerprint` give an X25519 public key: SHA-256 of
+    /// its SubjectPublicKeyInfo DER.
+    public static func fingerprint(of key: Curve25519.KeyAgreement.PublicKey) -> KeyFingerprint {
+        AsymmetricPublicKey.x25519(key).fingerprint
+    }
+}

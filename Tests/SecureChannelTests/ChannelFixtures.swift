@@ -1,0 +1,73 @@
+import Crypto
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import SecureChannel
+
+/// Keys and a running echo server for the channel tests (127.0.0.1 only).
+enum ChannelFixtures {
+    static let serverKey = Curve25519.KeyAgreement.PrivateKey()
+    static let clientKey = Curve25519.KeyAgreement.PrivateKey()
+
+    /// A server on an ephemeral loopback port that echoes every message, recording the peers it
+    /// accepted and the failures it saw.
+    final class EchoServer: Sendable {
+        let server: SecureChannel.Server
+        let failures = NIOLockedValueBox([SecureChannelError]())
+        let received = NIOLockedValueBox([ByteBuffer]())
+        let inboundErrors = NIOLockedValueBox([SecureChannelError]())
+        let accepted = NIOLockedValueBox(0)
+        let taskErrors = NIOLockedValueBox(0)
+
+        init(configuration: SecureChannel.Configuration = .init(), peer: SecureChannel.PeerTrust = .anyAuthenticatedKey) async throws {
+            let failures = self.failures
+            server = try await SecureChannel.Server.bind(
+                host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: peer, configuration: configuration
+            ) { error in failures.withLockedValue { $0.append(error) } }
+            let (server, received, inboundErrors, accepted, taskErrors) = (server, received, inboundErrors, accepted, taskErrors)
+            Task {
+                for await connection in server.connections {
+                    accepted.withLockedValue { $0 += 1 }
+                    Task {
+                        do {
+                            try await connection.executeThenClose { inbound, outbound in
+                                for try await message in inbound {
+                                    received.withLockedValue { $0.append(message) }
+                                    try await outbound.write(message)
+                                }
+                            }
+                        } catch let error as SecureChannelError {
+                            inboundErrors.withLockedValue { $0.append(error) }
+                            taskErrors.withLockedValue { $0 += 1 }
+                        } catch {
+                            taskErrors.withLockedValue { $0 += 1 }
+                        }
+                    }
+                }
+            }
+        }
+
+        var port: Int { server.port }
+
+        func close() async { await server.close() }
+
+        /// Waits (without any timing assertion) until `condition` holds, for at most 20 seconds.
+        func waitUntil(_ condition: @Sendable () -> Bool) async {
+            for _ in 0..<2000 where !condition() { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+    }
+
+    /// Connects as a well-behaved client and checks one echo round trip.
+    static func echo(_ message: ByteBuffer, port: Int, configuration: SecureChannel.Configuration = .init()) async throws
+        -> ByteBuffer?
+    {
+        let connection = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: port, staticKey: clientKey, peer: .pinned(serverKey.publicKey),
+            configuration: configuration)
+        return try await connection.executeThenClose { inbound, outbound in
+            try await outbound.write(message)
+            var iterator = inbound.makeAsyncIterator()
+            return try await iterator.next()
+        }
+    }
+}

@@ -1,0 +1,277 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOPosix
+import SecureChannel
+import SecureCore
+import SecureKeychain
+import SecureKeys
+import SFTestSupport
+import Testing
+
+/// The SwiftNIO transport over 127.0.0.1: happy paths, trust policies and misbehaving peers.
+@Suite struct ChannelTests {
+    typealias Fixtures = ChannelFixtures
+
+    @Test func roundTripAuthenticatesBothEnds() async throws {
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        let connection = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey))
+        #expect(connection.peerFingerprint == SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))
+        #expect(connection.handshakeHash.count == 32)
+        let reply = try await connection.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "hello"))
+            var iterator = inbound.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        #expect(reply == ByteBuffer(string: "hello"))
+        #expect(echo.accepted.withLockedValue { $0 } == 1)
+    }
+
+    @Test func largeAndEmptyMessagesAreSplitAndReassembled() async throws {
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        let connection = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey))
+        let sizes = [0, 1, 65_518, 65_519, 200_000, 1 << 20]
+        let messages = sizes.map { size in ByteBuffer(bytes: (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7 + size) }) }
+        let replies = try await connection.executeThenClose { inbound, outbound in
+            for message in messages { try await outbound.write(message) }
+            var replies = [ByteBuffer]()
+            for try await reply in inbound {
+                replies.append(reply)
+                if replies.count == messages.count { break }
+            }
+            return replies
+        }
+        #expect(replies == messages)
+    }
+
+    @Test func wrongServerKeyIsATypedErrorAndNothingIsDelivered() async throws {
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        let stranger = Curve25519.KeyAgreement.PrivateKey().publicKey
+        let actual = SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey)
+        await #expect(throws: SecureChannelError.peerKeyMismatch(expected: SecureChannel.fingerprint(of: stranger).description, actual: actual)) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .pinned(stranger))
+        }
+        await #expect(throws: SecureChannelError.self) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey,
+                peer: .fingerprint(SecureChannel.fingerprint(of: stranger)))
+        }
+        // The right fingerprint is accepted.
+        _ = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .fingerprint(actual))
+        // IK needs the server's key in advance: with a wrong pinned key the server cannot even decrypt.
+        var ik = SecureChannel.Configuration()
+        ik.protocolName = try Noise.ProtocolName(parsing: "Noise_IK_25519_ChaChaPoly_SHA256")
+        await #expect(throws: SecureChannelError.peerKeyRequired) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .fingerprint(actual), configuration: ik)
+        }
+        #expect(echo.received.withLockedValue { $0.isEmpty })
+    }
+
+    @Test func serverRejectsAWrongClientBeforeDeliveringAnything() async throws {
+        let echo = try await Fixtures.EchoServer(peer: .pinned(Curve25519.KeyAgreement.PrivateKey().publicKey))
+        defer { Task { await echo.close() } }
+        // In XX the client's key arrives in the last message: the client thinks it is connected,
+        // sends at once, and the server must drop both the connection and the message.
+        let connection = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey))
+        let reply = try? await connection.executeThenClose { inbound, outbound in
+            try? await outbound.write(ByteBuffer(string: "secret"))
+            var iterator = inbound.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        #expect(reply == nil)
+        await echo.waitUntil { !echo.failures.withLockedValue { $0.isEmpty } }
+        let failures = echo.failures.withLockedValue { $0 }
+        guard case .peerKeyMismatch(_, let actual)? = failures.first else {
+            Issue.record("expected peerKeyMismatch, got \(failures)")
+            return
+        }
+        #expect(actual == SecureChannel.fingerprint(of: Fixtures.clientKey.publicKey))
+        #expect(echo.accepted.withLockedValue { $0 } == 0)
+        #expect(echo.received.withLockedValue { $0.isEmpty })
+    }
+
+    @Test func handshakeTimeoutOnBothSides() async throws {
+        var quick = SecureChannel.Configuration()
+        quick.handshakeTimeout = .milliseconds(300)
+        let echo = try await Fixtures.EchoServer(configuration: quick)
+        defer { Task { await echo.close() } }
+        // A client that connects and never speaks.
+        let silent = try RawPeer(port: echo.port)
+        #expect(silent.waitForClose())
+        await echo.waitUntil { echo.failures.withLockedValue { $0.contains(.handshakeTimeout) } }
+        #expect(echo.failures.withLockedValue { $0 } == [.handshakeTimeout])
+        // A client that sends message 1 and never finishes (XX message 3 missing).
+        let stalled = try RawPeer(port: echo.port)
+        let initiator = try Noise.HandshakeState(
+            protocolName: quick.protocolName, role: .initiator, prologue: quick.prologue, staticKey: Fixtures.clientKey)
+        stalled.sendFrame(try initiator.writeMessage())
+        #expect(stalled.receiveFrame() != nil)
+        #expect(stalled.waitForClose())
+        // A server that accepts and never answers: the client times out.
+        let mute = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { mute.close(promise: nil) }
+        await #expect(throws: SecureChannelError.handshakeTimeout) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: mute.localAddress!.port!, staticKey: Fixtures.clientKey,
+                peer: .anyAuthenticatedKey, configuration: quick)
+        }
+        #expect(try await Fixtures.echo(ByteBuffer(string: "still serving"), port: echo.port) == ByteBuffer(string: "still serving"))
+    }
+
+    @Test func malformedOversizedAndTruncatedFramesAreRejected() async throws {
+        var small = SecureChannel.Configuration()
+        small.maxFrameLength = 1000
+        let echo = try await Fixtures.EchoServer(configuration: small)
+        defer { Task { await echo.close() } }
+        let cases: [(Data, [SecureChannelError])] = [
+            (Data([0x03, 0xE9]) + Data(count: 1001), [.frameTooLarge(length: 1001, limit: 1000)]),
+            (Data([0xFF, 0xFF]), [.frameTooLarge(length: 65_535, limit: 1000)]),
+            (Data([0x00, 0x00]), [.emptyFrame]),
+            (Data([0x00, 0x0A]) + Data(count: 10), [.noise(.messageTooShort)]),
+            (Data([0x00, 0x20]) + Data(count: 10), [.truncatedFrame, .connectionClosedDuringHandshake]),  // then EOF
+            (Data([0x00]), [.truncatedFrame, .connectionClosedDuringHandshake]),
+        ]
+        for (index, (bytes, expected)) in cases.enumerated() {
+            let peer = try RawPeer(port: echo.port)
+            peer.send(bytes)
+            peer.shutdownWrite()
+            #expect(peer.waitForClose(), "case \(index)")
+            await echo.waitUntil { echo.failures.withLockedValue { $0.count } > index }
+            let failure = echo.failures.withLockedValue { $0.count > index ? $0[index] : nil }
+            #expect(failure.map(expected.contains) == true, "case \(index): \(String(describing: failure))")
+        }
+        #expect(try await Fixtures.echo(ByteBuffer(string: "after"), port: echo.port) == ByteBuffer(string: "after"))
+        #expect(echo.accepted.withLockedValue { $0 } == 1)
+    }
+
+    @Test func everyFlippedHandshakeByteFailsTheHandshake() async throws {
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        let configuration = SecureChannel.Configuration()
+        // Message 1 (`-> e`, 32 bytes) and message 3 (`-> s, se`, 64 bytes) of XX come from the client.
+        for (message, length) in [(0, 32), (2, 64)] {
+            for position in stride(from: 0, to: length, by: 7) {
+                let peer = try RawPeer(port: echo.port)
+                let initiator = try Noise.HandshakeState(
+                    protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
+                    staticKey: Fixtures.clientKey)
+                var first = try initiator.writeMessage()
+                if message == 0 { first[position] ^= 0x01 }
+                peer.sendFrame(first)
+                guard let second = peer.receiveFrame() else {
+                    Issue.record("no message 2")
+                    continue
+                }
+                if message == 0 {
+                    // The server's reply is bound to the altered e: the client cannot read it.
+                    #expect(throws: NoiseError.decryptionFailed) { try initiator.readMessage(second) }
+                    peer.shutdownWrite()
+                } else {
+                    _ = try initiator.readMessage(second)
+                    var third = try initiator.writeMessage()
+                    third[position] ^= 0x01
+                    peer.sendFrame(third)
+                }
+                #expect(peer.waitForClose())
+            }
+        }
+        await echo.waitUntil { echo.failures.withLockedValue { $0.count } >= 10 }
+        #expect(echo.failures.withLockedValue { $0.filter { $0 == .noise(.decryptionFailed) }.count } == 10)
+        #expect(echo.accepted.withLockedValue { $0 } == 0)
+    }
+
+    @Test func flippedTransportBytesCloseTheConnectionAndAreNotDelivered() async throws {
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        let configuration = SecureChannel.Configuration()
+        let peer = try RawPeer(port: echo.port)
+        let initiator = try Noise.HandshakeState(
+            protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
+            staticKey: Fixtures.clientKey)
+        peer.sendFrame(try initiator.writeMessage())
+        _ = try initiator.readMessage(#require(peer.receiveFrame()))
+        peer.sendFrame(try initiator.writeMessage())
+        let transport = try initiator.transportState()
+        peer.sendFrame(try transport.writeMessage(Data([0x01]) + Data("first".utf8)))
+        var flipped = try transport.writeMessage(Data([0x01]) + Data("second".utf8))
+        flipped[3] ^= 0x80
+        peer.sendFrame(flipped)
+        peer.sendFrame(try transport.writeMessage(Data([0x01]) + Data("third".utf8)))
+        // The server closes at the altered message ("first" may or may not be echoed before that).
+        #expect(peer.waitForClose())
+        // The echo task ends with an error: the typed one from the inbound sequence, or the
+        // write of the echo of "first" failing on the closed channel, whichever comes first.
+        await echo.waitUntil { echo.taskErrors.withLockedValue { $0 } > 0 }
+        #expect(echo.inboundErrors.withLockedValue { $0 }.allSatisfy { $0 == .noise(.decryptionFailed) })
+        #expect(echo.received.withLockedValue { $0 } == [ByteBuffer(string: "first")])
+        #expect(try await Fixtures.echo(ByteBuffer(string: "next"), port: echo.port) == ByteBuffer(string: "next"))
+    }
+
+    @Test func handshakesInProgressAreBounded() async throws {
+        var bounded = SecureChannel.Configuration()
+        bounded.maxHandshakesInProgress = 2
+        bounded.handshakeTimeout = .seconds(60)
+        let echo = try await Fixtures.EchoServer(configuration: bounded)
+        defer { Task { await echo.close() } }
+        var silent = [try RawPeer(port: echo.port), try RawPeer(port: echo.port)]
+        await echo.waitUntil { echo.server.handshakesInProgress == 2 }
+        #expect(echo.server.handshakesInProgress == 2)
+        let extra = try RawPeer(port: echo.port)
+        #expect(extra.waitForClose())
+        #expect(echo.failures.withLockedValue { $0.first } == .tooManyHandshakes)
+        #expect(echo.server.handshakesInProgress == 2)
+        silent.removeAll()
+        await echo.waitUntil { echo.server.handshakesInProgress == 0 }
+        #expect(try await Fixtures.echo(ByteBuffer(string: "room again"), port: echo.port) == ByteBuffer(string: "room again"))
+    }
+
+    @Test func trustOnFirstUseStoresThePartnerKeyThenPinsIt() async throws {
+        let directory = try TestSupport.temporaryDirectory("sf-channel")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keychain = try Keychain(path: directory.appendingPathComponent("keychain.db").path, configuration: .immediate)
+        let store = KeyStore(keychain: keychain)
+        let sealer = try KeyItemSealer(key: SecretBytes.random(count: 32))
+        // The client's own key pair comes from the store by tag.
+        try store.storeKeyPair(.x25519(Fixtures.clientKey), tag: "me", sealer: sealer)
+        let myKey = try SecureChannel.staticKey(tag: "me", in: store, sealer: sealer)
+        #expect(myKey.publicKey.rawRepresentation == Fixtures.clientKey.publicKey.rawRepresentation)
+        try store.storeKeyPair(.ed25519(Curve25519.Signing.PrivateKey()), tag: "signing", sealer: sealer)
+        #expect(throws: SecureChannelError.notAnX25519Key(tag: "signing", type: .ed25519)) {
+            try SecureChannel.staticKey(tag: "signing", in: store, sealer: sealer)
+        }
+
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        // A refused first use stores nothing.
+        await #expect(throws: SecureChannelError.peerRejected(actual: SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: echo.port, staticKey: myKey,
+                peer: .trustOnFirstUse(tag: "server", in: store, confirm: { _ in false }))
+        }
+        #expect(throws: KeyError.keyNotFound(tag: "server")) { try store.publicKey(tag: "server") }
+        // First use: accepted and stored.
+        _ = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store))
+        #expect(try store.publicKey(tag: "server").fingerprint == SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))
+        // Later uses are pinned: the same tag now refuses another server.
+        let impostor = try await SecureChannel.Server.bind(
+            host: "127.0.0.1", port: 0, staticKey: Curve25519.KeyAgreement.PrivateKey(), peer: .anyAuthenticatedKey)
+        defer { Task { await impostor.close() } }
+        await #expect(throws: SecureChannelError.self) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: impostor.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store))
+        }
+        _ = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: try .pinned(tag: "server", in: store))
+    }
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Independent Noise peer for SecureChannel's live tests, on Python `noiseprotocol` (PyPI).
+
+Speaks SecureChannel's wire format (docs/FORMATS.md, "SecureChannel"): every Noise message in a
+frame of a 2-byte big-endian length; handshake payloads empty; each application message split into
+transport messages whose plaintext is a flag byte (0x00 more follows, 0x01 last) and up to
+65,518 bytes.
+
+    noise_peer.py responder PROTOCOL PROLOGUE_HEX
+        listens on 127.0.0.1 (ephemeral port, printed as "PORT n"), accepts one connection, runs
+        the handshake and echoes every application message until the peer closes.
+    noise_peer.py initiator PROTOCOL PROLOGUE_HEX PORT SIZES
+        connects to 127.0.0.1:PORT, runs the handshake, sends one application message per size in
+        SIZES (comma-separated; byte i of a message of n bytes is (i * 7 + n) mod 256), checks
+        each echo, prints "OK" and exits 0.
+
+Keys come from the environment (hex): NOISE_STATIC (own X25519 private key) and, for patterns
+that need it in advance, NOISE_REMOTE_STATIC (the peer's public key).
+"""
+import os
+import socket
+import sys
+
+from noise.connection import Keypair, NoiseConnection
+
+CHUNK = 65535 - 16 - 1
+
+
+def recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        part = sock.recv(n - len(data))
+        if not part:
+            return None
+        data += part
+    return data
+
+
+def recv_frame(sock):
+    header = recv_exact(sock, 2)
+    if header is None:
+        return None
+    return recv_exact(sock, int.from_bytes(header, "big"))
+
+
+def send_frame(sock, message):
+    sock.sendall(len(message).to_bytes(2, "big") + message)
+
+
+def handshake(sock, protocol, prologue, initiator):
+    noise = NoiseConnection.from_name(protocol.encode())
+    if initiator:
+        noise.set_as_initiator()
+    else:
+        noise.set_as_responder()
+    if os.environ.get("NOISE_STATIC"):
+        noise.set_keypair_from_private_bytes(Keypair.STATIC, bytes.fromhex(os.environ["NOISE_STATIC"]))
+    if os.environ.get("NOISE_REMOTE_STATIC"):
+        noise.set_keypair_from_public_bytes(Keypair.REMOTE_STATIC, bytes.fromhex(os.environ["NOISE_REMOTE_STATIC"]))
+    noise.set_prologue(prologue)
+    noise.start_handshake()
+    my_turn = initiator
+    while not noise.handshake_finished:
+        if my_turn:
+            send_frame(sock, noise.write_message(b""))
+        else:
+            frame = recv_frame(sock)
+            if frame is None:
+                raise SystemExit("connection closed during the handshake")
+            noise.read_message(frame)
+        my_turn = not my_turn
+    return noise
+
+
+def send_message(sock, noise, message):
+    offset = 0
+    while True:
+        chunk = message[offset:offset + CHUNK]
+        offset += len(chunk)
+        last = offset >= len(message)
+        send_frame(sock, noise.encrypt(bytes([1 if last else 0]) + chunk))
+        if last:
+            return
+
+
+def receive_message(sock, noise):
+    message = b""
+    while True:
+        frame = recv_frame(sock)
+        if frame is None:
+            return None
+        plaintext = noise.decrypt(frame)
+        if not plaintext or plaintext[0] not in (0, 1):
+            raise SystemExit("malformed application frame")
+        message += plaintext[1:]
+        if plaintext[0] == 1:
+            return message
+
+
+def main():
+    role, protocol, prologue = sys.argv[1], sys.argv[2], bytes.fromhex(sys.argv[3])
+    if role == "responder":
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        print("PORT", server.getsockname()[1], flush=True)
+        sock, _ = server.accept()
+        noise = handshake(sock, protocol, prologue, initiator=False)
+        while True:
+            message = receive_message(sock, noise)
+            if message is None:
+                break
+            send_message(sock, noise, message)
+        print("OK", flush=True)
+    else:
+        port, sizes = int(sys.argv[4]), [int(s) for s in sys.argv[5].split(",")]
+        sock = socket.create_connection(("127.0.0.1", port))
+        noise = handshake(sock, protocol, prologue, initiator=True)
+        for size in sizes:
+            message = bytes((i * 7 + size) % 256 for i in range(size))
+            send_message(sock, noise, message)
+            if receive_message(sock, noise) != message:
+                raise SystemExit("echo mismatch for a message of %d bytes" % size)
+        sock.close()
+        print("OK", flush=True)
+
+
+if __name__ == "__main__":
+    main()
