@@ -60,7 +60,7 @@ let package = Package(
         ),
         .target(
             name: "SecureFoundation",
-            dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption", "SecureRecords"],
+            dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption", "SecureRecords", "SecureChannel"],
             swiftSettings: strict
         ),
         // DNS-SD over multicast DNS (RFC 6763 / RFC 6762): message codec, names, and on Linux a responder
@@ -86,7 +86,8 @@ let package = Package(
         .executableTarget(
             name: "sf",
             dependencies: [
-                "SecureFoundation",
+                "SecureFoundation", "SecureChannel", "ServiceDiscovery",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .target(name: "CLinuxExtras", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

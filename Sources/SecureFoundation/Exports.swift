@@ -4,3 +4,4 @@
 @_exported import AgeEncryption
 @_exported import SecureKeys
 @_exported import SecureRecords
+@_exported import SecureChannel

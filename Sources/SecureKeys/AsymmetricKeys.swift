@@ -109,4 +109,15 @@ public struct KeyFingerprint: Sendable, Hashable, CustomStringConvertible {
     /// Deliberately unlike OpenSSH's `SHA256:<base64>`, which hashes another encoding of the key
     /// (see `AsymmetricPublicKey.openSSHFingerprint`).
     public var description: String { "sha256-spki:\(hex)" }
+
+    /// Parses a fingerprint as `description` prints it (`sha256-spki:` and 64 hex digits, either
+    /// case) or as the 64 hex digits alone; nil for anything else.
+    public init?(parsing text: String) {
+        let prefix = "sha256-spki:"
+        let digits = text.lowercased().hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+        guard digits.utf8.count == 64, let bytes = try? Hex.decode(digits), bytes.count == 32 else { return nil }
+        self.bytes = bytes
+    }
+
+    init(bytes: Data) { self.bytes = bytes }
 }

@@ -24,6 +24,7 @@ struct SF: AsyncParsableCommand {
             DecryptCommand.self,
             KeygenCommand.self,
             TourCommand.self,
+            ChannelCommand.self,
         ]
     )
 }

@@ -1,5 +1,4 @@
 import Foundation
-import SFTestSupport
 
 /// Two network namespaces joined by a veth pair, made for one test and always removed.
 ///
@@ -10,18 +9,21 @@ import SFTestSupport
 /// `deinit`) ends the processes started inside and deletes both namespaces, which destroys the
 /// veth pair. Namespaces left by a test process that died are deleted by the next run
 /// (`removeStale`: the pid in the name no longer exists).
-final class NamespacePair: @unchecked Sendable {
-    static let prefix = "sfdisc-"
-    let a: String
-    let b: String
-    let interfaceA = "sfdA", interfaceB = "sfdB"
-    let addressA = "192.0.2.1", addressB = "192.0.2.2"
+public final class NamespacePair: @unchecked Sendable {
+    /// The prefix of every namespace name this helper makes.
+    public static let prefix = "sfdisc-"
+    /// The two namespace names.
+    public let a: String, b: String
+    /// The veth end inside `a` and inside `b`.
+    public let interfaceA = "sfdA", interfaceB = "sfdB"
+    /// The addresses of `interfaceA` and `interfaceB` (TEST-NET-1, /24).
+    public let addressA = "192.0.2.1", addressB = "192.0.2.2"
     private var processes = [BackgroundProcess]()
     private var removed = false
     private let lock = NSLock()
 
     /// Nil when namespaces can be made here; otherwise why not (shown as the skip reason).
-    static let unavailableReason: String? = {
+    public static let unavailableReason: String? = {
         guard getuid() == 0 else { return "network namespaces need root (ip netns add); discovery network tests skipped" }
         guard TestSupport.which("ip") != nil else { return "iproute2 (ip) is not installed; discovery network tests skipped" }
         let probe = "\(prefix)\(getpid())-check"
@@ -32,13 +34,17 @@ final class NamespacePair: @unchecked Sendable {
         return nil
     }()
 
-    static var available: Bool { unavailableReason == nil }
+    /// True when namespaces can be made here.
+    public static var available: Bool { unavailableReason == nil }
 
-    struct SetupError: Error, CustomStringConvertible {
-        let description: String
+    /// A failed `ip` command while setting up (the namespaces made so far are removed).
+    public struct SetupError: Error, CustomStringConvertible {
+        /// The command and its error output.
+        public let description: String
     }
 
-    init() throws {
+    /// Creates both namespaces and the veth pair (removing stale ones first).
+    public init() throws {
         Self.removeStale()
         let tag = "\(Self.prefix)\(getpid())-\(UInt32.random(in: 0..<UInt32.max))"
         a = "\(tag)-a"
@@ -69,19 +75,19 @@ final class NamespacePair: @unchecked Sendable {
     }
 
     /// Runs a command inside namespace `ns` and waits for it.
-    func run(in ns: String, _ command: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
+    public func run(in ns: String, _ command: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
         try TestSupport.run("ip", ["netns", "exec", ns] + command)
     }
 
     /// Starts a long-running command inside namespace `ns`; it is ended by `remove()` at the latest.
-    func spawn(in ns: String, _ command: [String]) throws -> BackgroundProcess {
+    public func spawn(in ns: String, _ command: [String]) throws -> BackgroundProcess {
         let process = try BackgroundProcess(["ip", "netns", "exec", ns] + command)
         lock.withLock { processes.append(process) }
         return process
     }
 
     /// Ends the processes started inside and deletes both namespaces. Idempotent.
-    func remove() {
+    public func remove() {
         let (toStop, first) = lock.withLock { () -> ([BackgroundProcess], Bool) in
             defer { removed = true }
             return (processes, !removed)
@@ -92,7 +98,7 @@ final class NamespacePair: @unchecked Sendable {
     }
 
     /// Deletes `sfdisc-<pid>-…` namespaces whose creating process no longer exists.
-    static func removeStale() {
+    public static func removeStale() {
         guard let list = try? TestSupport.run("ip", ["netns", "list"]) else { return }
         for line in list.stdoutText.split(separator: "\n") {
             let name = String(line.split(separator: " ").first ?? "")
@@ -104,13 +110,13 @@ final class NamespacePair: @unchecked Sendable {
     }
 
     /// True when a namespace of this pair still exists (for the cleanup test).
-    static func exists(_ name: String) -> Bool {
+    public static func exists(_ name: String) -> Bool {
         FileManager.default.fileExists(atPath: "/run/netns/\(name)")
     }
 }
 
 /// A child process whose standard output is collected line by line while it runs.
-final class BackgroundProcess: @unchecked Sendable {
+public final class BackgroundProcess: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
@@ -120,7 +126,8 @@ final class BackgroundProcess: @unchecked Sendable {
     private var partial = Data()
     private var errorText = Data()
 
-    init(_ command: [String]) throws {
+    /// Starts `command` (its first element looked up on PATH) with piped standard streams.
+    public init(_ command: [String]) throws {
         process.executableURL = URL(fileURLWithPath: TestSupport.which(command[0]) ?? command[0])
         process.arguments = Array(command.dropFirst())
         process.standardInput = input
@@ -145,13 +152,21 @@ final class BackgroundProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var outputLines: [String] { lock.withLock { lines } }
-    var standardError: String { lock.withLock { String(decoding: errorText, as: UTF8.self) } }
-    var isRunning: Bool { process.isRunning }
+    /// Everything written to standard output so far, the unfinished last line included.
+    public var standardOutput: String {
+        lock.withLock { (lines.map { $0 + "\n" }.joined()) + String(decoding: partial, as: UTF8.self) }
+    }
+
+    /// The complete lines written to standard output so far.
+    public var outputLines: [String] { lock.withLock { lines } }
+    /// Everything written to standard error so far.
+    public var standardError: String { lock.withLock { String(decoding: errorText, as: UTF8.self) } }
+    /// True while the process runs.
+    public var isRunning: Bool { process.isRunning }
 
     /// The first output line that decodes as a JSON object with `event` == `event`, waiting up to
     /// `timeout` seconds.
-    func waitForEvent(_ event: String, timeout: TimeInterval = 20) -> [String: Any]? {
+    public func waitForEvent(_ event: String, timeout: TimeInterval = 20) -> [String: Any]? {
         let deadline = Date().addingTimeInterval(timeout)
         func find() -> [String: Any]? {
             outputLines.lazy.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -169,7 +184,7 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Closes standard input (the probe and peers then stop cleanly) and waits up to `timeout`.
-    func finish(timeout: TimeInterval = 10) {
+    public func finish(timeout: TimeInterval = 10) {
         try? input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
@@ -177,8 +192,37 @@ final class BackgroundProcess: @unchecked Sendable {
         Thread.sleep(forTimeInterval: 0.2)
     }
 
+    /// Writes `data` to the process's standard input (ignored once it has exited).
+    public func write(_ data: Data) {
+        try? input.fileHandleForWriting.write(contentsOf: data)
+    }
+
+    /// Closes the process's standard input.
+    public func closeInput() {
+        try? input.fileHandleForWriting.close()
+    }
+
+    /// Waits up to `timeout` seconds for `condition` on the process, polling; true when it held.
+    public func wait(timeout: TimeInterval = 20, until condition: (BackgroundProcess) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(self) { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return condition(self)
+    }
+
+    /// Waits up to `timeout` seconds for the process to exit and returns its status (nil if it
+    /// still runs; the caller's `kill()` ends it).
+    public func waitForExit(timeout: TimeInterval = 20) -> Int32? {
+        guard wait(timeout: timeout, until: { !$0.isRunning }) else { return nil }
+        process.waitUntilExit()
+        Thread.sleep(forTimeInterval: 0.2)  // let the readers drain the pipes
+        return process.terminationStatus
+    }
+
     /// Terminates the process if it still runs.
-    func kill() {
+    public func kill() {
         try? input.fileHandleForWriting.close()
         if process.isRunning {
             process.terminate()
@@ -187,28 +231,3 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 }
 
-enum DiscoveryPeers {
-    /// The sf-discovery-probe binary built beside the tests.
-    static var probe: String? {
-        let bundle = Bundle.main.bundleURL
-        var candidates = [bundle, bundle.deletingLastPathComponent()]
-        candidates.append(TestSupport.packageRoot.appendingPathComponent(".build/debug"))
-        for dir in candidates {
-            let candidate = dir.appendingPathComponent("sf-discovery-probe")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-        }
-        return nil
-    }
-
-    static let zeroconfAvailable: Bool = {
-        (try? TestSupport.run("python3", ["-c", "import zeroconf"]))?.status == 0
-    }()
-
-    static let zeroconfReason = "Python zeroconf is not installed (python3 -m pip install zeroconf); peer test skipped"
-
-    static func peerScript(_ name: String) -> String {
-        TestSupport.packageRoot.appendingPathComponent("Tests/peers/\(name)").path
-    }
-
-    static var python: String { TestSupport.which("python3") ?? "/usr/bin/python3" }
-}

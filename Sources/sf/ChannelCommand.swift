@@ -1,0 +1,305 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import NIOCore
+import SecureFoundation
+import ServiceDiscovery
+
+/// `sf channel`: a secure netcat over SecureChannel (Noise XX, X25519 keys by tag), with DNS-SD
+/// discovery. Standard input goes to the peer, what the peer sends goes to standard output;
+/// diagnostics (the bound address, the peer's verified fingerprint) go to standard error.
+struct ChannelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "channel",
+        abstract: "A secure channel between two programs (Noise XX over TCP, keys by tag), found by DNS-SD.",
+        subcommands: [ChannelServeCommand.self, ChannelConnectCommand.self, ChannelBrowseCommand.self])
+}
+
+/// Who the peer must be: exactly one policy (`--any-peer` only where allowed).
+struct ChannelPeerOptions: ParsableArguments {
+    @Option(help: "Accept only the X25519 key stored under this tag (a partner key from `sf key import --tag`).")
+    var peerTag: String?
+    @Option(help: "Accept only the key with this fingerprint (sha256-spki:<hex>, as `sf key fingerprint` prints).")
+    var expectFingerprint: String?
+    @Option(help: "Trust on first use: the key under this tag if present, else accept the peer's key and store it there.")
+    var trustOnFirstUse: String?
+
+    var count: Int { [peerTag, expectFingerprint, trustOnFirstUse].compactMap { $0 }.count }
+
+    func validate() throws {
+        if count > 1 { throw ValidationError("give only one of --peer-tag, --expect-fingerprint, --trust-on-first-use") }
+        if let expectFingerprint, KeyFingerprint(parsing: expectFingerprint) == nil {
+            throw ValidationError("--expect-fingerprint takes sha256-spki: followed by 64 hex digits")
+        }
+    }
+
+    /// The trust policy; `anyPeer` when none was given and the caller allows it.
+    func trust(store: KeyStore, anyPeer: Bool) throws -> SecureChannel.PeerTrust {
+        if let peerTag { return try .pinned(tag: peerTag, in: store) }
+        if let expectFingerprint, let fingerprint = KeyFingerprint(parsing: expectFingerprint) { return .fingerprint(fingerprint) }
+        if let trustOnFirstUse { return .trustOnFirstUse(tag: trustOnFirstUse, in: store) }
+        guard anyPeer else { throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint or --trust-on-first-use") }
+        return .anyAuthenticatedKey
+    }
+}
+
+/// The local key: an X25519 key pair by tag, unlocked like `sf key --tag`.
+struct ChannelKeyOptions: ParsableArguments {
+    @Option(help: "Our X25519 key pair's tag (from `sf key generate --type x25519 --tag`).") var tag: String
+    @OptionGroup var store: KeyStoreOptions
+
+    /// The key store (kept open for trust on first use) and our static key.
+    func open() throws -> (KeyStore, Curve25519.KeyAgreement.PrivateKey) {
+        let keyStore = try store.open()
+        _ = try keyStore.publicKey(tag: tag)  // an unknown tag fails before a passcode is asked for
+        return (keyStore, try SecureChannel.staticKey(tag: tag, in: keyStore, sealer: store.sealer(keyStore.keychain)))
+    }
+}
+
+/// `HOST:PORT`, with `[v6]:PORT` for IPv6 literals.
+struct ChannelEndpoint: ExpressibleByArgument, CustomStringConvertible {
+    let host: String
+    let port: Int
+
+    init?(argument: String) {
+        guard let colon = argument.lastIndex(of: ":"), let port = Int(argument[argument.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(argument[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// A duration option in seconds must be positive and at most 600.
+    static func validateTimeout(_ seconds: Double, _ option: String) throws {
+        if !(seconds > 0 && seconds <= 600) { throw ValidationError("\(option) is a number of seconds above 0, at most 600") }
+    }
+}
+
+struct ChannelServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Accept one secure connection (or more with --keep-serving): standard input to the peer, the peer to standard output.",
+        discussion: """
+            Prints `listening on HOST:PORT` (the bound port, useful with port 0) and, per connection, \
+            `peer verified: sha256-spki:<hex>` on standard error. With --advertise, the instance is \
+            advertised as _sf-channel._tcp on --interface with TXT fp, proto and v=1 while serving. \
+            The connection ends when standard input ends or the peer closes.
+            """)
+
+    @OptionGroup var key: ChannelKeyOptions
+    @Option(help: "Address and port to listen on (port 0 picks one); default 127.0.0.1:0, or 0.0.0.0:0 with --advertise.")
+    var listen: ChannelEndpoint?
+    @Option(help: "Advertise this DNS-SD instance name (type _sf-channel._tcp) while serving; needs --interface.")
+    var advertise: String?
+    @Option(help: "The network interface to advertise on.") var interface: String?
+    @OptionGroup var peer: ChannelPeerOptions
+    @Flag(help: "Accept any peer that proves a static key (its fingerprint is printed).") var anyPeer = false
+    @Flag(help: "Serve connections one after another instead of stopping after the first.") var keepServing = false
+    @Option(help: "Seconds a handshake may take.") var handshakeTimeout: Double = 10
+
+    func validate() throws {
+        if anyPeer, peer.count > 0 { throw ValidationError("--any-peer excludes --peer-tag, --expect-fingerprint, --trust-on-first-use") }
+        if !anyPeer, peer.count == 0 {
+            throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint, --trust-on-first-use or --any-peer")
+        }
+        if (advertise == nil) != (interface == nil) { throw ValidationError("--advertise and --interface go together") }
+        try ChannelEndpoint.validateTimeout(handshakeTimeout, "--handshake-timeout")
+    }
+
+    func run() async throws {
+        let (store, staticKey) = try key.open()
+        let trust = try peer.trust(store: store, anyPeer: anyPeer)
+        let endpoint = listen ?? ChannelEndpoint(host: advertise == nil ? "127.0.0.1" : "0.0.0.0", port: 0)
+        let configuration = SecureChannel.Configuration(handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000)))
+        let server = try await SecureChannel.Server.bind(
+            host: endpoint.host, port: endpoint.port, staticKey: staticKey, peer: trust, configuration: configuration,
+            onHandshakeFailure: { error in Terminal.writeError("sf channel: rejected a connection: \(error)") })
+        Terminal.writeError("sf channel: listening on \(ChannelEndpoint(host: endpoint.host, port: server.port))")
+        let advertiser = try await startAdvertising(port: server.port, staticKey: staticKey, configuration: configuration)
+        let input = ChannelInput()
+        var served = 0
+        do {
+            for await connection in server.connections {
+                served += 1
+                let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
+                Terminal.writeError("sf channel: peer verified: \(fingerprint)")
+                let ended = try await ChannelSession.run(connection, input: input)
+                if !keepServing || ended == .inputEnded { break }
+            }
+        } catch {
+            await stop(server, advertiser)
+            throw error
+        }
+        await stop(server, advertiser)
+        if served == 0 { throw CLIError("the server stopped before a peer connected") }
+    }
+
+    private func stop(_ server: SecureChannel.Server, _ advertiser: ChannelAdvertisement?) async {
+        await advertiser?.stop()
+        await server.close()
+    }
+
+    private func startAdvertising(port: Int, staticKey: Curve25519.KeyAgreement.PrivateKey, configuration: SecureChannel.Configuration)
+        async throws -> ChannelAdvertisement?
+    {
+        guard let advertise, let interface else { return nil }
+        let fingerprint = SecureChannel.fingerprint(of: staticKey.publicKey)
+        let txt = try TXTRecord(["fp": fingerprint.description, "proto": configuration.protocolName.description, "v": "1"])
+        let advertisement = try await ChannelAdvertisement.start(interface: interface, name: advertise, port: port, txt: txt)
+        Terminal.writeError("sf channel: advertising \"\(advertisement.name)\" (_sf-channel._tcp) on \(interface) port \(port)")
+        return advertisement
+    }
+}
+
+struct ChannelConnectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "connect",
+        abstract: "Connect to a secure channel server at HOST:PORT or found by DNS-SD: standard input to the peer, the peer to standard output.",
+        discussion: """
+            With --browse, the instance is resolved on --interface; its TXT fingerprint is shown but \
+            never trusted: only the handshake, checked against --peer-tag, --expect-fingerprint or \
+            --trust-on-first-use, authenticates the server. Prints `peer verified: sha256-spki:<hex>` \
+            on standard error. The connection ends when standard input ends or the peer closes.
+            """)
+
+    @OptionGroup var key: ChannelKeyOptions
+    @Argument(help: "The server's HOST:PORT (or use --browse).") var endpoint: ChannelEndpoint?
+    @Option(help: "Resolve this DNS-SD instance name (type _sf-channel._tcp) instead of HOST:PORT; needs --interface.")
+    var browse: String?
+    @Option(help: "The network interface to browse on.") var interface: String?
+    @Option(help: "Seconds to look for the --browse instance.") var timeout: Double = 5
+    @Option(help: "Seconds the handshake may take.") var handshakeTimeout: Double = 10
+    @OptionGroup var peer: ChannelPeerOptions
+
+    func validate() throws {
+        if (endpoint == nil) == (browse == nil) { throw ValidationError("give either HOST:PORT or --browse NAME") }
+        if (browse == nil) != (interface == nil) { throw ValidationError("--browse and --interface go together") }
+        if peer.count == 0 { throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint or --trust-on-first-use") }
+        try ChannelEndpoint.validateTimeout(timeout, "--timeout")
+        try ChannelEndpoint.validateTimeout(handshakeTimeout, "--handshake-timeout")
+    }
+
+    func run() async throws {
+        let (store, staticKey) = try key.open()
+        let trust = try peer.trust(store: store, anyPeer: false)
+        let target: ChannelEndpoint
+        if let endpoint {
+            target = endpoint
+        } else if let browse, let interface {
+            let found = try await ChannelDiscovery.resolve(name: browse, interface: interface, timeout: timeout)
+            // Untrusted: shown as a hint only; the handshake decides.
+            Terminal.writeError("sf channel: found \"\(found.name)\" at \(found.endpoint) (advertised fp \(found.fingerprint ?? "none"), not trusted)")
+            target = found.endpoint
+        } else {
+            throw ValidationError("give either HOST:PORT or --browse NAME")
+        }
+        let connection: SecureChannel.Connection
+        do {
+            connection = try await SecureChannel.Client.connect(host: target.host, port: target.port, staticKey: staticKey, peer: trust,
+                configuration: SecureChannel.Configuration(handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000))))
+        } catch let error as SecureChannelError {
+            throw CLIError("\(target): \(error)")
+        } catch {
+            throw CLIError("cannot connect to \(target): \(error)")
+        }
+        Terminal.writeError("sf channel: peer verified: \(connection.peerFingerprint.map(\.description) ?? "none")")
+        _ = try await ChannelSession.run(connection, input: ChannelInput())
+    }
+}
+
+struct ChannelBrowseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "browse",
+        abstract: "List the secure channel servers advertised on an interface: name, host, address:port, advertised fingerprint.",
+        discussion: "Everything listed is untrusted; only the handshake of `sf channel connect` authenticates a server.")
+
+    @Option(help: "The network interface to browse on.") var interface: String
+    @Option(help: "Seconds to listen for answers.") var timeout: Double = 3
+    @Flag(help: "Print a JSON array of {name, host, address, addresses, port, fp} objects.") var json = false
+
+    func validate() throws {
+        try ChannelEndpoint.validateTimeout(timeout, "--timeout")
+    }
+
+    struct Row: Encodable {
+        let name: String, host: String, address: String?, addresses: [String], port: Int, fp: String?
+    }
+
+    func run() async throws {
+        let rows = try await ChannelDiscovery.browse(interface: interface, timeout: timeout)
+        if json { return try JSONOutput.print(rows) }
+        for row in rows {
+            print([row.name, row.host, "\(row.address ?? "-"):\(row.port)", row.fp ?? "-"].joined(separator: "\t"))
+        }
+    }
+}
+
+/// DNS-SD for `sf channel` (Linux: ServiceDiscovery's multicast responder and querier).
+enum ChannelDiscovery {
+    struct Found {
+        let name: String
+        let endpoint: ChannelEndpoint
+        let fingerprint: String?
+    }
+
+    #if os(Linux)
+    static func preferredAddress(_ instance: ServiceInstance) -> String? {
+        (instance.addresses.first { if case .v4 = $0 { true } else { false } } ?? instance.addresses.first)?.description
+    }
+
+    static func resolve(name: String, interface: String, timeout: Double) async throws -> Found {
+        let instance = try await ServiceBrowser(interface: interface).resolve(instanceName: name, timeout: .milliseconds(Int64(timeout * 1000)))
+        guard let address = preferredAddress(instance) else { throw CLIError("no service address for \"\(name)\"") }
+        return Found(name: instance.name, endpoint: ChannelEndpoint(host: address, port: Int(instance.port)), fingerprint: instance.txt["fp"]?.string)
+    }
+
+    static func browse(interface: String, timeout: Double) async throws -> [ChannelBrowseCommand.Row] {
+        try await ServiceBrowser(interface: interface).browse(timeout: .milliseconds(Int64(timeout * 1000))).map {
+            ChannelBrowseCommand.Row(
+                name: $0.name, host: $0.host.description, address: preferredAddress($0), addresses: $0.addresses.map(\.description),
+                port: Int($0.port), fp: $0.txt["fp"]?.string)
+        }
+    }
+    #else
+    static func resolve(name: String, interface: String, timeout: Double) async throws -> Found {
+        throw CLIError("DNS-SD browsing is implemented on Linux only")
+    }
+
+    static func browse(interface: String, timeout: Double) async throws -> [ChannelBrowseCommand.Row] {
+        throw CLIError("DNS-SD browsing is implemented on Linux only")
+    }
+    #endif
+}
+
+/// A running advertisement (Linux only).
+struct ChannelAdvertisement {
+    let name: String
+    #if os(Linux)
+    let advertiser: ServiceAdvertiser
+
+    static func start(interface: String, name: String, port: Int, txt: TXTRecord) async throws -> ChannelAdvertisement {
+        let advertiser = try ServiceAdvertiser(interface: interface, instanceName: name, port: UInt16(port), txt: txt)
+        let records = try await advertiser.start()
+        let advertised = records.instanceName.labels.first.map { String(decoding: $0, as: UTF8.self) } ?? name
+        return ChannelAdvertisement(name: advertised, advertiser: advertiser)
+    }
+
+    func stop() async { await advertiser.stop() }
+    #else
+    static func start(interface: String, name: String, port: Int, txt: TXTRecord) async throws -> ChannelAdvertisement {
+        throw CLIError("DNS-SD advertising is implemented on Linux only")
+    }
+
+    func stop() async {}
+    #endif
+}

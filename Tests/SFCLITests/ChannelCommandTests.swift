@@ -1,0 +1,196 @@
+import Foundation
+import SFTestSupport
+import Testing
+
+/// `sf channel`: a secure netcat between two keychains. Loopback TCP only, except the discovery
+/// test, which runs inside two network namespaces it creates and removes. Every process is killed
+/// in a `defer`, and every test has a one-minute limit, so nothing can hang.
+@Suite("sf channel", .serialized)
+struct ChannelCommandTests {
+    /// Two keychains, each with an X25519 key pair sealed with a passphrase file and the other's
+    /// public key pinned as a partner key.
+    final class Parties {
+        let scratch: Scratch
+        let binary: String
+        let alice: [String], bob: [String]
+        let aliceFingerprint: String, bobFingerprint: String
+
+        init() throws {
+            scratch = try Scratch()
+            binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
+            let alicePass = try scratch.write("alice.pass", Data("alice passphrase\n".utf8))
+            let bobPass = try scratch.write("bob.pass", Data("bob passphrase\n".utf8))
+            alice = ["--keychain", scratch.path("alice.db"), "--key-passphrase-file", alicePass]
+            bob = ["--keychain", scratch.path("bob.db"), "--key-passphrase-file", bobPass]
+            func generate(_ tag: String, _ store: [String]) throws -> String {
+                let result = try sf(["key", "generate", "--type", "x25519", "--tag", tag] + store)
+                try #require(result.status == 0, "\(result.stderrText)")
+                return try #require(result.stdoutText.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            aliceFingerprint = try generate("alice", alice)
+            bobFingerprint = try generate("bob", bob)
+            // Each side exports its public key and the other pins it as a partner key.
+            for (tag, from, to) in [("alice", alice, bob), ("bob", bob, alice)] {
+                var result = try sf(["key", "export", "--tag", tag, "--format", "spki-pem", "-o", scratch.path("\(tag).pub")] + from)
+                try #require(result.status == 0, "\(result.stderrText)")
+                result = try sf(["key", "import", "--tag", tag, scratch.path("\(tag).pub")] + to)
+                try #require(result.status == 0, "\(result.stderrText)")
+            }
+        }
+
+        func spawn(_ arguments: [String]) throws -> BackgroundProcess {
+            try BackgroundProcess([binary] + arguments)
+        }
+
+        /// The port a server prints in `listening on HOST:PORT`.
+        static func port(of server: BackgroundProcess) throws -> Int {
+            let listening = server.wait { $0.standardError.contains("listening on ") || !$0.isRunning }
+            try #require(listening && server.isRunning, "server did not start: \(server.standardError)")
+            let line = try #require(server.standardError.split(separator: "\n").first { $0.contains("listening on ") })
+            let port = try #require(line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+            try #require(port > 0, "\(line)")
+            return port
+        }
+    }
+
+    @Test("a message goes both ways over loopback; each side sees the other's verified fingerprint",
+          .requiresSFBinary, .timeLimit(.minutes(1)))
+    func loopbackExchange() throws {
+        let parties = try Parties()
+        let server = try parties.spawn(
+            ["channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let client = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+        defer { client.kill() }
+
+        client.write(Data("hello from bob\n".utf8))
+        server.write(Data("hello from alice\n".utf8))
+        #expect(server.wait { $0.outputLines.contains("hello from bob") }, "server got: \(server.standardOutput) \(server.standardError)")
+        #expect(client.wait { $0.outputLines.contains("hello from alice") }, "client got: \(client.standardOutput) \(client.standardError)")
+        #expect(server.standardError.contains("peer verified: \(parties.bobFingerprint)"), "\(server.standardError)")
+        #expect(client.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(client.standardError)")
+
+        // The client's input ends: it closes the channel, and the server (serving one connection) ends too.
+        client.closeInput()
+        #expect(client.waitForExit() == 0, "\(client.standardError)")
+        #expect(server.waitForExit() == 0, "\(server.standardError)")
+        #expect(server.standardOutput == "hello from bob\n" && client.standardOutput == "hello from alice\n")
+    }
+
+    @Test("a wrong peer is refused with both fingerprints, and nothing reaches the other side",
+          .requiresSFBinary, .timeLimit(.minutes(1)))
+    func wrongPeer() throws {
+        let parties = try Parties()
+        let wrong = "sha256-spki:" + String(repeating: "ab", count: 32)
+
+        // The client expects another server key: exit 1, both fingerprints, nothing delivered.
+        let server = try parties.spawn(
+            ["channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let client = try parties.spawn(["channel", "connect", "--tag", "bob", "--expect-fingerprint", wrong, "127.0.0.1:\(port)"] + parties.bob)
+        defer { client.kill() }
+        client.write(Data("secret for alice only\n".utf8))
+        #expect(client.waitForExit() == 1)
+        #expect(client.standardError.contains("peer key mismatch"), "\(client.standardError)")
+        #expect(client.standardError.contains(wrong) && client.standardError.contains(parties.aliceFingerprint), "\(client.standardError)")
+        #expect(!client.standardError.contains("peer verified"))
+        #expect(server.wait { $0.standardError.contains("rejected a connection") }, "\(server.standardError)")
+        #expect(server.isRunning, "the server keeps serving after a failed handshake")
+        #expect(server.standardOutput.isEmpty && client.standardOutput.isEmpty)
+
+        // The server expects another client key: it rejects the client, which gets nothing through.
+        let strict = try parties.spawn(
+            ["channel", "serve", "--tag", "alice", "--expect-fingerprint", wrong, "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { strict.kill() }
+        let strictPort = try Parties.port(of: strict)
+        let intruder = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(strictPort)"] + parties.bob)
+        defer { intruder.kill() }
+        intruder.write(Data("delivered?\n".utf8))
+        #expect(strict.wait { $0.standardError.contains("peer key mismatch") }, "\(strict.standardError)")
+        #expect(strict.standardError.contains(wrong) && strict.standardError.contains(parties.bobFingerprint), "\(strict.standardError)")
+        #expect(intruder.waitForExit() != nil, "the rejected client ends")
+        #expect(strict.standardOutput.isEmpty && !strict.standardError.contains("peer verified"))
+        #expect(intruder.standardOutput.isEmpty)
+    }
+
+    @Test("usage errors exit 2; a silent server is a handshake timeout; unknown keys fail before connecting",
+          .requiresSFBinary, .timeLimit(.minutes(1)))
+    func errors() throws {
+        let parties = try Parties()
+        var result = try sf(["channel", "connect", "--tag", "bob", "127.0.0.1:9"] + parties.bob)
+        #expect(result.status == 2 && result.stderrText.contains("--peer-tag"), "\(result.stderrText)")
+        result = try sf(["channel", "connect", "--tag", "bob", "--peer-tag", "alice"] + parties.bob)
+        #expect(result.status == 2, "\(result.stderrText)")
+        result = try sf(["channel", "connect", "--tag", "bob", "--expect-fingerprint", "sha256-spki:12", "127.0.0.1:9"] + parties.bob)
+        #expect(result.status == 2, "\(result.stderrText)")
+        result = try sf(["channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--any-peer"] + parties.alice)
+        #expect(result.status == 2, "\(result.stderrText)")
+        result = try sf(["channel", "serve", "--tag", "alice", "--any-peer", "--advertise", "x"] + parties.alice)
+        #expect(result.status == 2, "\(result.stderrText)")
+        result = try sf(["channel", "serve", "--tag", "nobody", "--any-peer"] + parties.alice)
+        #expect(result.status == 1 && result.stderrText.contains("nobody"), "\(result.stderrText)")
+
+        // A TCP listener that never speaks: the handshake times out.
+        let silent = try BackgroundProcess([
+            "python3", "-c",
+            "import socket,sys\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\nc=s.accept()\nsys.stdin.read()",
+        ])
+        defer { silent.kill() }
+        #expect(silent.wait { !$0.outputLines.isEmpty }, "\(silent.standardError)")
+        let port = try #require(silent.outputLines.first.flatMap { Int($0) })
+        result = try sf(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--handshake-timeout", "1", "127.0.0.1:\(port)"] + parties.bob)
+        #expect(result.status == 1 && result.stderrText.contains("handshake timeout"), "\(result.stderrText)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    static let namespacesUsable = NamespacePair.available || TestSupport.isCI
+    static let namespacesReason = NamespacePair.unavailableReason ?? ""
+
+    @Test("serve --advertise in one namespace, browse and connect --browse from another",
+          .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .timeLimit(.minutes(1)))
+    func advertiseBrowseConnect() throws {
+        try #require(NamespacePair.available, Comment(rawValue: Self.namespacesReason))
+        let parties = try Parties()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let server = try pair.spawn(in: pair.a, [
+            parties.binary, "channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "\(pair.addressA):0",
+            "--advertise", "Alice's channel", "--interface", pair.interfaceA,
+        ] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        #expect(server.wait { $0.standardError.contains("advertising") }, "\(server.standardError)")
+
+        // Browse lists the instance with its address, port and (untrusted) fingerprint.
+        let listed = try pair.run(in: pair.b, [parties.binary, "channel", "browse", "--interface", pair.interfaceB, "--timeout", "3", "--json"])
+        #expect(listed.status == 0, "\(listed.stderrText)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: listed.stdout) as? [[String: Any]], "\(listed.stdoutText)")
+        let row = try #require(rows.first { $0["name"] as? String == "Alice's channel" }, "\(rows)")
+        #expect(row["address"] as? String == pair.addressA && row["port"] as? Int == port && row["fp"] as? String == parties.aliceFingerprint)
+
+        // No such service: a clear error, exit 1.
+        let missing = try pair.run(in: pair.b, [
+            parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--browse", "Nobody", "--interface",
+            pair.interfaceB, "--timeout", "2",
+        ] + parties.bob)
+        #expect(missing.status == 1 && missing.stderrText.contains("no service instance named Nobody"), "\(missing.stderrText)")
+
+        let client = try pair.spawn(in: pair.b, [
+            parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--browse", "Alice's channel",
+            "--interface", pair.interfaceB,
+        ] + parties.bob)
+        defer { client.kill() }
+        client.write(Data("hello across the veth\n".utf8))
+        server.write(Data("hello back\n".utf8))
+        #expect(server.wait { $0.outputLines.contains("hello across the veth") }, "\(server.standardError) \(client.standardError)")
+        #expect(client.wait { $0.outputLines.contains("hello back") }, "\(client.standardError)")
+        #expect(client.standardError.contains("not trusted") && client.standardError.contains("\(pair.addressA):\(port)"))
+        #expect(client.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(client.standardError)")
+        #expect(server.standardError.contains("peer verified: \(parties.bobFingerprint)"), "\(server.standardError)")
+        client.closeInput()
+        #expect(client.waitForExit() == 0, "\(client.standardError)")
+        #expect(server.waitForExit() == 0, "\(server.standardError)")
+    }
+}
