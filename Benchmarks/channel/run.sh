@@ -5,10 +5,11 @@
 # s_server/s_client TLS 1.3), and memory per idle connection with 1,000 held open.
 # Builds AND measurements run under the team's build lock, so no build shares the two cores.
 set -euo pipefail
-cd "$(dirname "$0")"
+self=$(realpath "$0")
+cd "$(dirname "$self")"
 if [[ -z "${SF_CHANNEL_BENCH_LOCKED:-}" ]] && command -v flock >/dev/null; then
     export SF_CHANNEL_BENCH_LOCKED=1
-    exec flock /tmp/sf-build.lock "$0" "$@"
+    exec flock /tmp/sf-build.lock "$self" "$@"
 fi
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-3}
 scratch=$(mktemp -d)
