@@ -1,0 +1,157 @@
+// SecureChannel over 127.0.0.1: XX handshakes per second, bulk throughput through one channel,
+// and memory per idle established connection. Every loop is bounded in count and in time.
+import Crypto
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import SecureChannel
+
+let serverKey = Curve25519.KeyAgreement.PrivateKey()
+let clientKey = Curve25519.KeyAgreement.PrivateKey()
+let group = MultiThreadedEventLoopGroup.singleton  // one event loop per core (2 here)
+
+func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+/// Resident set size of this process in bytes (from /proc/self/statm).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// A server that takes every connection from `connections` and hands it to `serve`.
+func startServer(configuration: SecureChannel.Configuration, serve: @escaping @Sendable (SecureChannel.Connection) async -> Void)
+    async throws -> SecureChannel.Server
+{
+    let server = try await SecureChannel.Server.bind(
+        host: "127.0.0.1", port: 0, staticKey: serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+    Task {
+        for await connection in server.connections { Task { await serve(connection) } }
+    }
+    return server
+}
+
+func connect(port: Int) async throws -> SecureChannel.Connection {
+    try await SecureChannel.Client.connect(host: "127.0.0.1", port: port, staticKey: clientKey, peer: .pinned(serverKey.publicKey))
+}
+
+/// Full XX handshakes (TCP connect, 3 Noise messages, peer check) with `concurrency` clients in
+/// flight, for `seconds` or `limit` handshakes, whichever comes first. Client and server share
+/// this process and its two event loops.
+func handshakes(seconds: Double, limit: Int, concurrency: Int) async throws {
+    var configuration = SecureChannel.Configuration()
+    configuration.maxHandshakesInProgress = 4 * concurrency
+    let server = try await startServer(configuration: configuration) { connection in
+        try? await connection.channel.channel.close()
+    }
+    // Warm-up (not counted).
+    for _ in 0..<20 { try? await connect(port: server.port).channel.channel.close() }
+    let done = NIOLockedValueBox(0)
+    let failures = NIOLockedValueBox(0)
+    let start = now()
+    let deadline = start + seconds
+    await withTaskGroup(of: Void.self) { tasks in
+        for _ in 0..<concurrency {
+            tasks.addTask {
+                while now() < deadline {
+                    guard done.withLockedValue({ count in
+                        guard count < limit else { return false }
+                        count += 1
+                        return true
+                    }) else { return }
+                    do {
+                        let connection = try await connect(port: server.port)
+                        try? await connection.channel.channel.close()
+                    } catch {
+                        failures.withLockedValue { $0 += 1 }
+                    }
+                }
+            }
+        }
+    }
+    let elapsed = now() - start
+    let count = done.withLockedValue { $0 } - failures.withLockedValue { $0 }
+    print(String(format: "SecureChannel XX handshakes (Noise_XX_25519_ChaChaPoly_SHA256, TCP connect + 3 messages + close, client and server in one process on 2 event loops, %d in flight): %d in %.2f s = %.0f handshakes/s (failures %d)",
+        concurrency, count, elapsed, Double(count) / elapsed, failures.withLockedValue { $0 }))
+    await server.close()
+}
+
+/// Sends `totalBytes` as messages of `messageSize` through one channel to a server that counts
+/// them and answers one byte when all have arrived; wall time from the first write to that answer.
+func bulk(totalBytes: Int, messageSize: Int, seconds: Double) async throws {
+    let server = try await startServer(configuration: .init()) { connection in
+        try? await connection.executeThenClose { inbound, outbound in
+            var received = 0
+            for try await message in inbound {
+                received += message.readableBytes
+                if received >= totalBytes { break }
+            }
+            try await outbound.write(ByteBuffer(bytes: [1]))
+        }
+    }
+    let connection = try await connect(port: server.port)
+    let message = ByteBuffer(repeating: 0, count: messageSize)
+    let deadline = now() + seconds
+    let (sent, elapsed) = try await connection.executeThenClose { inbound, outbound in
+        let start = now()
+        var sent = 0
+        while sent < totalBytes, now() < deadline {
+            try await outbound.write(message)
+            sent += messageSize
+        }
+        var iterator = inbound.makeAsyncIterator()
+        if sent >= totalBytes { _ = try await iterator.next() }
+        return (sent, now() - start)
+    }
+    if sent < totalBytes {
+        print(String(format: "SecureChannel bulk: time limit of %.0f s reached after %d bytes", seconds, sent))
+    }
+    print(String(format: "SecureChannel bulk (1 channel, %d MiB messages): %.3f GiB in %.2f s = %.2f GB/s (%.2f GiB/s)",
+        messageSize >> 20, Double(sent) / 1_073_741_824, elapsed, Double(sent) / elapsed / 1e9, Double(sent) / elapsed / 1_073_741_824))
+    await server.close()
+}
+
+/// Opens `count` connections and holds them idle; RSS growth of this process (which holds both
+/// ends of every connection) divided by `count`.
+func idle(count: Int, seconds: Double) async throws {
+    let held = NIOLockedValueBox([SecureChannel.Connection]())
+    var configuration = SecureChannel.Configuration()
+    configuration.maxPendingConnections = count + 16
+    let server = try await startServer(configuration: configuration) { connection in
+        held.withLockedValue { $0.append(connection) }
+    }
+    // Warm-up: a few connections opened and closed so lazy allocations are not counted.
+    for _ in 0..<20 { try? await connect(port: server.port).channel.channel.close() }
+    try await Task.sleep(for: .milliseconds(200))
+    let before = residentBytes()
+    var clients = [SecureChannel.Connection]()
+    clients.reserveCapacity(count)
+    let deadline = now() + seconds
+    while clients.count < count, now() < deadline {
+        clients.append(try await connect(port: server.port))
+    }
+    for _ in 0..<500 where held.withLockedValue({ $0.count }) < clients.count + 20 && now() < deadline {
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    try await Task.sleep(for: .milliseconds(500))
+    let after = residentBytes()
+    let serverSide = held.withLockedValue { $0.count } - 20  // the 20 warm-up ends were held before `before`
+    print(String(format: "SecureChannel idle connections: %d client + %d server ends held open in one process; RSS %.1f MiB -> %.1f MiB; %.1f KiB per connection (both ends), %.1f KiB per end",
+        clients.count, serverSide, Double(before) / 1_048_576, Double(after) / 1_048_576,
+        Double(after - before) / Double(clients.count) / 1024, Double(after - before) / Double(2 * clients.count) / 1024))
+    for connection in clients { try? await connection.channel.channel.close() }
+    await server.close()
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+switch arguments.first {
+case "handshakes":
+    try await handshakes(seconds: Double(arguments.dropFirst().first ?? "3")!, limit: 100_000, concurrency: 16)
+case "bulk":
+    try await bulk(totalBytes: 1 << 30, messageSize: 1 << 20, seconds: 60)
+case "idle":
+    try await idle(count: Int(arguments.dropFirst().first ?? "1000")!, seconds: 60)
+default:
+    print("usage: ChannelBenchmark handshakes [seconds] | bulk | idle [count]")
+}
