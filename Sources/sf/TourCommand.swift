@@ -176,7 +176,7 @@ final class Tour {
             let text = try Age.encrypt(Data("hello, age".utf8), to: [identity.recipient], armored: true)
             try check(String(decoding: text, as: UTF8.self).hasPrefix("-----BEGIN AGE ENCRYPTED FILE-----"), "armor")
             try check(try Age.decrypt(text, identities: [identity]) == Data("hello, age".utf8), "age round trip")
-            return "recipient \(identity.recipient.string.prefix(20))…; `age -d -i` reads the same file"
+            return "recipient \(identity.recipient.string.prefix(20))…; armored text and round trip checked (interoperability with age itself is tested by the suite)"
         }
     }
 }
