@@ -22,7 +22,7 @@ fuzz_run() {
     local seeds=("$FUZZ_DIR/Corpus/$target")
     [ -d "$FUZZ_DIR/Regressions/$target" ] && seeds+=("$FUZZ_DIR/Regressions/$target")
     # Leak checking is off: Swift's runtime caches read as leaks at exit; ASan still catches memory errors.
-    ASAN_OPTIONS=detect_leaks=0 "$BIN/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    ASAN_OPTIONS=detect_leaks=0 "$BIN/$target" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "${seeds[@]}" >"$log" 2>&1
     local status=$?
     local runs speed cov ft crashes
