@@ -30,7 +30,7 @@ fuzz_run() {
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
     ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-    crashes=$(find "$artifacts" -type f | wc -l)
+    crashes=$(find "$artifacts" -type f 2>/dev/null | wc -l)
     printf '%-20s execs %10s  exec/s %6s  cov %5s  ft %6s  crashes %s\n' "$target" "${runs:-?}" "${speed:-?}" \
         "${cov:-?}" "${ft:-?}" "$crashes"
     if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
