@@ -34,9 +34,11 @@ extension Keychain {
     static func legacyEntries(_ contents: Data) throws(KeychainError) -> [(service: String, account: String, password: Data)] {
         // PropertyListDecoder, not PropertyListSerialization: on Linux the latter crashes (null
         // dereference while bridging) on a binary plist holding a set (found by Fuzz/FuzzLegacyKeychain).
-        let root: LegacyValue
+        // Decoded to a fixed depth (root, service, account): a binary plist's objects may refer to
+        // each other in a cycle, which a recursive decoding would follow forever.
+        let root: LegacyLevel<LegacyLevel<LegacyPassword>>
         do {
-            root = try PropertyListDecoder().decode(LegacyValue.self, from: contents)
+            root = try PropertyListDecoder().decode(LegacyLevel<LegacyLevel<LegacyPassword>>.self, from: contents)
         } catch {
             throw .invalidLegacyFile("not a property list")
         }
@@ -58,18 +60,26 @@ extension Keychain {
     }
 }
 
-/// A legacy keychain file's values, as far as the import looks: dictionaries, strings, data, anything else.
-private enum LegacyValue: Decodable {
-    case dictionary([String: LegacyValue])
+/// One level of a legacy keychain file: a dictionary of `Value`s, or anything else.
+private enum LegacyLevel<Value: Decodable>: Decodable {
+    case dictionary([String: Value])
+    case other
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        self = (try? container.decode([String: Value].self)).map(Self.dictionary) ?? .other
+    }
+}
+
+/// A password in a legacy keychain file: data, a string (taken as UTF-8), or anything else.
+private enum LegacyPassword: Decodable {
     case string(String)
     case data(Data)
     case other
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let dictionary = try? container.decode([String: LegacyValue].self) {
-            self = .dictionary(dictionary)
-        } else if let string = try? container.decode(String.self) {
+        if let string = try? container.decode(String.self) {
             self = .string(string)
         } else if let data = try? container.decode(Data.self) {
             self = .data(data)
