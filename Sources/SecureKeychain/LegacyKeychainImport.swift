@@ -32,26 +32,59 @@ extension Keychain {
 
     /// The (service, account, password) triples of a legacy file, sorted by service then account.
     static func legacyEntries(_ contents: Data) throws(KeychainError) -> [(service: String, account: String, password: Data)] {
-        let root: Any
+        // PropertyListDecoder, not PropertyListSerialization: on Linux the latter crashes (null
+        // dereference while bridging) on a binary plist holding a set (found by Fuzz/FuzzLegacyKeychain).
+        // Decoded to a fixed depth (root, service, account): a binary plist's objects may refer to
+        // each other in a cycle, which a recursive decoding would follow forever.
+        let root: LegacyLevel<LegacyLevel<LegacyPassword>>
         do {
-            root = try PropertyListSerialization.propertyList(from: contents, options: [], format: nil)
+            root = try PropertyListDecoder().decode(LegacyLevel<LegacyLevel<LegacyPassword>>.self, from: contents)
         } catch {
             throw .invalidLegacyFile("not a property list")
         }
-        guard let services = root as? [String: Any] else { throw .invalidLegacyFile("the root is not a dictionary of services") }
+        guard case .dictionary(let services) = root else { throw .invalidLegacyFile("the root is not a dictionary of services") }
         var entries: [(service: String, account: String, password: Data)] = []
         for (service, value) in services {
-            guard let accounts = value as? [String: Any] else {
+            guard case .dictionary(let accounts) = value else {
                 throw .invalidLegacyFile("service '\(service)' is not a dictionary of accounts")
             }
             for (account, password) in accounts {
                 switch password {
-                case let data as Data: entries.append((service, account, data))
-                case let text as String: entries.append((service, account, Data(text.utf8)))
+                case .data(let data): entries.append((service, account, data))
+                case .string(let text): entries.append((service, account, Data(text.utf8)))
                 default: throw .invalidLegacyFile("the password of '\(service)'/'\(account)' is neither data nor a string")
                 }
             }
         }
         return entries.sorted { ($0.service, $0.account) < ($1.service, $1.account) }
+    }
+}
+
+/// One level of a legacy keychain file: a dictionary of `Value`s, or anything else.
+private enum LegacyLevel<Value: Decodable>: Decodable {
+    case dictionary([String: Value])
+    case other
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        self = (try? container.decode([String: Value].self)).map(Self.dictionary) ?? .other
+    }
+}
+
+/// A password in a legacy keychain file: data, a string (taken as UTF-8), or anything else.
+private enum LegacyPassword: Decodable {
+    case string(String)
+    case data(Data)
+    case other
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let string = try? container.decode(String.self) {
+            self = .string(string)
+        } else if let data = try? container.decode(Data.self) {
+            self = .data(data)
+        } else {
+            self = .other
+        }
     }
 }

@@ -44,4 +44,47 @@ import Testing
             #expect(keychain.items(matching: KeychainQuery()).isEmpty)
         }
     }
+
+    /// Found by Fuzz/FuzzLegacyKeychain (kept in Fuzz/Regressions/FuzzLegacyKeychain): a binary plist
+    /// whose root is a set of strings crashed the import inside Foundation's PropertyListSerialization.
+    @Test func binaryPlistWithASetIsRejectedNotACrash() async throws {
+        let file = Data(hex: """
+            62706c6973743030c2010203085f100f636f6d2e6578616d706c652e617070556f74686572d20405060755616c696365
+            53626f62467365637265745870617373776f7264d1090a5040080d1f252a30363b444748000000000000010100000000
+            0000000b00000000000000000000000000000049
+            """)
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            expectError(.invalidLegacyFile("the root is not a dictionary of services")) { try keychain.importLegacy(file) }
+            #expect(keychain.items(matching: KeychainQuery()).isEmpty)
+        }
+    }
+
+    /// Found by Fuzz/FuzzLegacyKeychain (kept in Fuzz/Regressions/FuzzLegacyKeychain): a binary plist
+    /// whose root dictionary holds itself as a value made a recursive decoding loop forever.
+    @Test func binaryPlistWithACycleIsRejectedNotALoop() async throws {
+        let file = Data(hex: """
+            62706c6973743030d2010203005f100f636f6d2e6578616d706c652e617014556f74686572d20405060755616c696365
+            53626f62467365637265745870617373776f7264d1090a5040080d1f252a30323b444748000000000000010100000000
+            0000000b00000000000000000000000000000049
+            """)
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            // Which entry is reported first depends on dictionary order; any invalidLegacyFile will do.
+            #expect {
+                try keychain.importLegacy(file)
+            } throws: { error in
+                if case .invalidLegacyFile = error as? KeychainError { true } else { false }
+            }
+            #expect(keychain.items(matching: KeychainQuery()).isEmpty)
+        }
+    }
+}
+
+extension Data {
+    /// Bytes from hex digits, whitespace ignored (for inputs kept in the tests).
+    fileprivate init(hex: String) {
+        let digits = Array(hex.filter(\.isHexDigit))
+        self.init(stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! })
+    }
 }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Regenerates the seed corpora under Fuzz/Corpus/<target>/ (small files, committed).
+#  - gen-N: made by each target itself (FUZZ_WRITE_SEEDS), sealed to its fixed keys so they open;
+#  - age testkit vectors (C2SP/CCTV, from $SF_TEST_VECTORS or /work/shared/vectors or ../Tests/Vectors);
+#  - openssl / ssh-keygen / Python for formats the library only reads (SEC1, iMAS blobs and plists).
+# Needs the fuzz build (./run.sh 0 builds it). Usage: Fuzz/make-seeds.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+BIN=$(swift build -c debug --show-bin-path 2>/dev/null)
+CORPUS=Corpus
+export ASAN_OPTIONS=detect_leaks=0
+for dir in "${SF_TEST_VECTORS:-}" ../Tests/Vectors /work/shared/vectors; do
+    if [ -n "$dir" ] && [ -d "$dir/age" ]; then VECTORS=$dir; break; fi
+done
+rm -rf "$CORPUS"; mkdir -p "$CORPUS"
+for target in FuzzAgeDecrypt FuzzAgeArmor FuzzAgeKeys FuzzEnvelope FuzzStreamEnvelope FuzzVault FuzzHybrid \
+    FuzzHeimdall FuzzKeyImport FuzzSignatures; do
+    FUZZ_WRITE_SEEDS="$CORPUS/$target" "$BIN/$target" >/dev/null
+done
+mkdir -p "$CORPUS/FuzzLegacyIMAS" "$CORPUS/FuzzLegacyKeychain"
+python3 - "$CORPUS" "${VECTORS:-}" <<'PY'
+import os, sys, zlib, plistlib
+corpus, vectors = sys.argv[1], sys.argv[2]
+# age testkit: strip the key: value header; inflate compressed bodies; keep files under 4 KiB.
+if vectors:
+    for name in sorted(os.listdir(os.path.join(vectors, "age"))):
+        raw = open(os.path.join(vectors, "age", name), "rb").read()
+        if b"\n\n" not in raw: continue
+        head, body = raw.split(b"\n\n", 1)
+        if b"compressed: zlib" in head: body = zlib.decompress(body)
+        if len(body) > 4096: continue
+        target = "FuzzAgeArmor" if b"armored: yes" in head else "FuzzAgeDecrypt"
+        open(os.path.join(corpus, target, "testkit-" + name), "wb").write(body)
+# iMAS legacy blobs: IV || AES-256-CBC-PKCS7(plaintext || (-sum(plaintext)) & 0xff), key 0x42 * 32.
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives import padding
+for i, text in enumerate([b"", b"hello imas", b"x" * 40]):
+    iv = bytes(range(16))
+    padder = padding.PKCS7(128).padder()
+    padded = padder.update(text + bytes([(-sum(text)) & 0xff])) + padder.finalize()
+    enc = Cipher(algorithms.AES(b"\x42" * 32), modes.CBC(iv)).encryptor()
+    open(os.path.join(corpus, "FuzzLegacyIMAS", f"blob-{i}"), "wb").write(iv + enc.update(padded) + enc.finalize())
+# iMAS keychain files: service -> account -> password (data or string), XML and binary.
+root = {"com.example.app": {"alice": b"secret", "bob": "password"}, "other": {"": b""}}
+for i, fmt in enumerate([plistlib.FMT_XML, plistlib.FMT_BINARY]):
+    open(os.path.join(corpus, "FuzzLegacyKeychain", f"plist-{i}"), "wb").write(plistlib.dumps(root, fmt=fmt))
+PY
+# SEC1 EC keys and an openssl-encrypted PKCS#8 (passphrase "fuzz", 1000 PBKDF2 rounds).
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+openssl ecparam -name prime256v1 -genkey -noout -out "$CORPUS/FuzzKeyImport/openssl-sec1.pem"
+openssl ec -in "$CORPUS/FuzzKeyImport/openssl-sec1.pem" -outform DER -out "$CORPUS/FuzzKeyImport/openssl-sec1.der" 2>/dev/null
+openssl pkcs8 -topk8 -in "$CORPUS/FuzzKeyImport/openssl-sec1.pem" -passout pass:fuzz -iter 1000 -v2 aes-256-cbc \
+    -out "$CORPUS/FuzzKeyImport/openssl-encrypted-pkcs8.pem"
+# An unencrypted OpenSSH ed25519 private key and its public line, for age identity files.
+ssh-keygen -q -t ed25519 -N "" -C fuzz -f "$tmp/id" && cp "$tmp/id" "$CORPUS/FuzzAgeKeys/ssh-ed25519-private" \
+    && cp "$tmp/id.pub" "$CORPUS/FuzzAgeKeys/ssh-ed25519-public"
+du -sh "$CORPUS"/*
