@@ -33,7 +33,19 @@ extension SQLiteConnection {
     package static func openDurable(path: String, busyTimeoutMilliseconds: Int32) throws(SQLiteError) -> SQLiteConnection {
         try preparePrivateFile(path)
         let connection = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-        let mode = try connection.text("PRAGMA journal_mode = WAL")
+        // Switching a new file to WAL needs an exclusive lock, and SQLite answers BUSY (or leaves the
+        // mode unchanged) without calling the busy handler when another process is opening the
+        // same new file at that moment: retry for up to the busy timeout.
+        var mode = ""
+        for _ in 0...max(1, Int(busyTimeoutMilliseconds) / 10) {
+            do throws(SQLiteError) {
+                mode = try connection.text("PRAGMA journal_mode = WAL")
+                if mode.lowercased() == "wal" { break }
+            } catch {
+                guard error.isBusy else { throw error }
+            }
+            usleep(10_000)
+        }
         guard mode.lowercased() == "wal" else { throw SQLiteError(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
         try connection.execute("PRAGMA synchronous = FULL")
         return connection

@@ -10,18 +10,9 @@ let testConfiguration = RecordStore.Configuration(passwordKDF: testKDF, rotation
 
 func secret(_ text: String) -> SecretBytes { SecretBytes(Data(text.utf8)) }
 
-/// A scratch directory, removed when released.
-final class RecordsScratch {
-    let directory: URL
-    init() throws { directory = try TestSupport.temporaryDirectory("sf-records") }
-    deinit { try? FileManager.default.removeItem(at: directory) }
-    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ name: String, _ data: Data) throws -> String {
-        try data.write(to: URL(fileURLWithPath: path(name)))
-        return path(name)
-    }
+/// The record tests' scratch directory (`sf-records-…`).
+final class RecordsScratch: ScratchDirectory, @unchecked Sendable {
+    init() throws { try super.init("sf-records") }
 }
 
 /// The application's key (what `KeyItemSealer` wraps the store key with).

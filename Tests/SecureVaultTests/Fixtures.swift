@@ -28,20 +28,11 @@ func configuration(throttling: Vault.Throttling? = Vault.Throttling(), clock: Te
 }
 
 /// A scratch directory holding a keychain file, removed afterwards.
-final class VaultScratch {
-    let directory: URL
-    var keychainPath: String { directory.appendingPathComponent("keychain.db").path }
+final class VaultScratch: ScratchDirectory, @unchecked Sendable {
+    var directory: URL { url }
+    var keychainPath: String { path("keychain.db") }
 
-    init() throws { directory = try TestSupport.temporaryDirectory("sf-vault") }
-    deinit { try? FileManager.default.removeItem(at: directory) }
-
-    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path(name)))
-        return path(name)
-    }
+    init() throws { try super.init("sf-vault") }
 
     func keychain() throws -> Keychain { try Keychain(path: keychainPath) }
 
