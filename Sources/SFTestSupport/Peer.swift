@@ -22,6 +22,9 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
     case sqlite3
     /// util-linux `setsid` (runs a child without a controlling terminal).
     case setsid
+    /// util-linux `unshare`, able to make a private mount namespace (root), for tests that mount a
+    /// read-only view of a directory that only they see.
+    case unshare
     /// `python3` with pyca `cryptography`.
     case pythonCryptography = "python3 cryptography"
     /// `python3` with pyca `cryptography` 47 or later (its `hpke` module).
@@ -58,6 +61,7 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
         case .sshKeygen: "apt-get install openssh-client"
         case .sqlite3: "apt-get install sqlite3"
         case .setsid: "apt-get install util-linux"
+        case .unshare: "apt-get install util-linux, and run as root"
         case .pythonCryptography: "python3 -m pip install cryptography"
         case .pythonHPKE: "python3 -m pip install -U 'cryptography>=47'"
         case .pyrage: "python3 -m pip install pyrage"
@@ -77,6 +81,8 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
             }
             if let module = peer.pythonModule {
                 result[peer] = (try? TestSupport.run(path, ["-c", "import \(module)"]))?.status == 0
+            } else if peer == .unshare {
+                result[peer] = (try? TestSupport.run(path, ["-m", "--", "true"]))?.status == 0
             } else {
                 result[peer] = true
             }

@@ -13,10 +13,15 @@ package final class SQLiteConnection {
 
     /// Opens (creating when `create`) the database at `path`, with extended result codes and
     /// `busyTimeout` milliseconds of waiting on another connection's lock.
-    package init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws(SQLiteError) {
+    package convenience init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws(SQLiteError) {
+        try self.init(
+            opening: path, displayPath: path, flags: create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE,
+            busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    private init(opening name: String, displayPath path: String, flags: Int32, busyTimeoutMilliseconds: Int32) throws(SQLiteError) {
         var db: OpaquePointer?
-        let flags = (create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(name, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             sqlite3_close_v2(db)
@@ -26,6 +31,31 @@ package final class SQLiteConnection {
         self.handle = db
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
+    }
+
+    /// Opens the existing database at `path` for reading only, for a file this process cannot write
+    /// (a read-only file system, or a file or directory another user owns). A WAL database needs
+    /// its `-shm` index to be read: when the `-wal` or `-shm` file exists it is opened read-only
+    /// (`mode=ro`); when neither does, the file holds every committed transaction and no connection
+    /// is writing it, so it is opened as immutable (no locks, no index).
+    package convenience init(readingOnly path: String, busyTimeoutMilliseconds: Int32) throws(SQLiteError) {
+        let hasLog = FileManager.default.fileExists(atPath: path + "-wal") || FileManager.default.fileExists(atPath: path + "-shm")
+        let uri = "file:" + Self.uriEscaped(path) + (hasLog ? "?mode=ro" : "?immutable=1")
+        try self.init(opening: uri, displayPath: path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    /// `path` with the characters a SQLite URI gives meaning to (`%`, `?`, `#`) percent-encoded.
+    static func uriEscaped(_ path: String) -> String {
+        var escaped = ""
+        for character in path.unicodeScalars {
+            switch character {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3f"
+            case "#": escaped += "%23"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 
     /// The rowid of the most recent successful insert on this connection.

@@ -45,6 +45,11 @@ public final class Keychain: Sendable {
 
     /// The keychain file.
     public var path: String { engine.path }
+
+    /// True when the file (or its directory) is not writable by this process, for example on a
+    /// read-only file system: the keychain was opened for reading, and every change throws
+    /// `KeychainError.readOnly` without touching the file.
+    public var isReadOnly: Bool { engine.state.withLock { $0.isReadOnly } }
     let engine: KeychainEngine
 
     /// Opens (creating when missing) the keychain at `path`. A new file gets mode 0600 and a new

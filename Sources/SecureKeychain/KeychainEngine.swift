@@ -32,6 +32,8 @@ final class KeychainEngine: Sendable {
         var durable: UInt64 = 0
         var waiters: [Waiter] = []
         var closing = false
+        /// The file was opened for reading only (`KeychainStore.isReadOnly`): mutations are refused.
+        var isReadOnly = false
         /// The error of a final flush that failed during close.
         var closeError: KeychainError?
 
@@ -103,6 +105,7 @@ final class KeychainEngine: Sendable {
     func mutate<R>(_ body: (inout State) throws(KeychainError) -> R) throws(KeychainError) -> R {
         let (result, wakeWriter) = try state.withLock { (s: inout State) throws(KeychainError) -> (R, Bool) in
             guard !s.closing else { throw .closed }
+            guard !s.isReadOnly else { throw .readOnly(path: path, reason: "it was opened for reading only, so changes are refused") }
             let wasEmpty = s.pending.isEmpty
             let result = try body(&s)
             if wasEmpty, !s.pending.isEmpty { s.pendingSince = DispatchTime.now().uptimeNanoseconds }
@@ -164,7 +167,10 @@ final class KeychainEngine: Sendable {
             opened.signal()
             return
         }
-        state.withLock { $0.items = loaded.0 }
+        state.withLock {
+            $0.items = loaded.0
+            $0.isReadOnly = store.isReadOnly
+        }
         opened.signal()
         run(store, knownVersion: loaded.1)
     }

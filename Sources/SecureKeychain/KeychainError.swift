@@ -30,6 +30,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidLocation(String)
     /// The keychain was closed; no further changes are accepted.
     case closed
+    /// The keychain file (or its directory) cannot be written by this process, so it was opened for
+    /// reading only: reads work, and this write was refused without touching the file.
+    case readOnly(path: String, reason: String)
     /// A write or delete through the public API named one of SecureFoundation's internal items
     /// (the vault's state); they change only through their owner (`Vault`).
     case internalItem(service: String, account: String?)
@@ -72,6 +75,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "keychain location: \(reason)"
         case .closed:
             return "the keychain is closed"
+        case .readOnly(let path, let reason):
+            return "\(path) is read-only for this process (a read-only file system, or the file or its directory is not writable): \(reason)"
         case .internalItem(let service, let account):
             return "service '\(service)'\(account.map { " account '\($0)'" } ?? "") is SecureFoundation's internal item; "
                 + "it cannot be changed or deleted through the password API (use sf vault)"

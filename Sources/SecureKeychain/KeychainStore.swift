@@ -38,19 +38,39 @@ final class KeychainStore {
     ]
 
     let connection: SQLiteConnection
+    /// True when the file could not be opened for writing (see `isWritable`): reads work, writes
+    /// are refused with `KeychainError.readOnly` before they reach SQLite.
+    let isReadOnly: Bool
 
     convenience init(path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
         try Self.prepareFile(path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-        try self.init(opening: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        try self.init(opening: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readOnly: !Self.isWritable(path))
     }
 
-    private init(opening path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
+    /// Whether this process can write the keychain: the file, and its directory (where SQLite
+    /// makes the `-wal` and `-shm` files).
+    private static func isWritable(_ path: String) -> Bool {
+        let directory = (path as NSString).deletingLastPathComponent
+        return access(path, W_OK) == 0 && access(directory.isEmpty ? "." : directory, W_OK) == 0
+    }
+
+    private init(opening path: String, busyTimeoutMilliseconds: Int32, readOnly: Bool = false) throws(KeychainError) {
+        isReadOnly = readOnly
         connection = try Self.sql { () throws(SQLiteError) in
-            try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            readOnly
+                ? try SQLiteConnection(readingOnly: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+                : try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         }
         // Refuse another application's database before anything is written to it (switching to
         // WAL rewrites the file header).
         try refuseForeignDatabase()
+        if readOnly {
+            // Nothing may be written: the file must already be a current keychain.
+            guard try isCurrent() else {
+                throw .readOnly(path: path, reason: "it needs a schema upgrade, which writes to it")
+            }
+            return
+        }
         let mode = try sql { (c) throws(SQLiteError) in try c.text("PRAGMA journal_mode = WAL") }
         guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
         // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
@@ -88,7 +108,7 @@ final class KeychainStore {
                 path: path,
                 details: "the file is empty (0 bytes), so it was truncated; restore it from a backup, or remove it to start a new keychain")
         }
-        if status.st_mode & 0o077 != 0, status.st_uid == geteuid() {
+        if status.st_mode & 0o077 != 0, status.st_uid == geteuid(), access(path, W_OK) == 0 {
             for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
         }
     }
@@ -156,14 +176,18 @@ final class KeychainStore {
         try sql { (c) throws(SQLiteError) in try c.dataVersion() }
     }
 
-    private func migrate() throws(KeychainError) {
-        // The common case, a current file, needs no write lock.
-        let current = try sql { (c) throws(SQLiteError) -> Bool in
+    /// Whether the file is a keychain of the current schema version (read-only check).
+    private func isCurrent() throws(KeychainError) -> Bool {
+        try sql { (c) throws(SQLiteError) -> Bool in
             guard try c.integer("PRAGMA application_id") == Self.applicationID else { return false }
             guard try c.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1 else { return false }
             return try c.integer("SELECT version FROM schema_version") == Self.schemaVersion
         }
-        if current { return }
+    }
+
+    private func migrate() throws(KeychainError) {
+        // The common case, a current file, needs no write lock.
+        if try isCurrent() { return }
         try transaction(write: true) { () throws(KeychainError) in
             let applicationID = try sql { (c) throws(SQLiteError) in try c.integer("PRAGMA application_id") }
             let hasVersionTable = try sql { (c) throws(SQLiteError) in

@@ -56,9 +56,10 @@ public enum Heimdall {
         encodeBase64(try encrypt(Data(message.utf8), to: key), urlSafe: urlEncode)
     }
 
-    /// Decrypts Heimdall base64 text (either variant) to a UTF-8 string.
+    /// Decrypts Heimdall base64 text (either variant) to a UTF-8 string. Text whose length cannot
+    /// encode a payload for this key is refused before it is decoded.
     public static func decrypt(_ base64: String, with key: RSAPrivateKey) throws -> String {
-        let plaintext = try decrypt(decodeBase64(base64), with: key)
+        let plaintext = try decrypt(decodePayload(base64, for: key.publicKey), with: key)
         guard let text = String(data: plaintext, encoding: .utf8) else {
             throw KeyError.legacyDecryptionFailed("the plaintext is not UTF-8")
         }
@@ -80,9 +81,13 @@ public enum Heimdall {
         (try? key.isValidSignature(signature, for: message, scheme: .rsaPKCS1v15)) == true
     }
 
-    /// Verifies Heimdall base64 text (either variant) over the UTF-8 bytes of `message`.
+    /// Verifies Heimdall base64 text (either variant) over the UTF-8 bytes of `message`. A text longer
+    /// than any signature of this key is refused before it is decoded.
     public static func verify(base64 signature: String, for message: String, with key: RSAPublicKey) -> Bool {
-        guard let bytes = try? decodeBase64(signature) else { return false }
+        let limit = base64Length(ofByteCount: key.modulusByteCount)
+        guard signature.utf8.count <= limit + maximumSurroundingWhitespace,
+            let bytes = try? decodeBase64(signature), bytes.count == key.modulusByteCount
+        else { return false }
         return verify(bytes, for: Data(message.utf8), with: key)
     }
 
@@ -99,6 +104,31 @@ public enum Heimdall {
         guard let bytes = try? Base64.decode(standard) else { throw KeyError.malformedBase64 }
         return bytes
     }
+
+    /// Decodes Heimdall base64 text of a payload for `key`, first checking from its length alone
+    /// that the decoded bytes can be a payload (the wrapped key, then whole AES blocks), so a huge or
+    /// misshapen text costs no decoding. Throws `legacyDecryptionFailed` or `malformedBase64`.
+    public static func decodePayload(_ text: String, for key: RSAPublicKey) throws -> Data {
+        let characters = text.utf8.count
+        let minimum = base64Length(ofByteCount: key.modulusByteCount + 16)
+        guard characters >= minimum else { throw KeyError.legacyDecryptionFailed("payload length does not fit the key") }
+        // Canonical padded base64 encodes whole 3-byte groups in 4 characters; beyond the trimmed
+        // whitespace, a payload of n bytes is exactly base64Length(n) characters.
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines).utf8
+        guard trimmed.count % 4 == 0 else { throw KeyError.malformedBase64 }
+        let padding = trimmed.reversed().prefix(2).prefix { $0 == UInt8(ascii: "=") }.count
+        let decodedCount = trimmed.count / 4 * 3 - padding
+        guard decodedCount >= key.modulusByteCount + 16, (decodedCount - key.modulusByteCount) % 16 == 0 else {
+            throw KeyError.legacyDecryptionFailed("payload length does not fit the key")
+        }
+        return try decodeBase64(text)
+    }
+
+    /// Whitespace (a trailing newline, say) accepted around base64 text beyond its encoded length.
+    static let maximumSurroundingWhitespace = 64
+
+    /// The length of the padded base64 encoding of `count` bytes.
+    static func base64Length(ofByteCount count: Int) -> Int { (count + 2) / 3 * 4 }
 
     /// The AES key length Heimdall derives from the modulus size.
     static func aesKeyLength(for key: RSAPublicKey) -> Int {

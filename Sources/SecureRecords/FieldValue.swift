@@ -25,9 +25,20 @@ public enum FieldValue: Sendable, Hashable, CustomStringConvertible {
 
     /// `kind || payload`: what is sealed and what the blind index hashes.
     var encoded: Data {
-        var data = Data([kindByte])
-        data.append(payload)
-        return data
+        switch self {
+        case .string(var s):
+            return s.withUTF8 { utf8 in
+                var data = Data(capacity: 1 + utf8.count)
+                data.append(kindByte)
+                data.append(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!, count: utf8.count)
+                return data
+            }
+        case .bytes(let b):
+            var data = Data(capacity: 1 + b.count)
+            data.append(kindByte)
+            data.append(b)
+            return data
+        }
     }
 
     /// Decodes `kind || payload`; nil for an unknown kind or text that is not UTF-8.

@@ -22,10 +22,23 @@ enum RecordContext {
     /// `"SFR1" || lp(storeId) || lp(collection) || lp(recordId) || lp(field)`: the envelope context
     /// of one sealed value.
     static func sealedValue(storeId: Data, collection: String, record: UUID, field: String) -> Data {
+        sealedValue(prefix: sealedValuePrefix(storeId: storeId, collection: collection), record: record, field: field)
+    }
+
+    /// `"SFR1" || lp(storeId) || lp(collection)`: the part of `sealedValue` shared by a collection.
+    static func sealedValuePrefix(storeId: Data, collection: String) -> Data {
         var data = sealedMagic
         lp(storeId, into: &data)
         lp(Data(collection.utf8), into: &data)
-        lp(bytes(of: record), into: &data)
+        return data
+    }
+
+    /// `prefix || lp(recordId) || lp(field)`, with `prefix` from `sealedValuePrefix`.
+    static func sealedValue(prefix: Data, record: UUID, field: String) -> Data {
+        var data = Data(capacity: prefix.count + 24 + field.utf8.count + 4)
+        data.append(prefix)
+        withUnsafeBytes(of: UInt32(16).bigEndian) { data.append(contentsOf: $0) }
+        withUnsafeBytes(of: record.uuid) { data.append(contentsOf: $0) }
         lp(Data(field.utf8), into: &data)
         return data
     }
@@ -66,23 +79,53 @@ public enum BlindIndex {
     }
 
     /// The token of `value`: the first 8 bytes of HMAC-SHA256(fieldKey, kind || value bytes).
-    static func token(of value: FieldValue, fieldKey: SecretBytes) -> Data {
-        let mac = HMAC<SHA256>.authenticationCode(for: value.encoded, using: fieldKey.symmetricKey)
+    static func token(of value: FieldValue, fieldKey: SymmetricKey) -> Data {
+        let mac = HMAC<SHA256>.authenticationCode(for: value.encoded, using: fieldKey)
         return Data(mac.prefix(tokenByteCount))
+    }
+}
+
+/// Seals the fields of many records of one collection under one store key: the envelope sealer,
+/// the blind-index keys and the context prefix are prepared once (one per thread; not Sendable).
+struct StoreKeySealer {
+    /// The store key id the values are sealed and indexed under.
+    let keyId: UInt32
+    private var sealer: Envelope.BatchSealer
+    private let indexKeys: [String: SymmetricKey]
+    private let contextPrefix: Data
+
+    init(keyId: UInt32, storeKey: SecretBytes, indexKeys: [String: SymmetricKey], contextPrefix: Data, expectedCount: Int)
+        throws(RecordsError)
+    {
+        self.keyId = keyId
+        self.indexKeys = indexKeys
+        self.contextPrefix = contextPrefix
+        do {
+            sealer = try Envelope.BatchSealer(key: storeKey, expectedCount: expectedCount)
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+        }
+    }
+
+    /// The `SFE1` envelope of `value` for field `field` of record `record`.
+    mutating func seal(_ value: FieldValue, record: UUID, field: String) throws(RecordsError) -> Data {
+        var plaintext = value.encoded
+        defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+        do {
+            return try sealer.seal(plaintext, context: RecordContext.sealedValue(prefix: contextPrefix, record: record, field: field))
+        } catch {
+            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+        }
+    }
+
+    /// The blind-index token of `value` in `field`, or nil when the field is not indexed.
+    func token(of value: FieldValue, field: String) -> Data? {
+        indexKeys[field].map { BlindIndex.token(of: value, fieldKey: $0) }
     }
 }
 
 /// Sealing and opening one field value (an `SFE1` envelope of `kind || value`).
 enum FieldSealing {
-    static func seal(_ value: FieldValue, storeKey: SecretBytes, context: Data) throws(RecordsError) -> Data {
-        var plaintext = value.encoded
-        defer { plaintext.resetBytes(in: 0..<plaintext.count) }
-        do {
-            return try Envelope.seal(plaintext, key: storeKey, context: context)
-        } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
-        }
-    }
 
     static func seal(_ value: FieldValue, password: SecretBytes, kdf: PasswordKDF, context: Data) throws(RecordsError) -> Data {
         var plaintext = value.encoded

@@ -133,6 +133,11 @@ public protocol RecordStorage: Sendable {
     func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema
     /// Inserts new records; `duplicateRecord` if an id exists (then nothing is inserted).
     func insert(_ records: [StoredRecord]) throws(RecordsError)
+    /// Inserts the records `next` returns, batch after batch until it returns nil, in one
+    /// transaction (all or none; an error from `next` inserts nothing). A backend that can write a
+    /// batch while the caller prepares the next one should; the default collects every batch and
+    /// calls `insert(_:)`.
+    func insert(batchesFrom next: () throws(RecordsError) -> [StoredRecord]?) throws(RecordsError)
     /// Replaces existing records (all or none); `recordNotFound` if one is missing.
     func replace(_ records: [StoredRecord]) throws(RecordsError)
     /// Deletes a record; false when it did not exist.
@@ -149,4 +154,13 @@ public protocol RecordStorage: Sendable {
         throws(RecordsError)
     /// Every record in insertion order (for export), in pages after the `after`-th.
     func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord]
+}
+
+extension RecordStorage {
+    /// Collects every batch, then inserts them with `insert(_:)`.
+    public func insert(batchesFrom next: () throws(RecordsError) -> [StoredRecord]?) throws(RecordsError) {
+        var all: [StoredRecord] = []
+        while let batch = try next() { all += batch }
+        try insert(all)
+    }
 }

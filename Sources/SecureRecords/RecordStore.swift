@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SecureCore
 
@@ -30,7 +31,7 @@ public final class RecordStore: Sendable {
     struct Keyring: Sendable {
         var keys: [UInt32: SecretBytes]
         var current: UInt32
-        var fieldKeys: [FieldKeyID: SecretBytes] = [:]
+        var fieldKeys: [FieldKeyID: SymmetricKey] = [:]
     }
 
     struct FieldKeyID: Hashable {
@@ -120,14 +121,28 @@ public final class RecordStore: Sendable {
     }
 
     /// The blind-index key of `field` under store key `keyId` (cached while unlocked).
-    func fieldKey(keyId: UInt32, collection: String, field: String) throws(RecordsError) -> SecretBytes {
+    func fieldKey(keyId: UInt32, collection: String, field: String) throws(RecordsError) -> SymmetricKey {
         let id = FieldKeyID(keyId: keyId, collection: collection, field: field)
         if let cached = keyring.withLock({ $0?.fieldKeys[id] }) { return cached }
         let ring = try currentKeyring()
         guard let storeKey = ring.keys[keyId] else { throw .storeKeyUnavailable("store key \(keyId) is unknown") }
-        let key = try BlindIndex.fieldKey(storeKey: storeKey, storeId: storeId, collection: collection, field: field)
+        let key = try BlindIndex.fieldKey(storeKey: storeKey, storeId: storeId, collection: collection, field: field).symmetricKey
         keyring.withLock { $0?.fieldKeys[id] = key }
         return key
+    }
+
+    /// A sealer for store-keyed records of `collection` under the current store key, with the blind
+    /// index keys of the fields `schema` indexes; `storeKeyRequired` when locked.
+    func storeKeySealer(collection: String, schema: RecordSchema, expectedCount: Int) throws(RecordsError) -> StoreKeySealer {
+        let ring = try currentKeyring()
+        guard let key = ring.keys[ring.current] else { throw .storeKeyRequired }
+        var indexKeys: [String: SymmetricKey] = [:]
+        for (name, protection) in schema.fields where protection == .sealedIndexed {
+            indexKeys[name] = try fieldKey(keyId: ring.current, collection: collection, field: name)
+        }
+        return try StoreKeySealer(
+            keyId: ring.current, storeKey: key, indexKeys: indexKeys,
+            contextPrefix: RecordContext.sealedValuePrefix(storeId: storeId, collection: collection), expectedCount: expectedCount)
     }
 
     // MARK: Collections
@@ -157,6 +172,16 @@ public final class RecordStore: Sendable {
     func seal(
         id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing
     ) throws(RecordsError) -> StoredRecord {
+        var sealer: StoreKeySealer?
+        return try seal(id: id, collection: collection, schema: schema, fields: fields, sealing: sealing, sealer: &sealer)
+    }
+
+    /// `seal`, reusing `sealer` for store-keyed records (made on first use when nil; it must be for
+    /// `collection`).
+    func seal(
+        id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing,
+        sealer: inout StoreKeySealer?
+    ) throws(RecordsError) -> StoredRecord {
         var clear: [String: FieldValue] = [:]
         var toSeal: [String: FieldValue] = [:]
         for (name, value) in fields {
@@ -165,15 +190,13 @@ public final class RecordStore: Sendable {
         var record = StoredRecord(id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: [:], blindIndexes: [:])
         switch sealing {
         case .storeKey:
-            let ring = try currentKeyring()
-            guard let key = ring.keys[ring.current] else { throw .storeKeyRequired }
-            record.keyId = ring.current
+            if sealer == nil { sealer = try storeKeySealer(collection: collection, schema: schema, expectedCount: toSeal.count) }
+            guard var storeKeySealer = sealer else { throw .storeKeyRequired }
+            defer { sealer = storeKeySealer }
+            record.keyId = storeKeySealer.keyId
             for (name, value) in toSeal {
-                record.sealed[name] = try FieldSealing.seal(value, storeKey: key, context: context(collection, id, name))
-                if schema.fields[name] == .sealedIndexed {
-                    let fieldKey = try fieldKey(keyId: ring.current, collection: collection, field: name)
-                    record.blindIndexes[name] = BlindIndex.token(of: value, fieldKey: fieldKey)
-                }
+                record.sealed[name] = try storeKeySealer.seal(value, record: id, field: name)
+                record.blindIndexes[name] = storeKeySealer.token(of: value, field: name)
             }
         case .password(let password):
             guard password.count > 0 else { throw .crypto(.invalidParameter("the password is empty")) }
@@ -207,7 +230,8 @@ public final class RecordStore: Sendable {
     }
 
     /// Adds several records to `collection` in one transaction (all or none); returns their ids in
-    /// order. Large batches are sealed on all cores.
+    /// order. Large batches are sealed on background threads (all cores but one) while the storage
+    /// writes the batches already sealed.
     @discardableResult
     public func add(
         contentsOf records: [[String: FieldValue]], to collection: String, sealing: RecordSealing = .storeKey
@@ -216,31 +240,34 @@ public final class RecordStore: Sendable {
         if case .storeKey = sealing { _ = try currentKeyring() }
         let ids = Self.randomUUIDs(records.count)
         let chunk = 256
-        let chunks = (records.count + chunk - 1) / chunk
-        let results = Locked([Result<[StoredRecord], RecordsError>?](repeating: nil, count: chunks))
-        DispatchQueue.concurrentPerform(iterations: chunks) { index in
+        let sealedFields = schema.fields.values.filter(\.isSealed).count
+        let sealChunk = { @Sendable (index: Int) throws(RecordsError) -> [StoredRecord] in
             let range = index * chunk..<min(records.count, (index + 1) * chunk)
+            var sealer: StoreKeySealer?
+            if case .storeKey = sealing {
+                sealer = try self.storeKeySealer(collection: collection, schema: schema, expectedCount: range.count * sealedFields)
+            }
             var rows: [StoredRecord] = []
             rows.reserveCapacity(range.count)
-            do throws(RecordsError) {
-                for i in range {
-                    rows.append(try seal(id: ids[i], collection: collection, schema: schema, fields: records[i], sealing: sealing))
-                }
-                results.withLock { $0[index] = .success(rows) }
-            } catch {
-                results.withLock { $0[index] = .failure(error) }
+            for i in range {
+                rows.append(try self.seal(
+                    id: ids[i], collection: collection, schema: schema, fields: records[i], sealing: sealing, sealer: &sealer))
             }
+            return rows
         }
-        var rows: [StoredRecord] = []
-        rows.reserveCapacity(records.count)
-        for result in results.withLock({ $0 }) {
-            switch result {
-            case .success(let part)?: rows += part
-            case .failure(let error)?: throw error
-            case nil: throw .storage("sealing did not complete")
-            }
+        let chunks = (records.count + chunk - 1) / chunk
+        if chunks <= 1 {
+            try storage.insert(chunks == 0 ? [] : try sealChunk(0))
+            return ids
         }
-        try storage.insert(rows)
+        let pipeline = SealingPipeline(count: chunks, work: sealChunk)
+        defer { pipeline.cancel() }
+        var next = 0
+        try storage.insert { () throws(RecordsError) -> [StoredRecord]? in
+            guard next < chunks else { return nil }
+            defer { next += 1 }
+            return try pipeline.result(next)
+        }
         return ids
     }
 

@@ -319,6 +319,14 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         try transaction(write: true) { (c) throws(RecordsError) in try Self.insertRecords(records, c) }
     }
 
+    /// `RecordStorage.insert(batchesFrom:)`, in one SQLite transaction: each batch is written as it
+    /// arrives, while the caller prepares the next.
+    public func insert(batchesFrom next: () throws(RecordsError) -> [StoredRecord]?) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            while let batch = try next() { try Self.insertRecords(batch, c) }
+        }
+    }
+
     /// `RecordStorage.replace`, in one SQLite transaction.
     public func replace(_ records: [StoredRecord]) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in

@@ -257,7 +257,7 @@ struct KeyDecryptCommand: ParsableCommand {
         let plaintext: Data
         if heimdall {
             guard case .rsa(let rsa) = privateKey else { throw KeyError.wrongKeyType(expected: "an RSA key", found: privateKey.type.rawValue) }
-            plaintext = try Heimdall.decrypt(Heimdall.decodeBase64(String(decoding: message, as: UTF8.self)), with: rsa)
+            plaintext = try Heimdall.decrypt(Heimdall.decodePayload(String(decoding: message, as: UTF8.self), for: rsa.publicKey), with: rsa)
         } else if from != nil || fromTag != nil {
             plaintext = try HybridEncryption.decrypt(message, with: privateKey, from: store.publicKey(tag: fromTag, file: from))
         } else {

@@ -45,6 +45,31 @@ import Testing
         #expect(keyError { _ = try Heimdall.decodeBase64("a*b=") } == .malformedBase64)
     }
 
+    /// Issue 12, item 18: the length of the text is checked before any decoding.
+    @Test func textOfImpossibleLengthIsRefusedBeforeDecoding() throws {
+        let key = Self.rsa(.rsa2048).key
+        let text = try Heimdall.encrypt("secret", to: key.publicKey)
+        #expect(try Heimdall.decrypt(text + "\n", with: key) == "secret")
+        let failed: (KeyError?) -> Bool = { if case .legacyDecryptionFailed = $0 { true } else { false } }
+        // Too short for the wrapped key and one block; whole but misaligned blocks (one byte more).
+        #expect(failed(keyError { _ = try Heimdall.decrypt(String(text.prefix(300)), with: key) }))
+        let misaligned = Heimdall.encodeBase64(Data(repeating: 7, count: 256 + 17), urlSafe: false)
+        #expect(failed(keyError { _ = try Heimdall.decodePayload(misaligned, for: key.publicKey) }))
+        // Not a multiple of 4 characters: not base64, whatever the characters are.
+        #expect(keyError { _ = try Heimdall.decodePayload(text + "A", for: key.publicKey) } == .malformedBase64)
+        // 64 MiB of characters that are not base64: a typed error, not a crash.
+        let huge = String(repeating: "*", count: 64 << 20) + "A"
+        #expect(keyError { _ = try Heimdall.decodePayload(huge, for: key.publicKey) } == .malformedBase64)
+
+        let signature = try Heimdall.sign("signed", with: key)
+        #expect(Heimdall.verify(base64: signature + "\n", for: "signed", with: key.publicKey))
+        // A valid signature followed by more base64 is longer than any signature of this key.
+        #expect(!Heimdall.verify(base64: signature + String(repeating: "AAAA", count: 1 << 20), for: "signed", with: key.publicKey))
+        // A shorter key's signature is the wrong length for this one.
+        let short = try Heimdall.sign("signed", with: Self.rsa(.rsa1024).key)
+        #expect(!Heimdall.verify(base64: short, for: "signed", with: key.publicKey))
+    }
+
     @Test func base64Variants() throws {
         let bytes = Data([0xfb, 0xff, 0xfe, 0x3e])
         #expect(Heimdall.encodeBase64(bytes, urlSafe: false) == "+//+Pg==")
