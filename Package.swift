@@ -7,7 +7,7 @@ let strict: [SwiftSetting] = [
 
 let crypto: [Target.Dependency] = [
     .product(name: "Crypto", package: "swift-crypto"),
-    .product(name: "_CryptoExtras", package: "swift-crypto"),
+    .product(name: "CryptoExtras", package: "swift-crypto"),
 ]
 
 let package = Package(
@@ -79,6 +79,14 @@ let package = Package(
             name: "sf-discovery-probe",
             dependencies: ["ServiceDiscovery"],
             path: "Sources/DiscoveryProbe",
+            swiftSettings: strict
+        ),
+        // Test helper only (not a product): the keychain's crash and two-process tests run it as a
+        // child that writes and synchronizes in a loop until killed.
+        .executableTarget(
+            name: "sf-keychain-stress",
+            dependencies: ["SecureKeychain"],
+            path: "Sources/KeychainStress",
             swiftSettings: strict
         ),
         // glibc's mallopt and sync_file_range, for sf's allocator tuning and early writeback (Linux only).

@@ -48,10 +48,14 @@ public enum TestSupport {
     }
 
     /// The `sf` binary built alongside the tests (same build folder as the test bundle).
-    public static var sfBinary: URL? {
+    public static var sfBinary: URL? { builtExecutable("sf") }
+
+    /// The executable `name` of this package built beside the test bundle (`swift build
+    /// --build-tests` builds them all), or in `.build/debug`; nil when it was not built.
+    public static func builtExecutable(_ name: String) -> URL? {
         let bundle = Bundle.main.bundleURL
-        for dir in [bundle, bundle.deletingLastPathComponent()] {
-            let candidate = dir.appendingPathComponent("sf")
+        for dir in [bundle, bundle.deletingLastPathComponent(), packageRoot.appendingPathComponent(".build/debug")] {
+            let candidate = dir.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
         return nil

@@ -1,5 +1,5 @@
 import Crypto
-import _CryptoExtras
+import CryptoExtras
 import Foundation
 
 /// Reader for data written by iMAS Secure Foundation's `IMSCryptoUtilsEncryptData`, so existing

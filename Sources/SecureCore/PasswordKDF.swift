@@ -1,5 +1,5 @@
 import Crypto
-import _CryptoExtras
+import CryptoExtras
 import Foundation
 
 /// A password-based key derivation function with its cost parameters. The value travels with the

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import SecureCore
-import _CryptoExtras
+import CryptoExtras
 
 /// LEGACY: wire compatibility with Heimdall (the iOS RSA library), so a service can talk to existing
 /// apps. Never the default, and weaker than `HybridEncryption`: the payload has no integrity

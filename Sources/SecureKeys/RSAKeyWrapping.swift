@@ -1,6 +1,6 @@
 import Foundation
 import SecureCore
-import _CryptoExtras
+import CryptoExtras
 
 /// RSA-OAEP paddings for wrapping short secrets (keys) with an RSA public key. The label is empty.
 public enum RSAOAEPPadding: Sendable, CustomStringConvertible {

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import SecureCore
 import SwiftASN1
-import _CryptoExtras
+import CryptoExtras
 
 /// RSA key sizes this module accepts. 2048, 3072 and 4096 bits are accepted everywhere; 1024 bits only
 /// by the legacy Heimdall operations (`Heimdall`), for talking to existing apps.

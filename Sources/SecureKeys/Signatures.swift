@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import SecureCore
-import _CryptoExtras
+import CryptoExtras
 
 /// How a signature is computed and encoded.
 public enum SignatureScheme: String, Sendable, CaseIterable, CustomStringConvertible {

@@ -9,7 +9,7 @@ struct KeychainCommand: ParsableCommand {
         abstract: "Store and read passwords by service and account in a keychain file.",
         subcommands: [
             KeychainSetCommand.self, KeychainGetCommand.self, KeychainDeleteCommand.self, KeychainListCommand.self,
-            KeychainImportLegacyCommand.self, KeychainStressWriterCommand.self,
+            KeychainImportLegacyCommand.self,
         ]
     )
 }
@@ -176,36 +176,5 @@ struct KeychainImportLegacyCommand: ParsableCommand {
         let summary = try keychain.importLegacy(contents, overwrite: overwrite)
         try keychain.close()
         print("imported \(summary.imported), skipped \(summary.skipped)")
-    }
-}
-
-/// Test support (hidden): writes passwords in a loop and prints `synced N` after each completed
-/// synchronize(), meaning writes 0..<N are durable. Used by the crash and two-process tests.
-struct KeychainStressWriterCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "stress-writer", shouldDisplay: false)
-
-    @OptionGroup var location: KeychainLocation
-    @Option(help: "Account name prefix.") var prefix: String
-    @Option(help: "Written into each value to tell writers apart (default: the prefix).") var tag: String?
-    @Option(help: "Writes to make; 0 writes until killed.") var count = 0
-    @Option(help: "Cycle over this many accounts; 0 gives every write its own account.") var accounts = 0
-    @Option var syncEvery = 100
-
-    /// The value of write `index`; the tests compute the same.
-    static func value(tag: String, index: Int) -> String { "\(tag):\(index):" + String(repeating: "v", count: index % 64) }
-
-    func run() throws {
-        let keychain = try location.open()
-        var index = 0
-        while count == 0 || index < count {
-            let account = accounts > 0 ? "\(prefix)\(index % accounts)" : "\(prefix)\(index)"
-            try keychain.setPassword(Self.value(tag: tag ?? prefix, index: index), service: "stress", account: account)
-            index += 1
-            if index % syncEvery == 0 || index == count {
-                try keychain.synchronizeBlocking()
-                FileHandle.standardOutput.write(Data("synced \(index)\n".utf8))
-            }
-        }
-        try keychain.close()
     }
 }

@@ -8,24 +8,28 @@ import SFTestSupport
 import Testing
 @testable import SecureKeychain
 
-/// Crash and multi-process tests. The child is the built `sf` binary's hidden
-/// `keychain stress-writer`, which prints `synced N` after each completed synchronize() (writes
+/// Crash and multi-process tests. The child is the test helper `sf-keychain-stress`
+/// (Sources/KeychainStress), which prints `synced N` after each completed synchronize() (writes
 /// 0..<N acknowledged as durable); the parent checks every acknowledged write.
-// Runs the built sf binary as child processes: skipped when it was not built with the tests, a
-// failure under CI.
+// Runs the helper built beside the tests as child processes: skipped when it was not built, a
+// failure under CI (the same condition as the sf binary's).
 @Suite(.serialized, .requiresSFBinary)
 struct FaultTests {
-    /// The value the stress writer stores at `index` (as in `KeychainStressWriterCommand.value`).
+    /// The value the stress writer stores at `index` (as in Sources/KeychainStress/main.swift).
     static func value(tag: String, index: Int) -> String { "\(tag):\(index):" + String(repeating: "v", count: index % 64) }
 
     static func sf() throws -> URL {
         try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
     }
 
+    static func stressWriter() throws -> URL {
+        try #require(TestSupport.builtExecutable("sf-keychain-stress"), "sf-keychain-stress is built with the tests (swift build --build-tests)")
+    }
+
     static func writer(_ sf: URL, _ path: String, _ arguments: [String]) -> Process {
         let process = Process()
         process.executableURL = sf
-        process.arguments = ["keychain", "stress-writer", "--keychain", path] + arguments
+        process.arguments = ["--keychain", path] + arguments
         process.standardError = FileHandle.nullDevice
         return process
     }
@@ -37,7 +41,7 @@ struct FaultTests {
     }
 
     @Test func killedWriterNeverLosesAcknowledgedWrites() async throws {
-        let sf = try Self.sf()
+        let sf = try Self.stressWriter()
         try await withKeychainDirectory { _, path in
             var acknowledgedByTrial: [Int] = []
             var generator = SystemRandomNumberGenerator()
@@ -83,7 +87,7 @@ struct FaultTests {
     }
 
     @Test func concurrentProcessesLoseNoUpdates() async throws {
-        let sf = try Self.sf()
+        let sf = try Self.stressWriter()
         try await withKeychainDirectory { _, path in
             let count = 3_000, shared = 200
             let writers = [

@@ -3,16 +3,7 @@ import SFTestSupport
 
 enum DiscoveryPeers {
     /// The sf-discovery-probe binary built beside the tests.
-    static var probe: String? {
-        let bundle = Bundle.main.bundleURL
-        var candidates = [bundle, bundle.deletingLastPathComponent()]
-        candidates.append(TestSupport.packageRoot.appendingPathComponent(".build/debug"))
-        for dir in candidates {
-            let candidate = dir.appendingPathComponent("sf-discovery-probe")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
-        }
-        return nil
-    }
+    static var probe: String? { TestSupport.builtExecutable("sf-discovery-probe")?.path }
 
     static let zeroconfAvailable: Bool = {
         (try? TestSupport.run("python3", ["-c", "import zeroconf"]))?.status == 0

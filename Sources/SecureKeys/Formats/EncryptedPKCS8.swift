@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import SecureCore
 import SwiftASN1
-import _CryptoExtras
+import CryptoExtras
 
 /// Passphrase-encrypted PKCS#8 (`EncryptedPrivateKeyInfo`, RFC 5958) with PBES2 (RFC 8018):
 /// PBKDF2-HMAC-SHA256 and AES-256-CBC, the structure `openssl pkcs8 -topk8 -v2 aes-256-cbc` writes.

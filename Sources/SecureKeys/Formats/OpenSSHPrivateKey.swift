@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import SecureCore
-import _CryptoExtras
+import CryptoExtras
 
 extension KeyImport {
     /// An unencrypted OpenSSH private key file (`ssh-keygen` output) of type `ssh-ed25519`,

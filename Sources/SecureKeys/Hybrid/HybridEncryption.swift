@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import SecureCore
-import _CryptoExtras
+import CryptoExtras
 
 /// Encryption of messages of any length to a public key, in the native versioned format "SFK1"
 /// (docs/FORMATS.md). X25519 and P-256/384/521 recipients use HPKE (RFC 9180); RSA recipients

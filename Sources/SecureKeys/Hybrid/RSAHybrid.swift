@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import SecureCore
-import _CryptoExtras
+import CryptoExtras
 
 /// The RSA schemes of the native hybrid format: `wrapped key (modulus bytes) || nonce (12) || ciphertext || tag (16)`.
 /// `wrapped key` is RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) of a fresh 32-byte AES-256-GCM key;
