@@ -145,6 +145,54 @@ struct ChannelCommandTests {
         #expect(result.stdout.isEmpty)
     }
 
+    @Test("trust on first use stores the server's key and refuses another later; --any-peer --keep-serving serves clients one after another",
+          .requiresSFBinary, .timeLimit(.minutes(1)))
+    func trustOnFirstUseAnyPeerKeepServing() throws {
+        let parties = try Parties()
+        let carolPass = try parties.scratch.write("carol.pass", Data("carol passphrase\n".utf8))
+        let carol = ["--keychain", parties.scratch.path("carol.db"), "--key-passphrase-file", carolPass]
+        let generated = try sf(["key", "generate", "--type", "x25519", "--tag", "carol"] + carol)
+        try #require(generated.status == 0, "\(generated.stderrText)")
+        let carolFingerprint = try #require(generated.stdoutText.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+
+        // Alice serves anyone who proves a key, one connection after another.
+        let server = try parties.spawn(
+            ["channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+
+        // Carol has never seen Alice's key: trust on first use stores it under "alice-seen".
+        let first = try parties.spawn(["channel", "connect", "--tag", "carol", "--trust-on-first-use", "alice-seen", "127.0.0.1:\(port)"] + carol)
+        defer { first.kill() }
+        first.write(Data("hello from carol\n".utf8))
+        #expect(server.wait { $0.outputLines.contains("hello from carol") }, "\(server.standardError) \(first.standardError)")
+        first.closeInput()
+        #expect(first.waitForExit() == 0, "\(first.standardError)")
+        #expect(first.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(first.standardError)")
+        let stored = try sf(["key", "list", "--json", "--keychain", parties.scratch.path("carol.db")])
+        #expect(stored.stdoutText.contains("alice-seen") && stored.stdoutText.contains(parties.aliceFingerprint), "\(stored.stdoutText)")
+        #expect(server.isRunning, "--keep-serving: the server waits for the next connection")
+
+        // Bob, a second client with another key, is served too; the server names each verified key.
+        let second = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+        defer { second.kill() }
+        second.write(Data("hello from bob\n".utf8))
+        #expect(server.wait { $0.outputLines.contains("hello from bob") }, "\(server.standardError) \(second.standardError)")
+        second.closeInput()
+        #expect(second.waitForExit() == 0, "\(second.standardError)")
+        #expect(server.standardError.contains(carolFingerprint) && server.standardError.contains(parties.bobFingerprint), "\(server.standardError)")
+
+        // Later, someone else answers at an address Carol trusted: the stored key no longer matches.
+        let impostor = try parties.spawn(["channel", "serve", "--tag", "bob", "--any-peer", "--listen", "127.0.0.1:0"] + parties.bob)
+        defer { impostor.kill() }
+        let impostorPort = try Parties.port(of: impostor)
+        let refused = try sf(["channel", "connect", "--tag", "carol", "--trust-on-first-use", "alice-seen", "127.0.0.1:\(impostorPort)"] + carol,
+                             stdin: Data("for alice only\n".utf8))
+        #expect(refused.status == 1 && refused.stderrText.contains("peer key mismatch"), "\(refused.stderrText)")
+        #expect(refused.stderrText.contains(parties.aliceFingerprint) && refused.stderrText.contains(parties.bobFingerprint), "\(refused.stderrText)")
+        #expect(!impostor.standardOutput.contains("for alice only"))
+    }
+
     static let namespacesUsable = NamespacePair.available || TestSupport.isCI
     static let namespacesReason = NamespacePair.unavailableReason ?? ""
 
