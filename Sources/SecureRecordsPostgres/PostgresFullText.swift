@@ -25,6 +25,7 @@ public enum PostgresFullText {
 
     /// The tokens of `text`, in order, folded as FTS5's unicode61 tokenizer folds them.
     public static func tokens(_ text: String) -> [String] {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return asciiTokens(text) }
         var result: [String] = []
         var current = String.UnicodeScalarView()
         func flush() {
@@ -35,6 +36,25 @@ public enum PostgresFullText {
         }
         for scalar in text.unicodeScalars {
             if isTokenCharacter(scalar) { current.append(scalar) } else { flush() }
+        }
+        flush()
+        return result
+    }
+
+    /// `tokens` for ASCII text: letters and digits, lowercased (no folding needed).
+    static func asciiTokens(_ text: String) -> [String] {
+        var result: [String] = []
+        var current: [UInt8] = []
+        func flush() {
+            if !current.isEmpty, current.count <= maximumTokenBytes { result.append(String(decoding: current, as: UTF8.self)) }
+            current.removeAll(keepingCapacity: true)
+        }
+        for byte in text.utf8 {
+            switch byte {
+            case 0x30...0x39, 0x61...0x7A: current.append(byte)
+            case 0x41...0x5A: current.append(byte | 0x20)
+            default: flush()
+            }
         }
         flush()
         return result

@@ -80,10 +80,11 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// A 64-bit advisory-lock key for this schema and prefix (FNV-1a of a fixed label).
+    /// A 64-bit advisory-lock key for this schema (FNV-1a of a fixed label): stores with different
+    /// prefixes in one schema also serialise their set-up, so two never race to create the schema.
     var advisoryLockKey: Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "SecureRecords:\(tables.schema).\(tables.prefix)".utf8 {
+        for byte in "SecureRecords:\(tables.schema)".utf8 {
             hash ^= UInt64(byte)
             hash = hash &* 0x100_0000_01b3
         }
