@@ -7,7 +7,8 @@
 # DIR must not exist (start) and is owned by the `postgres` user (initdb refuses root). The server
 # listens on 127.0.0.1 only, on a free port, with its unix socket inside DIR. Authentication: the
 # test user `sf_test` with a password (scram-sha-256) on 127.0.0.1; no other host is allowed. The
-# password is written to DIR/password (mode 0600), never printed. Environment: PG_BIN (default
+# password is written to DIR/password (mode 0600), never printed. TLS is available (not required)
+# with a certificate for 127.0.0.1 from a throw-away CA in DIR/ca.pem. Environment: PG_BIN (default
 # /usr/lib/postgresql/15/bin).
 set -euo pipefail
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -35,6 +36,19 @@ start)
     printf '%s\n' "$password" > "$dir/password"
     as_postgres "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth-local=trust --auth-host=reject \
         -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+    # TLS: a throw-away CA (DIR/ca.pem, for clients to verify against) and a server certificate for
+    # 127.0.0.1 and localhost. Clients may connect with or without TLS.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=sf-test-ca" \
+        -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
+        -keyout "$dir/data/server.key" -out "$dir/server.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$dir/server.ext"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+        -extfile "$dir/server.ext" -out "$dir/data/server.crt" 2>/dev/null
+    rm -f "$dir/ca.key" "$dir/server.csr" "$dir/server.ext" "$dir/ca.srl"
+    chmod 0644 "$dir/ca.pem"
+    chmod 0600 "$dir/data/server.key"
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir/data/server.key" "$dir/data/server.crt"
     # A free loopback port: ask the kernel for one.
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
     cat > "$dir/data/pg_hba.conf" <<EOF
@@ -48,6 +62,9 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 password_encryption = 'scram-sha-256'
+ssl = on
+ssl_cert_file = 'server.crt'
+ssl_key_file = 'server.key'
 max_connections = 100
 fsync = on
 log_min_messages = warning

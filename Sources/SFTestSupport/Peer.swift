@@ -67,7 +67,8 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
         case .pyrage: "python3 -m pip install pyrage"
         case .postgres:
             "export SF_TEST_POSTGRES_URL=$(scripts/postgres-test-cluster.sh start /tmp/sf-pg) "
-                + "SF_TEST_POSTGRES_PASSWORD_FILE=/tmp/sf-pg/password (apt-get install postgresql-15)"
+                + "SF_TEST_POSTGRES_PASSWORD_FILE=/tmp/sf-pg/password "
+                + "SF_TEST_POSTGRES_CA_FILE=/tmp/sf-pg/ca.pem (apt-get install postgresql-15)"
         }
     }
 
@@ -125,6 +126,12 @@ extension TestSupport {
     public static var postgresURL: String? {
         guard let url = ProcessInfo.processInfo.environment["SF_TEST_POSTGRES_URL"], !url.isEmpty else { return nil }
         return url
+    }
+
+    /// The PEM CA certificate the test server's TLS certificate chains to (`SF_TEST_POSTGRES_CA_FILE`), or nil.
+    public static var postgresCAFile: String? {
+        guard let file = ProcessInfo.processInfo.environment["SF_TEST_POSTGRES_CA_FILE"], !file.isEmpty else { return nil }
+        return file
     }
 
     /// The test server's password: the first line of `SF_TEST_POSTGRES_PASSWORD_FILE`, else

@@ -56,6 +56,16 @@ public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
+    /// Runs `sql` (one statement, no parameters) in its own read-only transaction and returns the
+    /// first column of each row as text (NULL as nil). For tests and administration.
+    package func queryText(_ sql: String) throws(RecordsError) -> [String?] {
+        try read { (tx) throws(RecordsError) in
+            var result: [String?] = []
+            for row in try run(tx, sql) { result.append(try decode(row, String?.self)) }
+            return result
+        }
+    }
+
     /// The qualified, quoted name of the store's table `name` (`records`, `clear_fields`, ...).
     package func tableName(_ name: String) -> String { tables.name(name) }
 

@@ -68,7 +68,8 @@ final class PostgresSession: @unchecked Sendable {
             host: c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
         password = nil
         pgConfiguration.options.connectTimeout = .seconds(Int64(c.connectTimeoutSeconds))
-        if tls.isEnforced { pgConfiguration.options.tlsServerName = c.host }
+        // No explicit TLS server name: postgres-nio sends the host as SNI unless it is an IP address,
+        // and NIOSSL then checks the certificate against the host name or the peer's IP address.
         let id = Self.ids.withLock { value -> Int in
             value += 1
             return value

@@ -167,6 +167,49 @@ import Testing
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// TLS: required and verified against the test CA, the connection is encrypted; against the
+    /// system's roots the unknown CA is refused with a typed error; loopback defaults to plain TCP.
+    @Test(.requires(.postgres), .enabled(if: TestSupport.postgresCAFile != nil || TestSupport.isCI, "SF_TEST_POSTGRES_CA_FILE is not set"))
+    func tlsIsVerifiedAndUsed() throws {
+        let caFile = try #require(TestSupport.postgresCAFile)
+        let scratch = try RecordsScratch(.postgres)
+        _ = try scratch.storage("tls")
+        var configuration = try postgresConfiguration(schema: scratch.schema, prefix: "tls_")
+        configuration.tls = .required(caFile: caFile)
+        let encrypted = try PostgresRecordStorage(configuration: configuration)
+        #expect(try encrypted.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
+        let store = try RecordStore(storage: encrypted, configuration: testConfiguration)
+        try store.createCollection("gifts", schema: giftSchema)
+        try store.unlock(with: appSealer)
+        let id = try store.add(["toWhom": "Alice", "description": "over TLS"], to: "gifts")
+        #expect(try store.open(id).fields["description"] == "over TLS")
+        encrypted.close()
+
+        configuration.tls = .required()  // the system's roots do not include the test CA
+        #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+        configuration.tls = .automatic  // 127.0.0.1: plain TCP
+        let plain = try PostgresRecordStorage(configuration: configuration)
+        #expect(try plain.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["false"])
+    }
+
+    /// A connection the server drops is replaced on a later call: no crash, typed errors only.
+    @Test(.requires(.postgres)) func droppedConnectionIsReplaced() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let store = try makeStore(scratch)
+        let id = try store.add(["toWhom": "Alice"], to: "gifts")
+        let storage = try #require(store.storage as? PostgresRecordStorage)
+        let pid = try #require(try storage.queryText("SELECT pg_backend_pid()::text").first ?? nil)
+        let other = try #require(try scratch.storage() as? PostgresRecordStorage)
+        #expect(try other.queryText("SELECT pg_terminate_backend(\(pid))::text") == ["true"])
+        do {
+            _ = try store.record(id)  // either reconnects at once or reports the lost connection
+        } catch {
+            guard case .storage = error else { Issue.record("unexpected \(error)"); return }
+        }
+        #expect(try store.record(id).clearFields["toWhom"] == "Alice")
+        #expect(try storage.queryText("SELECT pg_backend_pid()::text").first != pid)
+    }
+
     /// A sealed value changed in the database with SQL gives the same typed error as on SQLite.
     @Test(.requires(.postgres)) func envelopeCorruptedThroughSQLFailsAsOnSQLite() throws {
         var errors: [Backend: RecordsError] = [:]
