@@ -51,67 +51,72 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// Inserts the field rows of `c` (the record rows exist).
-    func insertFields(_ c: Columns, _ tx: Transaction) throws(RecordsError) {
+    /// The statements inserting the field rows of `c` (after the record rows).
+    func fieldInserts(_ c: Columns) -> [(String, PostgresBindings)] {
         let t = tables
+        var statements: [(String, PostgresBindings)] = []
         if !c.clearIds.isEmpty {
-            try run(
-                tx, "INSERT INTO \(t.clearFields) (record_id, name, kind, value) SELECT * FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::bytea[])",
+            statements.append((
+                "INSERT INTO \(t.clearFields) (record_id, name, kind, value) SELECT * FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::bytea[])",
                 Self.binds {
                     $0.append(c.clearIds)
                     $0.append(c.clearNames)
                     $0.append(c.clearKinds)
                     $0.append(c.clearValues)
-                })
+                }))
         }
         if !c.sealedIds.isEmpty {
-            try run(
-                tx, "INSERT INTO \(t.sealedFields) (record_id, name, sealed) SELECT * FROM unnest($1::uuid[], $2::text[], $3::bytea[])",
+            statements.append((
+                "INSERT INTO \(t.sealedFields) (record_id, name, sealed) SELECT * FROM unnest($1::uuid[], $2::text[], $3::bytea[])",
                 Self.binds {
                     $0.append(c.sealedIds)
                     $0.append(c.sealedNames)
                     $0.append(c.sealedValues)
-                })
+                }))
         }
         if !c.indexIds.isEmpty {
-            try run(
-                tx,
+            statements.append((
                 "INSERT INTO \(t.blindIndexes) (record_id, name, key_id, token) SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::bytea[])",
                 Self.binds {
                     $0.append(c.indexIds)
                     $0.append(c.indexNames)
                     $0.append(c.indexKeyIds)
                     $0.append(c.indexTokens)
-                })
+                }))
+        }
+        return statements
+    }
+
+    /// The record columns as the five unnest arrays `$1`...`$5` (id, collection, keying, key_id, fts).
+    static func recordBinds(_ c: Columns) -> PostgresBindings {
+        binds {
+            $0.append(c.ids)
+            $0.append(c.collections)
+            $0.append(c.keyings)
+            $0.append(c.keyIds)
+            $0.append(c.fts)
         }
     }
 
+    /// Inserts new records: the record rows, then the field rows, pipelined (four statements).
     func insertRecords(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) {
         guard !records.isEmpty else { return }
         if let duplicate = Self.firstDuplicate(records.map(\.id)) { throw .duplicateRecord(duplicate) }
         let c = Columns(records)
+        let insert = """
+            INSERT INTO \(tables.records) (id, collection, keying, key_id, fts)
+            SELECT u.id, u.collection, u.keying, NULLIF(u.key_id, -1), u.fts::tsvector
+            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) WITH ORDINALITY AS u(id, collection, keying, key_id, fts, ord)
+            ORDER BY u.ord
+            """
         do throws(PostgresSession.PostgresFailure) {
-            try tx.query(
-                """
-                INSERT INTO \(tables.records) (id, collection, keying, key_id, fts)
-                SELECT u.id, u.collection, u.keying, NULLIF(u.key_id, -1), u.fts::tsvector
-                FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) WITH ORDINALITY AS u(id, collection, keying, key_id, fts, ord)
-                ORDER BY u.ord
-                """,
-                Self.binds {
-                    $0.append(c.ids)
-                    $0.append(c.collections)
-                    $0.append(c.keyings)
-                    $0.append(c.keyIds)
-                    $0.append(c.fts)
-                })
+            _ = try tx.pipeline([(insert, Self.recordBinds(c))] + fieldInserts(c))
         } catch {
             if error.sqlState == "23505" {  // unique_violation: the only unique key a new record row has is its id
                 throw .duplicateRecord(Self.duplicateId(in: error.error, records: records))
             }
             throw tx.map(error)
         }
-        try insertFields(c, tx)
     }
 
     static func firstDuplicate(_ ids: [UUID]) -> UUID? {
@@ -135,43 +140,39 @@ extension PostgresRecordStorage {
         try write { (tx) throws(RecordsError) in try insertRecords(records, tx) }
     }
 
-    func deleteFields(_ ids: [UUID], _ tx: Transaction) throws(RecordsError) {
-        for table in [tables.clearFields, tables.sealedFields, tables.blindIndexes] {
-            try run(tx, "DELETE FROM \(table) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) })
+    /// The statements deleting the field rows of the records `ids`.
+    func fieldDeletes(_ ids: [UUID]) -> [(String, PostgresBindings)] {
+        [tables.clearFields, tables.sealedFields, tables.blindIndexes].map { table in
+            ("DELETE FROM \(table) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) })
         }
     }
 
     /// `RecordStorage.replace`, in one transaction: the record rows are updated first (taking their
-    /// locks), then their field rows rewritten.
+    /// locks), then their field rows rewritten (pipelined). A missing id rolls everything back.
     public func replace(_ records: [StoredRecord]) throws(RecordsError) {
         guard !records.isEmpty else { return }
         // An id given twice: the last one wins, as with SQLite's sequential rewrite.
         var last: [UUID: Int] = [:]
         for (index, record) in records.enumerated() { last[record.id] = index }
         let unique = records.enumerated().filter { last[$0.element.id] == $0.offset }.map(\.element)
+        let c = Columns(unique)
+        let update = """
+            UPDATE \(tables.records) AS r
+            SET collection = u.collection, keying = u.keying, key_id = NULLIF(u.key_id, -1), fts = u.fts::tsvector
+            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) AS u(id, collection, keying, key_id, fts)
+            WHERE r.id = u.id
+            RETURNING r.id
+            """
         try write { (tx) throws(RecordsError) in
-            let c = Columns(unique)
-            let updated = try run(
-                tx,
-                """
-                UPDATE \(tables.records) AS r
-                SET collection = u.collection, keying = u.keying, key_id = NULLIF(u.key_id, -1), fts = u.fts::tsvector
-                FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) AS u(id, collection, keying, key_id, fts)
-                WHERE r.id = u.id
-                RETURNING r.id
-                """,
-                Self.binds {
-                    $0.append(c.ids)
-                    $0.append(c.collections)
-                    $0.append(c.keyings)
-                    $0.append(c.keyIds)
-                    $0.append(c.fts)
-                })
+            let results: [[PostgresRow]]
+            do throws(PostgresSession.PostgresFailure) {
+                results = try tx.pipeline([(update, Self.recordBinds(c))] + fieldDeletes(c.ids) + fieldInserts(c))
+            } catch {
+                throw tx.map(error)
+            }
             var found = Set<UUID>()
-            for row in updated { found.insert(try decode(row, UUID.self)) }
+            for row in results[0] { found.insert(try decode(row, UUID.self)) }
             if let missing = c.ids.first(where: { !found.contains($0) }) { throw .recordNotFound(missing) }
-            try deleteFields(c.ids, tx)
-            try insertFields(c, tx)
         }
     }
 
@@ -180,7 +181,7 @@ extension PostgresRecordStorage {
         try write { (tx) throws(RecordsError) in
             let deleted = try run(tx, "DELETE FROM \(tables.records) WHERE id = $1 RETURNING 1", Self.binds { $0.append(id) })
             guard !deleted.isEmpty else { return false }
-            try deleteFields([id], tx)
+            do throws(PostgresSession.PostgresFailure) { _ = try tx.pipeline(fieldDeletes([id])) } catch { throw tx.map(error) }
             return true
         }
     }
@@ -204,16 +205,26 @@ extension PostgresRecordStorage {
         }
         let ids = records.map(\.id)
         let t = tables
-        for row in try run(tx, "SELECT record_id, name, kind, value FROM \(t.clearFields) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }) {
+        let fields: [[PostgresRow]]
+        do throws(PostgresSession.PostgresFailure) {
+            fields = try tx.pipeline([
+                ("SELECT record_id, name, kind, value FROM \(t.clearFields) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }),
+                ("SELECT record_id, name, sealed FROM \(t.sealedFields) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }),
+                ("SELECT record_id, name, token FROM \(t.blindIndexes) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }),
+            ])
+        } catch {
+            throw tx.map(error)
+        }
+        for row in fields[0] {
             let (id, name, kind, value) = try decode(row, (UUID, String, Int16, ByteBuffer).self)
             guard let i = position[id] else { continue }
             records[i].clear[name] = kind == 1 ? .string(String(buffer: value)) : .bytes(Self.data(value))
         }
-        for row in try run(tx, "SELECT record_id, name, sealed FROM \(t.sealedFields) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }) {
+        for row in fields[1] {
             let (id, name, sealed) = try decode(row, (UUID, String, ByteBuffer).self)
             if let i = position[id] { records[i].sealed[name] = Self.data(sealed) }
         }
-        for row in try run(tx, "SELECT record_id, name, token FROM \(t.blindIndexes) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }) {
+        for row in fields[2] {
             let (id, name, token) = try decode(row, (UUID, String, ByteBuffer).self)
             if let i = position[id] { records[i].blindIndexes[name] = Self.data(token) }
         }

@@ -122,6 +122,25 @@ final class PostgresSession: @unchecked Sendable {
             }
         }
 
+        /// Sends every statement at once (postgres-nio queues them on the connection, so the server
+        /// runs one while the next is encoded and sent), then waits for all; throws the first failure
+        /// (later statements of a failed transaction fail too, and are drained first).
+        func pipeline(_ statements: [(String, PostgresBindings)]) throws(PostgresFailure) -> [[PostgresRow]] {
+            let futures = statements.map { connection.query(PostgresQuery(unsafeSQL: $0.0, binds: $0.1), logger: logger) }
+            var results: [[PostgresRow]] = []
+            var failure: PostgresFailure?
+            for future in futures {
+                do {
+                    results.append(try future.wait().rows)
+                } catch {
+                    if failure == nil { failure = PostgresFailure(error: error) }
+                    results.append([])
+                }
+            }
+            if let failure { throw failure }
+            return results
+        }
+
         /// Maps a failure to `RecordsError`.
         func map(_ failure: PostgresFailure) -> RecordsError { PostgresSession.map(failure.error, configuration: session.configuration) }
     }
