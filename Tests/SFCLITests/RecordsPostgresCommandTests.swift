@@ -71,6 +71,15 @@ import Testing
         let copy = db.scratch.path("copy.db")
         #expect(try sf(["records", "import", "--store", copy, "-i", db.scratch.path("e.jsonl")]).status == 0)
         #expect(try sf(["records", "show", "--store", copy, "--decrypt", "--password-file", alice, aliceId]).stdoutText.contains("a red bicycle"))
+        // Import into an empty PostgreSQL store (another prefix): it becomes the exported store; again: duplicates.
+        let copyURL = db.url + "&prefix=copy_"
+        let importArguments = ["records", "import", "--postgres", copyURL, "--postgres-password-file", db.passwordFile, "-i", db.scratch.path("e.jsonl")]
+        let imported = try sf(importArguments, environment: ["PGPASSWORD": ""])
+        #expect(imported.status == 0 && imported.stderrText.contains("imported 2 records"), "\(imported.stderrText)")
+        #expect(try sf(["records", "show", "--postgres", copyURL, "--postgres-password-file", db.passwordFile, "--decrypt", "--password-file", alice,
+            aliceId], environment: ["PGPASSWORD": ""]).stdoutText.contains("a red bicycle"))
+        let twice = try sf(importArguments, environment: ["PGPASSWORD": ""])
+        #expect(twice.status == 1 && twice.stderrText.contains("already exists"), "\(twice.stderrText)")
         #expect(try db.records(["delete", aliceId]).status == 0)
         #expect(try db.records(["list"]).stdoutText.split(separator: "\n").count == 1)
     }

@@ -116,6 +116,33 @@ import Testing
         #expect(try store.open(id, password: secret("pw")).fields == ["toWhom": "Carol", "description": "bike", "blob": .bytes(Data([1]))])
     }
 
+    /// Duplicate ids and missing ids give the same typed errors on both backends, and a failed
+    /// batch writes nothing.
+    @Test(arguments: Backend.enabled)
+    func duplicateAndMissingIdsChangeNothing(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let id = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts")
+        #expect(throws: RecordsError.duplicateRecord(id)) { try store.add(["toWhom": "Bob"], to: "gifts", id: id) }
+        let fresh = StoredRecord(id: UUID(), collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "Carol"], sealed: [:], blindIndexes: [:])
+        var again = fresh
+        again.clear = ["toWhom": "Dave"]
+        #expect(throws: RecordsError.duplicateRecord(fresh.id)) { try store.storage.insert([fresh, again]) }  // within one batch
+        let existing = StoredRecord(id: id, collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "Eve"], sealed: [:], blindIndexes: [:])
+        #expect(throws: RecordsError.duplicateRecord(id)) { try store.storage.insert([fresh, existing]) }
+        #expect(try store.storage.record(fresh.id) == nil)
+        // Importing the store's own export again: duplicate ids, nothing imported.
+        var lines: [String] = []
+        try store.export { lines.append($0) }
+        #expect(throws: RecordsError.duplicateRecord(id)) { try store.importLines(lines) }
+        // Replacing a batch with a missing record: nothing replaced.
+        var changed = try #require(try store.storage.record(id))
+        changed.clear["toWhom"] = "Mallory"
+        #expect(throws: RecordsError.recordNotFound(fresh.id)) { try store.storage.replace([changed, fresh]) }
+        #expect(try store.search(in: "gifts").map(\.id) == [id])
+        #expect(try store.open(id).fields == ["toWhom": "Alice", "description": "bike"])
+    }
+
     @Test(arguments: Backend.enabled)
     func schemaIsDeclaredOnce(backend: Backend) throws {
         let scratch = try RecordsScratch(backend)
