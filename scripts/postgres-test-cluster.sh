@@ -65,7 +65,7 @@ password_encryption = 'scram-sha-256'
 ssl = on
 ssl_cert_file = 'server.crt'
 ssl_key_file = 'server.key'
-max_connections = 100
+max_connections = 200
 fsync = on
 log_min_messages = warning
 EOF
