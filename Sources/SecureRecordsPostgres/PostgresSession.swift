@@ -96,9 +96,21 @@ final class PostgresSession: @unchecked Sendable {
             return .storage("\(place): \(message) (SQLSTATE \(state))")
         }
         var text = connecting ? "cannot connect: " : ""
-        text += String(describing: psql.code)
-        if let underlying = psql.underlying { text += ": \(underlying)" }
+        if !connecting, isConnectionLost(psql) {
+            text += "the connection to the server was lost (\(psql.code))"
+        } else {
+            text += String(describing: psql.code)
+        }
+        // postgres-nio's own errors describe themselves generically; name only foreign causes.
+        if let underlying = psql.underlying, !(underlying is PSQLError) { text += ": \(underlying)" }
         return .storage("\(place): \(text)")
+    }
+
+    /// Forgets `connection` (closing it; it keeps itself alive until closed).
+    private func drop(_ connection: PostgresConnection) {
+        if self.connection === connection { self.connection = nil }
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// Whether `error` is a server error with SQLSTATE `state`.
@@ -149,6 +161,14 @@ final class PostgresSession: @unchecked Sendable {
     struct PostgresFailure: Error {
         let error: any Error
         var sqlState: String? { PostgresSession.sqlState(of: error) }
+
+        /// Whether the connection itself is gone (as opposed to a statement failing).
+        var isConnectionLost: Bool { PostgresSession.isConnectionLost(error) }
+    }
+
+    static func isConnectionLost(_ error: any Error) -> Bool {
+        guard let psql = error as? PSQLError else { return false }
+        return [PSQLError.Code.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(psql.code)
     }
 
     /// Runs `body` in one transaction (`BEGIN` ... `COMMIT`, `ROLLBACK` on any error), holding the
@@ -158,6 +178,7 @@ final class PostgresSession: @unchecked Sendable {
     func transaction<R>(readOnly: Bool, _ body: (Transaction) throws(RecordsError) -> R) throws(RecordsError) -> R {
         try lock.locked { () throws(RecordsError) -> R in
             var attempt = 0
+            var reconnected = false
             while true {
                 attempt += 1
                 let connection = try connected()
@@ -165,6 +186,13 @@ final class PostgresSession: @unchecked Sendable {
                 do throws(PostgresFailure) {
                     try tx.query(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED")
                 } catch {
+                    // A connection the server dropped while idle (restart, idle timeout, terminated
+                    // backend): nothing ran yet, so reconnect once and start again.
+                    if !reconnected, error.isConnectionLost {
+                        reconnected = true
+                        drop(connection)
+                        continue
+                    }
                     throw tx.map(error)
                 }
                 do throws(RecordsError) {
