@@ -22,7 +22,9 @@ import SecureRecords
 /// I/O runs on SwiftNIO's event-loop threads, not Swift concurrency's cooperative pool, so calling
 /// from a task cannot deadlock the pool (it only blocks the calling thread). One connection per
 /// instance, one transaction at a time on it; use several instances for parallel work. Do not call
-/// from a SwiftNIO event-loop thread.
+/// from a SwiftNIO event-loop thread. A connection the server dropped while idle is replaced at the
+/// next call; a failure inside a transaction is reported (`RecordsError.storage`), never retried
+/// after `COMMIT` was sent.
 public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
     /// The format name stored in the `format` table.
     public static let formatName = "SFRS"
