@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "SecureKeys", targets: ["SecureKeys"]),
         .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
         .library(name: "SecureRecords", targets: ["SecureRecords"]),
+        // SecureRecords on PostgreSQL: its own product so SQLite-only users do not link postgres-nio.
+        .library(name: "SecureRecordsPostgres", targets: ["SecureRecordsPostgres"]),
         .library(name: "SecureChannel", targets: ["SecureChannel"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .library(name: "ServiceDiscovery", targets: ["ServiceDiscovery"]),
@@ -30,6 +32,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
@@ -46,6 +51,19 @@ let package = Package(
         ),
         .target(name: "AgeEncryption", dependencies: ["SecureCore"] + crypto, swiftSettings: strict),
         .target(name: "SecureRecords", dependencies: ["SecureCore", "SQLiteSupport", "CSQLite"] + crypto, swiftSettings: strict),
+        // The PostgreSQL `RecordStorage` (postgres-nio; TLS through swift-nio-ssl).
+        .target(
+            name: "SecureRecordsPostgres",
+            dependencies: [
+                "SecureRecords", "SecureCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Noise Protocol Framework (revision 34) state machine, and its transport over SwiftNIO.
         .target(
             name: "SecureChannel",
@@ -94,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "sf",
             dependencies: [
-                "SecureFoundation", "SecureChannel", "ServiceDiscovery",
+                "SecureFoundation", "SecureChannel", "ServiceDiscovery", "SecureRecordsPostgres",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .target(name: "CLinuxExtras", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -112,7 +130,8 @@ let package = Package(
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(
-            name: "SecureRecordsTests", dependencies: ["SecureRecords", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport"],
+            name: "SecureRecordsTests",
+            dependencies: ["SecureRecords", "SecureRecordsPostgres", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "ServiceDiscoveryTests",
@@ -137,6 +156,6 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict),
-        .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SFCLITests", dependencies: ["SecureFoundation", "SecureRecordsPostgres", "SFTestSupport"], swiftSettings: strict),
     ]
 )

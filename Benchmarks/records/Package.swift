@@ -15,6 +15,7 @@ let package = Package(
             dependencies: [
                 "CSQLiteBenchmark",
                 .product(name: "SecureRecords", package: "SecureFoundation"),
+                .product(name: "SecureRecordsPostgres", package: "SecureFoundation"),
                 .product(name: "SecureVault", package: "SecureFoundation"),
                 .product(name: "SecureKeychain", package: "SecureFoundation"),
                 .product(name: "SecureCore", package: "SecureFoundation"),

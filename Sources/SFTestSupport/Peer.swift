@@ -31,6 +31,9 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
     case pythonHPKE = "python3 cryptography.hazmat.primitives.hpke"
     /// `python3` with `pyrage` (rage's Python bindings).
     case pyrage = "python3 pyrage"
+    /// A PostgreSQL server named by `SF_TEST_POSTGRES_URL` (with its password in the file
+    /// `SF_TEST_POSTGRES_PASSWORD_FILE` or in `PGPASSWORD`): the SecureRecords PostgreSQL tests.
+    case postgres = "PostgreSQL server (SF_TEST_POSTGRES_URL)"
 
     /// The peer's name as shown in skip and failure messages.
     public var description: String { rawValue }
@@ -39,6 +42,7 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
     public var executable: String {
         switch self {
         case .pythonCryptography, .pythonHPKE, .pyrage: "python3"
+        case .postgres: "psql"
         default: rawValue
         }
     }
@@ -65,6 +69,10 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
         case .pythonCryptography: "python3 -m pip install cryptography"
         case .pythonHPKE: "python3 -m pip install -U 'cryptography>=47'"
         case .pyrage: "python3 -m pip install pyrage"
+        case .postgres:
+            "export SF_TEST_POSTGRES_URL=$(scripts/postgres-test-cluster.sh start /tmp/sf-pg) "
+                + "SF_TEST_POSTGRES_PASSWORD_FILE=/tmp/sf-pg/password "
+                + "SF_TEST_POSTGRES_CA_FILE=/tmp/sf-pg/ca.pem (apt-get install postgresql-15)"
         }
     }
 
@@ -75,6 +83,10 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
     private static let installed: [Peer: Bool] = {
         var result = [Peer: Bool]()
         for peer in allCases {
+            if peer == .postgres {
+                result[peer] = TestSupport.postgresURL != nil
+                continue
+            }
             guard let path = TestSupport.which(peer.executable) else {
                 result[peer] = false
                 continue
@@ -115,10 +127,39 @@ extension TestSupport {
     }
 }
 
+extension TestSupport {
+    /// The test PostgreSQL server's URL (`SF_TEST_POSTGRES_URL`, `postgres://user@127.0.0.1:port/db`), or nil.
+    public static var postgresURL: String? {
+        guard let url = ProcessInfo.processInfo.environment["SF_TEST_POSTGRES_URL"], !url.isEmpty else { return nil }
+        return url
+    }
+
+    /// The PEM CA certificate the test server's TLS certificate chains to (`SF_TEST_POSTGRES_CA_FILE`), or nil.
+    public static var postgresCAFile: String? {
+        guard let file = ProcessInfo.processInfo.environment["SF_TEST_POSTGRES_CA_FILE"], !file.isEmpty else { return nil }
+        return file
+    }
+
+    /// The test server's password: the first line of `SF_TEST_POSTGRES_PASSWORD_FILE`, else
+    /// `PGPASSWORD`, else nil (trust authentication).
+    public static var postgresPassword: String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let file = environment["SF_TEST_POSTGRES_PASSWORD_FILE"], !file.isEmpty,
+            let text = try? String(contentsOfFile: file, encoding: .utf8)
+        {
+            return String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+        }
+        return environment["PGPASSWORD"]
+    }
+}
+
 /// Thrown when a test needs a peer that is not installed; the message says how to install it.
 public struct PeerMissing: Error, CustomStringConvertible, Sendable {
     /// The missing peer.
     public let peer: Peer
+
+    /// The error for `peer`.
+    public init(peer: Peer) { self.peer = peer }
 
     /// A sentence naming the peer and its install command.
     public var description: String { "peer \(peer) is not installed (\(peer.installHint))" }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SecureFoundation
+import SecureRecordsPostgres
 
 /// `sf records`: records with clear searchable fields and sealed fields (SecureRecords).
 struct RecordsCommand: ParsableCommand {
@@ -21,13 +22,43 @@ struct RecordsCommand: ParsableCommand {
     )
 }
 
-/// The store file: `--store`, default `records.db` beside the keychain.
+/// The store: a file (`--store`, default `records.db` beside the keychain) or a PostgreSQL
+/// database (`--postgres URL`, its password from `--postgres-password-file` or `PGPASSWORD`).
 struct RecordsStoreOption: ParsableArguments {
     @Option(help: "Record store file (default: records.db beside the keychain).") var store: String?
+    @Option(help: ArgumentHelp(
+        "A shared store in PostgreSQL: postgres://user@host:port/database[?schema=S&prefix=P&sslmode=require].",
+        discussion: "The URL must not hold a password: give it with --postgres-password-file or PGPASSWORD."))
+    var postgres: String?
+    @Option(help: "File whose first line is the PostgreSQL password (default: the PGPASSWORD environment variable).")
+    var postgresPasswordFile: String?
+
+    func validate() throws {
+        guard store == nil || postgres == nil else { throw ValidationError("give --store or --postgres, not both") }
+        guard postgresPasswordFile == nil || postgres != nil else { throw ValidationError("--postgres-password-file needs --postgres") }
+    }
+
+    /// The PostgreSQL storage, when --postgres was given.
+    func postgresStorage() throws -> PostgresRecordStorage? {
+        guard let postgres else { return nil }
+        var password: SecretBytes?
+        if let postgresPasswordFile {
+            password = try Terminal.readSecret(fromFile: postgresPasswordFile)
+        } else if let environment = ProcessInfo.processInfo.environment["PGPASSWORD"] {
+            password = SecretBytes(Data(environment.utf8))
+        }
+        return try PostgresRecordStorage(configuration: try PostgresRecordStorage.Configuration(url: postgres, password: password))
+    }
+
+    /// The store file's path (without --postgres).
+    func path() throws -> String {
+        try store ?? ((Keychain.defaultPath() as NSString).deletingLastPathComponent + "/records.db")
+    }
 
     func open(kdf: PasswordKDF = .default, batchSize: Int = 256) throws -> RecordStore {
-        let path = try store ?? ((Keychain.defaultPath() as NSString).deletingLastPathComponent + "/records.db")
-        return try RecordStore(path: path, configuration: .init(passwordKDF: kdf, rotationBatchSize: batchSize))
+        let configuration = RecordStore.Configuration(passwordKDF: kdf, rotationBatchSize: batchSize)
+        if let storage = try postgresStorage() { return try RecordStore(storage: storage, configuration: configuration) }
+        return try RecordStore(path: try path(), configuration: configuration)
     }
 }
 
@@ -372,8 +403,18 @@ struct RecordsImportCommand: ParsableCommand {
     func run() throws {
         let lines = String(decoding: try Terminal.readInput(input), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
             .map(String.init)
-        let path = try location.store ?? ((Keychain.defaultPath() as NSString).deletingLastPathComponent + "/records.db")
         let count: Int
+        if let storage = try location.postgresStorage() {
+            // An empty database becomes the exported store (same id and keys); a store there must be it.
+            if try storage.loadMetadata() == nil {
+                count = try RecordStore(storage: storage, importing: lines).search().count
+            } else {
+                count = try RecordStore(storage: storage).importLines(lines)
+            }
+            Terminal.writeError("imported \(count) record\(count == 1 ? "" : "s")")
+            return
+        }
+        let path = try location.path()
         if FileManager.default.fileExists(atPath: path) {
             count = try RecordStore(path: path).importLines(lines)
         } else {

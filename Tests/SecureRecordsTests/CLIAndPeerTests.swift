@@ -163,14 +163,15 @@ let pythonPeerAvailable: Bool = {
         #expect(!wrong.stdoutText.contains("bicycle"))
     }
 
-    @Test func libraryExportImportRoundTrip() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func libraryExportImportRoundTrip(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         let a = try store.add(["toWhom": "A", "description": "x", "ssn": "1", "photo": .bytes(Data([1]))], to: "gifts")
         let b = try store.add(["toWhom": "B", "description": "y"], to: "gifts", sealing: .password(secret("pw")))
         var lines: [String] = []
         #expect(try store.export { lines.append($0) } == 2)
-        let copy = try RecordStore(storage: try SQLiteRecordStorage(path: scratch.path("copy.db")), importing: lines, configuration: testConfiguration)
+        let copy = try RecordStore(storage: try scratch.storage("copy.db"), importing: lines, configuration: testConfiguration)
         #expect(copy.storeId == store.storeId)
         try copy.unlock(with: appSealer)
         #expect(try copy.open(a).fields == (try store.open(a)).fields)
@@ -179,7 +180,7 @@ let pythonPeerAvailable: Bool = {
         // Tampered lines are refused before anything is written.
         for (index, line) in lines.enumerated() where index > 0 {
             let broken = lines.enumerated().map { $0.offset == index ? String(line.dropLast(2)) : $0.element }
-            let target = try RecordStore(storage: try SQLiteRecordStorage(path: scratch.path("t\(index).db")))
+            let target = try RecordStore(storage: try scratch.storage("t\(index).db"))
             #expect(throws: RecordsError.self) { try target.importLines(broken) }
             #expect(try target.search().isEmpty)
         }

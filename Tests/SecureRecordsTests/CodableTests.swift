@@ -16,9 +16,10 @@ struct Gift: RecordCodable, Equatable {
 }
 
 @Suite struct CodableTests {
-    @Test func codableRecordsRoundTrip() throws {
-        let scratch = try RecordsScratch()
-        let store = try RecordStore(path: scratch.path("c.db"), configuration: testConfiguration)
+    @Test(arguments: Backend.enabled)
+    func codableRecordsRoundTrip(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try scratch.reopen("c.db")
         try store.unlock(with: appSealer)
         try store.createCollection("gifts", for: Gift.self)
         #expect(try store.schema(of: "gifts") == (try RecordSchema([

@@ -1,6 +1,7 @@
 import Foundation
 import SFTestSupport
 @testable import SecureRecords
+import SecureRecordsPostgres
 import SecureCore
 import Testing
 
@@ -10,9 +11,69 @@ let testConfiguration = RecordStore.Configuration(passwordKDF: testKDF, rotation
 
 func secret(_ text: String) -> SecretBytes { SecretBytes(Data(text.utf8)) }
 
-/// The record tests' scratch directory (`sf-records-…`).
+/// A storage backend the storage-level tests run against (one suite, both backends).
+enum Backend: String, Sendable, CaseIterable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    var description: String { rawValue }
+
+    /// SQLite always; PostgreSQL when `SF_TEST_POSTGRES_URL` names a server, and always under CI
+    /// (where a missing server then fails). `PostgresTests.postgresServerIsConfigured` shows as
+    /// skipped when it is not.
+    static let enabled: [Backend] = TestSupport.peerAvailable(.postgres) ? [.sqlite, .postgres] : [.sqlite]
+}
+
+/// The test server's configuration with `schema` and `prefix`, or `PeerMissing` (under CI).
+func postgresConfiguration(schema: String = "public", prefix: String = "sfr_") throws -> PostgresRecordStorage.Configuration {
+    guard let url = TestSupport.postgresURL else { throw PeerMissing(peer: .postgres) }
+    var configuration = try PostgresRecordStorage.Configuration(url: url, password: TestSupport.postgresPassword.map { SecretBytes(Data($0.utf8)) })
+    configuration.schema = schema
+    configuration.tablePrefix = prefix
+    return configuration
+}
+
+/// The record tests' scratch directory (`sf-records-…`), and for PostgreSQL a fresh schema
+/// (`sfr_t_…`, dropped with the directory): each named store is a table prefix in it.
 final class RecordsScratch: ScratchDirectory, @unchecked Sendable {
-    init() throws { try super.init("sf-records") }
+    let backend: Backend
+    /// The fresh PostgreSQL schema of this test.
+    let schema = "sfr_t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+    private let cleanup = Locked<PostgresRecordStorage?>(nil)
+
+    init(_ backend: Backend = .sqlite) throws {
+        self.backend = backend
+        try super.init("sf-records")
+    }
+
+    deinit {
+        if let storage = cleanup.withLock({ $0 }) {
+            try? storage.execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+            storage.close()
+        }
+    }
+
+    /// The table prefix of store `name` ("store.db" → "store_db_").
+    static func prefix(_ name: String) -> String {
+        String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }) + "_"
+    }
+
+    /// A new storage (a new connection for PostgreSQL) of store `name`.
+    func storage(_ name: String = "store.db") throws -> any RecordStorage {
+        switch backend {
+        case .sqlite:
+            return try SQLiteRecordStorage(path: path(name))
+        case .postgres:
+            let storage = try PostgresRecordStorage(configuration: try postgresConfiguration(schema: schema, prefix: Self.prefix(name)))
+            cleanup.withLock { if $0 == nil { $0 = try? PostgresRecordStorage(configuration: storage.configuration) } }
+            return storage
+        }
+    }
+
+    /// Store `name` opened again (a new connection for PostgreSQL), locked.
+    func reopen(_ name: String = "store.db", configuration: RecordStore.Configuration = testConfiguration) throws -> RecordStore {
+        try RecordStore(storage: try storage(name), configuration: configuration)
+    }
 }
 
 /// The application's key (what `KeyItemSealer` wraps the store key with).
@@ -23,9 +84,9 @@ let giftSchema = try! RecordSchema([
     "toWhom": .clear, "note": .clear, "photo": .clear, "description": .sealed, "blob": .sealed, "ssn": .sealedIndexed,
 ])
 
-/// A fresh SQLite store with the `gifts` collection, unlocked with `appSealer`.
+/// A fresh store (of the scratch's backend) with the `gifts` collection, unlocked with `appSealer`.
 func makeStore(_ scratch: RecordsScratch, name: String = "store.db", unlock: Bool = true) throws -> RecordStore {
-    let store = try RecordStore(path: scratch.path(name), configuration: testConfiguration)
+    let store = try RecordStore(storage: try scratch.storage(name), configuration: testConfiguration)
     try store.createCollection("gifts", schema: giftSchema)
     if unlock { try store.unlock(with: appSealer) }
     return store

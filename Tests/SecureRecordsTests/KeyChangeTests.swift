@@ -5,8 +5,9 @@ import SecureCore
 import Testing
 
 @Suite struct KeyChangeTests {
-    @Test func changePassword() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func changePassword(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch, unlock: false)
         let id = try store.add(["toWhom": "Alice", "description": "bike", "blob": .bytes(Data([1]))], to: "gifts", sealing: .password(secret("old")))
         let before = try #require(try store.storage.record(id))
@@ -40,8 +41,9 @@ import Testing
         return result
     }
 
-    @Test func rotateStoreKeyInProcess() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func rotateStoreKeyInProcess(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         var ids: [UUID] = []
         for i in 0..<10 { ids.append(try store.add(["toWhom": .string("p\(i)"), "description": .string("d\(i)"), "ssn": .string("s\(i % 3)")], to: "gifts")) }
@@ -62,18 +64,19 @@ import Testing
 
     /// Simulates a crash between batches (a backend that fails its second batch): some rows on the
     /// new key, some on the old; each opens with exactly one; a re-run finishes without a new key.
-    @Test func interruptedRotationResumes() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func interruptedRotationResumes(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         for i in 0..<7 { _ = try store.add(["description": .string("d\(i)"), "ssn": "x"], to: "gifts") }
-        let failing = FailingStorage(try SQLiteRecordStorage(path: scratch.path("store.db")), failReplaceAfter: 1)
+        let failing = FailingStorage(try scratch.storage("store.db"), failReplaceAfter: 1)
         let crashing = try RecordStore(storage: failing, configuration: testConfiguration)
         #expect(throws: RecordsError.storage("injected failure")) { try crashing.rotateStoreKey(with: appSealer) }
         let opening = try Self.keysOpeningEachRecord(store)
         #expect(opening.values.allSatisfy { $0.count == 1 })
         #expect(opening.values.filter { $0 == [2] }.count == 3)
         // Search mid-rotation finds rows under both keys.
-        let reopened = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        let reopened = try scratch.reopen()
         try reopened.unlock(with: appSealer)
         #expect(try reopened.search(in: "gifts", [.equals(field: "ssn", value: "x")]).count == 7)
         let resumed = try reopened.rotateStoreKey(with: appSealer)

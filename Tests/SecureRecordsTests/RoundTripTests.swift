@@ -12,8 +12,9 @@ import Testing
         "blob": .bytes(Data([9, 8, 7])), "ssn": "123-45-6789",
     ]
 
-    @Test func storeKeyRoundTripEveryFieldKind() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func storeKeyRoundTripEveryFieldKind(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         let id = try store.add(fields, to: "gifts")
         let closed = try store.record(id)
@@ -22,15 +23,16 @@ import Testing
         #expect(closed.openedFields.isEmpty)
         #expect(try store.open(id).fields == fields)
         // Reopened from the file, with the key unwrapped again.
-        let reopened = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        let reopened = try scratch.reopen()
         #expect(throws: RecordsError.storeKeyRequired) { try reopened.open(id) }
         try reopened.unlock(with: appSealer)
         #expect(try reopened.open(id).fields == fields)
         #expect(try reopened.open(id).keying == .storeKey)
     }
 
-    @Test func passwordRoundTripEveryFieldKind() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func passwordRoundTripEveryFieldKind(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch, unlock: false)
         var passwordFields = fields
         passwordFields["ssn"] = nil  // indexed fields need the store key
@@ -46,15 +48,17 @@ import Testing
         #expect(header.kdf == testKDF)
     }
 
-    @Test func passwordIndexedFieldIsRefused() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func passwordIndexedFieldIsRefused(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         #expect(throws: RecordsError.self) { try store.add(["ssn": "1"], to: "gifts", sealing: .password(secret("pw"))) }
         #expect(try store.search().isEmpty)
     }
 
-    @Test func vaultKeyedRoundTrip() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func vaultKeyedRoundTrip(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let keychain = try Keychain(path: scratch.path("keychain.db"))
         let vault = Vault(keychain: keychain, configuration: .init(kdf: testKDF))
         try vault.setUp(passcode: secret("1234"), questions: ["q?"], answers: ["a"])
@@ -62,7 +66,7 @@ import Testing
         try store.unlock(with: vault)
         let id = try store.add(fields, to: "gifts")
         vault.purge()
-        let again = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        let again = try scratch.reopen()
         #expect(throws: RecordsError.self) { try again.unlock(with: vault) }  // vault locked
         try vault.unlock(passcode: secret("1234"))
         try again.unlock(with: vault)
@@ -70,18 +74,20 @@ import Testing
         try keychain.close()
     }
 
-    @Test func passphraseSealerRoundTrip() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func passphraseSealerRoundTrip(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch, unlock: false)
         try store.unlock(with: try PassphraseItemSealer(passphrase: secret("app passphrase"), kdf: testKDF))
         let id = try store.add(fields, to: "gifts")
-        let again = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        let again = try scratch.reopen()
         try again.unlock(with: try PassphraseItemSealer(passphrase: secret("app passphrase"), kdf: testKDF))
         #expect(try again.open(id).fields == fields)
     }
 
-    @Test func updateAndDelete() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func updateAndDelete(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         let id = try store.add(fields, to: "gifts")
         try store.update(id, setting: ["toWhom": "Bob", "description": "a kite"], removing: ["blob"])
@@ -96,8 +102,9 @@ import Testing
         #expect(throws: RecordsError.recordNotFound(id)) { try store.delete(id) }
     }
 
-    @Test func passwordUpdateNeedsTheRecordsPassword() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func passwordUpdateNeedsTheRecordsPassword(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch, unlock: false)
         let id = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts", sealing: .password(secret("pw")))
         #expect(throws: RecordsError.passwordRequired(id)) { try store.update(id, setting: ["description": "kite"]) }
@@ -109,8 +116,36 @@ import Testing
         #expect(try store.open(id, password: secret("pw")).fields == ["toWhom": "Carol", "description": "bike", "blob": .bytes(Data([1]))])
     }
 
-    @Test func schemaIsDeclaredOnce() throws {
-        let scratch = try RecordsScratch()
+    /// Duplicate ids and missing ids give the same typed errors on both backends, and a failed
+    /// batch writes nothing.
+    @Test(arguments: Backend.enabled)
+    func duplicateAndMissingIdsChangeNothing(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let id = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts")
+        #expect(throws: RecordsError.duplicateRecord(id)) { try store.add(["toWhom": "Bob"], to: "gifts", id: id) }
+        let fresh = StoredRecord(id: UUID(), collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "Carol"], sealed: [:], blindIndexes: [:])
+        var again = fresh
+        again.clear = ["toWhom": "Dave"]
+        #expect(throws: RecordsError.duplicateRecord(fresh.id)) { try store.storage.insert([fresh, again]) }  // within one batch
+        let existing = StoredRecord(id: id, collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "Eve"], sealed: [:], blindIndexes: [:])
+        #expect(throws: RecordsError.duplicateRecord(id)) { try store.storage.insert([fresh, existing]) }
+        #expect(try store.storage.record(fresh.id) == nil)
+        // Importing the store's own export again: duplicate ids, nothing imported.
+        var lines: [String] = []
+        try store.export { lines.append($0) }
+        #expect(throws: RecordsError.duplicateRecord(id)) { try store.importLines(lines) }
+        // Replacing a batch with a missing record: nothing replaced.
+        var changed = try #require(try store.storage.record(id))
+        changed.clear["toWhom"] = "Mallory"
+        #expect(throws: RecordsError.recordNotFound(fresh.id)) { try store.storage.replace([changed, fresh]) }
+        #expect(try store.search(in: "gifts").map(\.id) == [id])
+        #expect(try store.open(id).fields == ["toWhom": "Alice", "description": "bike"])
+    }
+
+    @Test(arguments: Backend.enabled)
+    func schemaIsDeclaredOnce(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         try store.createCollection("gifts", schema: giftSchema)  // same schema: nothing happens
         #expect(throws: RecordsError.schemaMismatch(collection: "gifts")) {
@@ -122,7 +157,7 @@ import Testing
         #expect(throws: RecordsError.self) { try RecordSchema(["": .clear]) }
         #expect(throws: RecordsError.self) { try RecordSchema(["a\u{0}": .clear]) }
         // The schema is stored with the collection.
-        let reopened = try RecordStore(path: scratch.path("store.db"))
+        let reopened = try scratch.reopen(configuration: .init())
         #expect(try reopened.schema(of: "gifts") == giftSchema)
     }
 

@@ -4,8 +4,8 @@ import SecureCore
 import Testing
 
 @Suite struct SearchTests {
-    func populated() throws -> (RecordsScratch, RecordStore, [String: UUID]) {
-        let scratch = try RecordsScratch()
+    func populated(_ backend: Backend) throws -> (RecordsScratch, RecordStore, [String: UUID]) {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         var ids: [String: UUID] = [:]
         ids["alice"] = try store.add(["toWhom": "Alice", "note": "red bicycle for the garden", "ssn": "123-45-6789"], to: "gifts")
@@ -15,8 +15,10 @@ import Testing
         return (scratch, store, ids)
     }
 
-    @Test func clearEqualityAndPrefix() throws {
-        let (_, store, ids) = try populated()
+    @Test(arguments: Backend.enabled)
+    func clearEqualityAndPrefix(backend: Backend) throws {
+        let (scratch, store, ids) = try populated(backend)
+        defer { withExtendedLifetime(scratch) {} }
         #expect(try store.search(in: "gifts", [.equals(field: "toWhom", value: "Alice")]).map(\.id) == [ids["alice"]])
         #expect(try store.search(in: "gifts", [.equals(field: "toWhom", value: "alice")]).isEmpty)
         #expect(try store.search(in: "gifts", [.prefix(field: "toWhom", prefix: "Ali")]).map(\.id) == [ids["alice"], ids["alina"]])
@@ -32,8 +34,10 @@ import Testing
         #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.prefix(field: "ssn", prefix: "1")]) }
     }
 
-    @Test func blindIndexEqualityWithoutDecrypting() throws {
-        let (_, store, ids) = try populated()
+    @Test(arguments: Backend.enabled)
+    func blindIndexEqualityWithoutDecrypting(backend: Backend) throws {
+        let (scratch, store, ids) = try populated(backend)
+        defer { withExtendedLifetime(scratch) {} }
         let found = try store.search(in: "gifts", [.equals(field: "ssn", value: "123-45-6789")])
         #expect(found.map(\.id) == [ids["alice"], ids["bob"]])
         #expect(found.allSatisfy { $0.openedFields.isEmpty })
@@ -53,8 +57,9 @@ import Testing
         #expect(row.blindIndexes["ssn"] == bobRow.blindIndexes["ssn"])
     }
 
-    @Test func blindIndexIsKeyedPerFieldAndCollection() throws {
-        let (scratch, store, _) = try populated()
+    @Test(arguments: Backend.enabled)
+    func blindIndexIsKeyedPerFieldAndCollection(backend: Backend) throws {
+        let (scratch, store, _) = try populated(backend)
         try store.createCollection("people", schema: try RecordSchema(["ssn": .sealedIndexed, "tax": .sealedIndexed]))
         let person = try store.add(["ssn": "123-45-6789", "tax": "123-45-6789"], to: "people")
         let row = try #require(try store.storage.record(person))
@@ -69,8 +74,10 @@ import Testing
         #expect(otherRow.blindIndexes["ssn"] != giftRow.blindIndexes["ssn"])
     }
 
-    @Test func fullTextQueries() throws {
-        let (_, store, ids) = try populated()
+    @Test(arguments: Backend.enabled)
+    func fullTextQueries(backend: Backend) throws {
+        let (scratch, store, ids) = try populated(backend)
+        defer { withExtendedLifetime(scratch) {} }
         func found(_ query: String) throws -> Set<UUID?> { Set(try store.search(in: "gifts", [.fullText(query)]).map(\.id)) }
         #expect(try found("bicycle") == [ids["alice"], ids["bob"]])  // carol's bicycle is sealed: not indexed
         #expect(try found("\"bicycle bell\"") == [ids["bob"]])
@@ -81,6 +88,26 @@ import Testing
         #expect(try found("secret").isEmpty)
         #expect(try store.search(in: "gifts", [.fullText("bicycle"), .prefix(field: "toWhom", prefix: "B")]).map(\.id) == [ids["bob"]])
         #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.fullText("\"unterminated")]) }
+        // The documented subset gives the same results on both backends (FTS5 on SQLite, tsquery on PostgreSQL).
+        #expect(try found("RED") == [ids["alice"]])  // case-folded
+        #expect(try found("bicycle AND (kite OR bell)") == [ids["bob"]])  // parentheses
+        #expect(try found("bicycle NOT red garden") == [ids["bob"]])  // implicit AND binds tighter than NOT
+        #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.fullText("(kite OR bell) bicycle")]) }  // as FTS5
+        #expect(try found("bicycle AND bell") == [ids["bob"]])
+        #expect(try found("\"bicycle b\"*") == [ids["bob"]])  // phrase with a prefix last token
+        #expect(try found("\"red bicycle for\"") == [ids["alice"]])
+        #expect(try found("\"bicycle red\"").isEmpty)  // order matters in a phrase
+        #expect(try found("kite OR bell NOT bicycle") == [ids["alina"]])  // NOT binds tighter than OR
+        #expect(try found("alice OR alina OR bob") == [ids["alice"], ids["alina"], ids["bob"]])  // clear fields: one per line
+        #expect(try found("garden alice") == [ids["alice"]])  // across fields
+        #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.fullText("(kite")]) }
+        #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.fullText("kite OR")]) }
+        if backend == .postgres {  // FTS5 features with no tsquery translation are refused, typed
+            #expect(throws: RecordsError.invalidQuery("full-text query: NEAR is not supported on PostgreSQL")) {
+                try store.search(in: "gifts", [.fullText("NEAR(kite bell)")])
+            }
+            #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.fullText("note:kite")]) }
+        }
         // Updates and deletes keep the index in step.
         let bob = try #require(ids["bob"])
         try store.update(bob, setting: ["note": "a drum"])

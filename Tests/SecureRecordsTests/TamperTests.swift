@@ -4,8 +4,9 @@ import SecureCore
 import Testing
 
 @Suite struct TamperTests {
-    @Test func wrongPasswordGivesTypedErrorAndNoPlaintext() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func wrongPasswordGivesTypedErrorAndNoPlaintext(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch, unlock: false)
         let alice = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts", sealing: .password(secret("alice")))
         let bob = try store.add(["toWhom": "Bob", "description": "kite"], to: "gifts", sealing: .password(secret("bob")))
@@ -16,11 +17,12 @@ import Testing
         #expect(try store.open(bob, password: secret("bob")).fields["description"] == "kite")
     }
 
-    @Test func wrongApplicationKeyCannotUnlock() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func wrongApplicationKeyCannotUnlock(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         let id = try store.add(["description": "bike"], to: "gifts")
-        let other = try RecordStore(path: scratch.path("store.db"), configuration: testConfiguration)
+        let other = try scratch.reopen()
         let wrong = try KeyItemSealer(key: SecretBytes(Data(repeating: 7, count: 32)))
         #expect(throws: RecordsError.self) { try other.unlock(with: wrong) }
         #expect(!other.isUnlocked)
@@ -28,9 +30,10 @@ import Testing
         #expect(throws: RecordsError.storeKeyRequired) { try other.search(in: "gifts", [.equals(field: "ssn", value: "1")]) }
     }
 
-    @Test func storeKeyValueWithWrongStoreKeyFails() throws {
+    @Test(arguments: Backend.enabled)
+    func storeKeyValueWithWrongStoreKeyFails(backend: Backend) throws {
         // Two stores, each with its own random store key: a value copied across fails even with the same app key.
-        let scratch = try RecordsScratch()
+        let scratch = try RecordsScratch(backend)
         let a = try makeStore(scratch, name: "a.db")
         let b = try makeStore(scratch, name: "b.db")
         let idA = try a.add(["description": "bike"], to: "gifts")
@@ -42,9 +45,9 @@ import Testing
     }
 
     /// A sealed value moved to another record, another field, another collection or another store fails.
-    @Test(arguments: [RecordKeying.storeKey, .password])
-    func movedSealedValuesFail(keying: RecordKeying) throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled, [RecordKeying.storeKey, .password])
+    func movedSealedValuesFail(backend: Backend, keying: RecordKeying) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         try store.createCollection("other", schema: giftSchema)
         let sealing: RecordSealing = keying == .storeKey ? .storeKey : .password(secret("pw"))
@@ -82,9 +85,9 @@ import Testing
     }
 
     /// Every byte flip and every truncation of a stored sealed value gives a typed error, never a value.
-    @Test(arguments: [RecordKeying.storeKey, .password])
-    func everyByteFlipAndTruncationFails(keying: RecordKeying) throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled, [RecordKeying.storeKey, .password])
+    func everyByteFlipAndTruncationFails(backend: Backend, keying: RecordKeying) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         let password: SecretBytes? = keying == .storeKey ? nil : secret("pw")
         let id = try store.add(["description": "a red bicycle"], to: "gifts", sealing: password.map { .password($0) } ?? .storeKey)
@@ -118,8 +121,9 @@ import Testing
         #expect(try store.open(id, password: password).fields["description"] == "a red bicycle")
     }
 
-    @Test func tamperedWrappedStoreKeyFailsToUnlock() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func tamperedWrappedStoreKeyFailsToUnlock(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         _ = try store.add(["description": "x"], to: "gifts")
         let metadata = try #require(try store.storage.loadMetadata())

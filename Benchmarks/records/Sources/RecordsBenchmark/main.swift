@@ -76,6 +76,13 @@ try vault.setUp(passcode: SecretBytes(Data("bench passcode".utf8)), questions: [
 
 // 1. 100,000 inserts.
 let insertCount = 100_000
+let environment = ProcessInfo.processInfo.environment
+if let url = environment["RECORDS_BENCH_POSTGRES_URL"], environment["RECORDS_BENCH_POSTGRES_ONLY"] != nil {
+    try postgresBenchmark(url: url, passwordFile: environment["RECORDS_BENCH_POSTGRES_PASSWORD_FILE"], sealer: vault, directory: directory,
+        count: insertCount, big: environment["RECORDS_BENCH_INSERT_ONLY"] == nil)
+    try keychain.close()
+    exit(0)
+}
 let raw = rawSQLiteInsert(path: directory + "/raw.db", count: insertCount)
 let store = try RecordStore(path: directory + "/records-100k.db")
 try store.createCollection("gifts", schema: schema)
@@ -112,7 +119,13 @@ try sealingOnly.unlock(with: vault)
 let sealTime = try seconds { try sealingOnly.add(contentsOf: batch, to: "gifts") }
 print(String(format: "  sealing, blind indexes and ids alone (storage discarded; on the cores but one, overlapping the SQLite writes): %.2f s", sealTime))
 
-if ProcessInfo.processInfo.environment["RECORDS_BENCH_INSERT_ONLY"] != nil { exit(0) }
+// The same insert on PostgreSQL next to COPY through psql (run.sh starts a throw-away cluster).
+if let url = environment["RECORDS_BENCH_POSTGRES_URL"] {
+    try postgresBenchmark(url: url, passwordFile: environment["RECORDS_BENCH_POSTGRES_PASSWORD_FILE"], sealer: vault, directory: directory,
+        count: insertCount, big: environment["RECORDS_BENCH_INSERT_ONLY"] == nil)
+}
+
+if environment["RECORDS_BENCH_INSERT_ONLY"] != nil { exit(0) }
 
 // 2. Searches over 1,000,000 records.
 let bigCount = 1_000_000

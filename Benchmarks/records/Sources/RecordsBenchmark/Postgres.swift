@@ -1,0 +1,87 @@
+// The PostgreSQL part of the SecureRecords benchmark: 100,000 vault-keyed records inserted through
+// PostgresRecordStorage (one transaction, column arrays) next to `COPY` of the same rows unencrypted
+// through psql; then blind-index equality search over 1,000,000 records.
+import Foundation
+import SecureCore
+import SecureRecords
+import SecureRecordsPostgres
+
+/// Runs `psql` on the benchmark server with `sql` on standard input; fails loudly.
+func psql(_ url: String, password: String?, _ sql: String) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["psql", url, "-v", "ON_ERROR_STOP=1", "-q"]
+    var environment = ProcessInfo.processInfo.environment
+    if let password { environment["PGPASSWORD"] = password }
+    process.environment = environment
+    let input = Pipe()
+    process.standardInput = input
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    input.fileHandleForWriting.write(Data(sql.utf8))
+    try input.fileHandleForWriting.close()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { fatalError("psql failed (\(process.terminationStatus))") }
+}
+
+func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSealer, directory: String, count: Int, big: Bool) throws {
+    let password = try passwordFile.map { String(try String(contentsOfFile: $0, encoding: .utf8).prefix { $0 != "\n" }) }
+    var configuration = try PostgresRecordStorage.Configuration(url: url, password: password.map { SecretBytes(Data($0.utf8)) })
+    configuration.tablePrefix = "bench100k_"
+    let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration))
+    try store.createCollection("gifts", schema: schema)
+    try store.unlock(with: sealer)
+    let batch = (0..<count).map(fields)
+    let ours = try seconds { try store.add(contentsOf: batch, to: "gifts") }
+
+    // COPY of the same rows, unencrypted, into one table with the same indexes (id, searched
+    // column, clear equality, full text), through psql, in one transaction.
+    let rows = (0..<count).map { i in [UUID().uuidString.lowercased(), toWhom(i), note(i), description(i), ssn(i)].joined(separator: "\t") }
+    let file = directory + "/copy.tsv"
+    try (rows.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+    try psql(url, password: password, """
+        DROP TABLE IF EXISTS bench_copy;
+        CREATE TABLE bench_copy (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id uuid NOT NULL UNIQUE, towhom text, note text, description text, ssn text,
+            fts tsvector GENERATED ALWAYS AS (to_tsvector('simple', note || ' ' || towhom)) STORED);
+        CREATE INDEX ON bench_copy (ssn); CREATE INDEX ON bench_copy (towhom); CREATE INDEX ON bench_copy USING gin (fts);
+        """)
+    let copy = try seconds {
+        try psql(url, password: password, "\\copy bench_copy (id, towhom, note, description, ssn) FROM '\(file)'\n")
+    }
+    print(String(format: "PostgreSQL: insert %d vault-keyed records (2 sealed fields, 1 blind index, tsvector), one transaction: %.2f s (%.0f records/s)",
+        count, ours, Double(count) / ours))
+    print(String(format: "PostgreSQL: COPY of the same rows unencrypted through psql (indexes + tsvector), one transaction: %.2f s; ratio SecureRecords / COPY = %.1fx",
+        copy, ours / copy))
+    guard big else { return }
+
+    // Blind-index equality search over 1,000,000 records.
+    let bigCount = 1_000_000
+    configuration.tablePrefix = "bench1m_"
+    let large = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration))
+    try large.createCollection("gifts", schema: schema)
+    try large.unlock(with: sealer)
+    let load = try seconds {
+        for start in stride(from: 0, to: bigCount, by: 100_000) {
+            try large.add(contentsOf: (start..<start + 100_000).map(fields), to: "gifts")
+        }
+    }
+    try psql(url, password: password, "ANALYZE;")
+    print(String(format: "PostgreSQL: loaded %d records in %.1f s (10 transactions of 100,000)", bigCount, load))
+    var blind: [Double] = []
+    for probe in 0..<200 {
+        let i = (probe * 7_919) % bigCount
+        var found = 0
+        blind.append(try seconds { found = try large.search(in: "gifts", [.equals(field: "ssn", value: .string(ssn(i)))]).count })
+        precondition(found == 1, "blind index search found \(found)")
+    }
+    print(String(format: "PostgreSQL: blind-index equality search over %d records: median %.3f ms, max %.3f ms (200 searches, 1 match each)",
+        bigCount, median(blind) * 1000, (blind.max() ?? 0) * 1000))
+    var fts: [Double] = []
+    for probe in 0..<50 {
+        let query = "\"\(words[probe % 10]) wrapped\" AND \(words[(probe / 10 + 3) % 10]) AND \"#\(probe * 1_999)\""
+        fts.append(try seconds { _ = try large.search(in: "gifts", [.fullText(query)]).count })
+    }
+    print(String(format: "PostgreSQL: full-text search (tsquery, phrase AND word AND number) over %d records: median %.3f ms, max %.3f ms",
+        bigCount, median(fts) * 1000, (fts.max() ?? 0) * 1000))
+}

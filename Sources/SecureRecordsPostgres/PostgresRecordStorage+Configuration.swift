@@ -1,0 +1,113 @@
+import Foundation
+import SecureCore
+import SecureRecords
+
+extension PostgresRecordStorage {
+    /// How to reach the server and where the store's tables live.
+    public struct Configuration: Sendable {
+        /// Transport security of the connection.
+        public enum TLS: Sendable, Hashable {
+            /// Off on loopback hosts (`127.0.0.1`, `::1`, `localhost`), required (with certificate
+            /// and host name verification against the system's roots) everywhere else.
+            case automatic
+            /// No TLS. Only sensible on loopback or a trusted private link.
+            case disabled
+            /// TLS required, the server certificate verified against the system's roots, or
+            /// against the PEM certificates in `caFile` when given.
+            case required(caFile: String? = nil)
+        }
+
+        /// The server's host name or address.
+        public var host: String
+        /// The server's TCP port.
+        public var port: Int
+        /// The PostgreSQL user.
+        public var user: String
+        /// The database (default: the user's name).
+        public var database: String?
+        /// The user's password, or nil (trust or peer authentication). Kept as `SecretBytes`; it is
+        /// converted to a `String` only while connecting, as postgres-nio takes it so.
+        public var password: SecretBytes?
+        /// Transport security (default: off on loopback, required elsewhere).
+        public var tls: TLS
+        /// The PostgreSQL schema holding the tables (created if missing). Lowercase letters, digits and `_`.
+        public var schema: String
+        /// Prepended to every table and index name, so several stores can share one schema.
+        /// Lowercase letters, digits and `_`, at most 32 characters, may be empty.
+        public var tablePrefix: String
+        /// How long connecting may take before it fails.
+        public var connectTimeoutSeconds: Int
+
+        /// A configuration; nothing is checked until the storage connects.
+        public init(
+            host: String = "127.0.0.1", port: Int = 5432, user: String, database: String? = nil, password: SecretBytes? = nil,
+            tls: TLS = .automatic, schema: String = "public", tablePrefix: String = "sfr_", connectTimeoutSeconds: Int = 10
+        ) {
+            self.host = host
+            self.port = port
+            self.user = user
+            self.database = database
+            self.password = password
+            self.tls = tls
+            self.schema = schema
+            self.tablePrefix = tablePrefix
+            self.connectTimeoutSeconds = connectTimeoutSeconds
+        }
+
+        /// Parses `postgres://user@host:port/database?schema=S&prefix=P&sslmode=disable|require`
+        /// (`postgresql://` too; port, database and parameters optional). A URL that carries a
+        /// password is refused (`invalidConfiguration`-style `RecordsError.storage`): passwords come
+        /// from `password` (a file or the environment), never from a command line.
+        public init(url text: String, password: SecretBytes? = nil) throws(RecordsError) {
+            guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
+                scheme == "postgres" || scheme == "postgresql"
+            else { throw .storage("the PostgreSQL URL must look like postgres://user@host:port/database") }
+            guard url.password == nil, url.percentEncodedPassword == nil else {
+                throw .storage(
+                    "the PostgreSQL URL contains a password; remove it and give the password in a file "
+                        + "(--postgres-password-file) or the PGPASSWORD environment variable")
+            }
+            guard let user = url.user, !user.isEmpty else { throw .storage("the PostgreSQL URL names no user (postgres://user@host/db)") }
+            guard var host = url.host, !host.isEmpty else { throw .storage("the PostgreSQL URL names no host") }
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+            self.init(host: host, port: url.port ?? 5432, user: user, database: database.isEmpty ? nil : database, password: password)
+            for item in url.queryItems ?? [] {
+                switch (item.name, item.value ?? "") {
+                case ("schema", let value): schema = value
+                case ("prefix", let value): tablePrefix = value
+                case ("sslmode", "disable"): tls = .disabled
+                case ("sslmode", "require"), ("sslmode", "verify-full"): tls = .required()
+                case ("connect_timeout", let value) where Int(value) != nil: connectTimeoutSeconds = Int(value) ?? 10
+                default: throw .storage("the PostgreSQL URL parameter '\(item.name)' is not supported (schema, prefix, sslmode, connect_timeout)")
+                }
+            }
+        }
+
+        /// Whether `host` is a loopback name or address.
+        public var isLoopback: Bool {
+            let h = host.lowercased()
+            return h == "localhost" || h == "::1" || h.hasPrefix("127.")
+        }
+
+        /// Where the server is, for messages (never the password).
+        public var displayName: String { "PostgreSQL \(user)@\(host):\(port)/\(database ?? user)" }
+
+        /// Checks the schema and prefix are plain identifiers.
+        func validate() throws(RecordsError) {
+            func plain(_ s: String, _ maximum: Int, allowEmpty: Bool) -> Bool {
+                guard s.utf8.count <= maximum, allowEmpty || !s.isEmpty else { return false }
+                return s.unicodeScalars.enumerated().allSatisfy { index, c in
+                    ("a"..."z").contains(c) || c == "_" || (index > 0 && ("0"..."9").contains(c))
+                }
+            }
+            guard plain(schema, 63, allowEmpty: false) else {
+                throw .storage("the PostgreSQL schema name '\(schema)' must be 1...63 lowercase letters, digits or _")
+            }
+            guard plain(tablePrefix, 32, allowEmpty: true) else {
+                throw .storage("the table prefix '\(tablePrefix)' must be at most 32 lowercase letters, digits or _")
+            }
+            guard (1...65_535).contains(port) else { throw .storage("the PostgreSQL port \(port) is out of range") }
+        }
+    }
+}

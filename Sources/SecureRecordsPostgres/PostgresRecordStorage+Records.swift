@@ -1,0 +1,325 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+import SecureRecords
+
+extension PostgresRecordStorage {
+    /// Column arrays of a batch of records: one `INSERT ... SELECT FROM unnest(...)` per table, so a
+    /// batch of any size costs four statements, not a round trip per row.
+    struct Columns {
+        var ids: [UUID] = []
+        var collections: [String] = []
+        var keyings: [Int16] = []
+        var keyIds: [Int64] = []  // -1 for none (arrays carry no NULLs here)
+        var fts: [String] = []
+        var clearIds: [UUID] = [], clearNames: [String] = [], clearKinds: [Int16] = [], clearValues: [ByteBuffer] = []
+        var sealedIds: [UUID] = [], sealedNames: [String] = [], sealedValues: [ByteBuffer] = []
+        var indexIds: [UUID] = [], indexNames: [String] = [], indexKeyIds: [Int64] = [], indexTokens: [ByteBuffer] = []
+
+        init(_ records: [StoredRecord]) {
+            ids.reserveCapacity(records.count)
+            for record in records {
+                ids.append(record.id)
+                collections.append(record.collection)
+                keyings.append(record.keying == .storeKey ? 0 : 1)
+                keyIds.append(record.keyId.map { Int64($0) } ?? -1)
+                fts.append(PostgresFullText.tsvector(record.fullText))
+                for (name, value) in record.clear {
+                    clearIds.append(record.id)
+                    clearNames.append(name)
+                    switch value {
+                    case .string(let s):
+                        clearKinds.append(1)
+                        clearValues.append(ByteBuffer(string: s))
+                    case .bytes(let b):
+                        clearKinds.append(2)
+                        clearValues.append(PostgresRecordStorage.buffer(b))
+                    }
+                }
+                for (name, value) in record.sealed {
+                    sealedIds.append(record.id)
+                    sealedNames.append(name)
+                    sealedValues.append(PostgresRecordStorage.buffer(value))
+                }
+                for (name, token) in record.blindIndexes {
+                    indexIds.append(record.id)
+                    indexNames.append(name)
+                    indexKeyIds.append(Int64(record.keyId ?? 0))
+                    indexTokens.append(PostgresRecordStorage.buffer(token))
+                }
+            }
+        }
+    }
+
+    /// The statements inserting the field rows of `c` (after the record rows).
+    func fieldInserts(_ c: Columns) -> [(String, PostgresBindings)] {
+        let t = tables
+        var statements: [(String, PostgresBindings)] = []
+        if !c.clearIds.isEmpty {
+            statements.append((
+                "INSERT INTO \(t.clearFields) (record_id, name, kind, value) SELECT * FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::bytea[])",
+                Self.binds {
+                    $0.append(c.clearIds)
+                    $0.append(c.clearNames)
+                    $0.append(c.clearKinds)
+                    $0.append(c.clearValues)
+                }))
+        }
+        if !c.sealedIds.isEmpty {
+            statements.append((
+                "INSERT INTO \(t.sealedFields) (record_id, name, sealed) SELECT * FROM unnest($1::uuid[], $2::text[], $3::bytea[])",
+                Self.binds {
+                    $0.append(c.sealedIds)
+                    $0.append(c.sealedNames)
+                    $0.append(c.sealedValues)
+                }))
+        }
+        if !c.indexIds.isEmpty {
+            statements.append((
+                "INSERT INTO \(t.blindIndexes) (record_id, name, key_id, token) SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::bytea[])",
+                Self.binds {
+                    $0.append(c.indexIds)
+                    $0.append(c.indexNames)
+                    $0.append(c.indexKeyIds)
+                    $0.append(c.indexTokens)
+                }))
+        }
+        return statements
+    }
+
+    /// The record columns as the five unnest arrays `$1`...`$5` (id, collection, keying, key_id, fts).
+    static func recordBinds(_ c: Columns) -> PostgresBindings {
+        binds {
+            $0.append(c.ids)
+            $0.append(c.collections)
+            $0.append(c.keyings)
+            $0.append(c.keyIds)
+            $0.append(c.fts)
+        }
+    }
+
+    /// Inserts new records: the record rows, then the field rows, pipelined (four statements).
+    func insertRecords(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) {
+        guard !records.isEmpty else { return }
+        if let duplicate = Self.firstDuplicate(records.map(\.id)) { throw .duplicateRecord(duplicate) }
+        let c = Columns(records)
+        let insert = """
+            INSERT INTO \(tables.records) (id, collection, keying, key_id, fts)
+            SELECT u.id, u.collection, u.keying, NULLIF(u.key_id, -1), u.fts::tsvector
+            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) WITH ORDINALITY AS u(id, collection, keying, key_id, fts, ord)
+            ORDER BY u.ord
+            """
+        do throws(PostgresSession.PostgresFailure) {
+            _ = try tx.pipeline([(insert, Self.recordBinds(c))] + fieldInserts(c))
+        } catch {
+            if error.sqlState == "23505" {  // unique_violation: the only unique key a new record row has is its id
+                throw .duplicateRecord(Self.duplicateId(in: error.error, records: records))
+            }
+            throw tx.map(error)
+        }
+    }
+
+    static func firstDuplicate(_ ids: [UUID]) -> UUID? {
+        var seen = Set<UUID>()
+        return ids.first { !seen.insert($0).inserted }
+    }
+
+    /// The id named in a unique violation's detail ("Key (id)=(…) already exists."), else the first.
+    static func duplicateId(in error: any Error, records: [StoredRecord]) -> UUID {
+        if let detail = (error as? PSQLError)?.serverInfo?[.detail], let open = detail.range(of: "=("),
+            let close = detail.range(of: ")", range: open.upperBound..<detail.endIndex),
+            let id = UUID(uuidString: String(detail[open.upperBound..<close.lowerBound]))
+        {
+            return id
+        }
+        return records[0].id
+    }
+
+    /// `RecordStorage.insert`, in one transaction.
+    public func insert(_ records: [StoredRecord]) throws(RecordsError) {
+        try write { (tx) throws(RecordsError) in try insertRecords(records, tx) }
+    }
+
+    /// The statements deleting the field rows of the records `ids`.
+    func fieldDeletes(_ ids: [UUID]) -> [(String, PostgresBindings)] {
+        [tables.clearFields, tables.sealedFields, tables.blindIndexes].map { table in
+            ("DELETE FROM \(table) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) })
+        }
+    }
+
+    /// `RecordStorage.replace`, in one transaction: the record rows are updated first (taking their
+    /// locks), then their field rows rewritten (pipelined). A missing id rolls everything back.
+    public func replace(_ records: [StoredRecord]) throws(RecordsError) {
+        guard !records.isEmpty else { return }
+        // An id given twice: the last one wins, as with SQLite's sequential rewrite.
+        var last: [UUID: Int] = [:]
+        for (index, record) in records.enumerated() { last[record.id] = index }
+        let unique = records.enumerated().filter { last[$0.element.id] == $0.offset }.map(\.element)
+        let c = Columns(unique)
+        let update = """
+            UPDATE \(tables.records) AS r
+            SET collection = u.collection, keying = u.keying, key_id = NULLIF(u.key_id, -1), fts = u.fts::tsvector
+            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) AS u(id, collection, keying, key_id, fts)
+            WHERE r.id = u.id
+            RETURNING r.id
+            """
+        try write { (tx) throws(RecordsError) in
+            let results: [[PostgresRow]]
+            do throws(PostgresSession.PostgresFailure) {
+                results = try tx.pipeline([(update, Self.recordBinds(c))] + fieldDeletes(c.ids) + fieldInserts(c))
+            } catch {
+                throw tx.map(error)
+            }
+            var found = Set<UUID>()
+            for row in results[0] { found.insert(try decode(row, UUID.self)) }
+            if let missing = c.ids.first(where: { !found.contains($0) }) { throw .recordNotFound(missing) }
+        }
+    }
+
+    /// `RecordStorage.delete`, in one transaction.
+    public func delete(_ id: UUID) throws(RecordsError) -> Bool {
+        try write { (tx) throws(RecordsError) in
+            let deleted = try run(tx, "DELETE FROM \(tables.records) WHERE id = $1 RETURNING 1", Self.binds { $0.append(id) })
+            guard !deleted.isEmpty else { return false }
+            do throws(PostgresSession.PostgresFailure) { _ = try tx.pipeline(fieldDeletes([id])) } catch { throw tx.map(error) }
+            return true
+        }
+    }
+
+    // MARK: Reading
+
+    static let recordColumns = "r.id, r.collection, r.keying, r.key_id"
+
+    /// Turns record rows (`recordColumns`, in order) into records, loading their fields.
+    func load(_ rows: [PostgresRow], _ tx: Transaction) throws(RecordsError) -> [StoredRecord] {
+        guard !rows.isEmpty else { return [] }
+        var records: [StoredRecord] = []
+        records.reserveCapacity(rows.count)
+        var position: [UUID: Int] = [:]
+        for row in rows {
+            let (id, collection, keying, keyId) = try decode(row, (UUID, String, Int16, Int64?).self)
+            position[id] = records.count
+            records.append(StoredRecord(
+                id: id, collection: collection, keying: keying == 0 ? .storeKey : .password,
+                keyId: keyId.map { UInt32(truncatingIfNeeded: $0) }, clear: [:], sealed: [:], blindIndexes: [:]))
+        }
+        let ids = records.map(\.id)
+        let t = tables
+        let fields: [[PostgresRow]]
+        do throws(PostgresSession.PostgresFailure) {
+            fields = try tx.pipeline([
+                ("SELECT record_id, name, kind, value FROM \(t.clearFields) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }),
+                ("SELECT record_id, name, sealed FROM \(t.sealedFields) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }),
+                ("SELECT record_id, name, token FROM \(t.blindIndexes) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }),
+            ])
+        } catch {
+            throw tx.map(error)
+        }
+        for row in fields[0] {
+            let (id, name, kind, value) = try decode(row, (UUID, String, Int16, ByteBuffer).self)
+            guard let i = position[id] else { continue }
+            records[i].clear[name] = kind == 1 ? .string(String(buffer: value)) : .bytes(Self.data(value))
+        }
+        for row in fields[1] {
+            let (id, name, sealed) = try decode(row, (UUID, String, ByteBuffer).self)
+            if let i = position[id] { records[i].sealed[name] = Self.data(sealed) }
+        }
+        for row in fields[2] {
+            let (id, name, token) = try decode(row, (UUID, String, ByteBuffer).self)
+            if let i = position[id] { records[i].blindIndexes[name] = Self.data(token) }
+        }
+        return records
+    }
+
+    /// `RecordStorage.record`, in one transaction.
+    public func record(_ id: UUID) throws(RecordsError) -> StoredRecord? {
+        try read { (tx) throws(RecordsError) in
+            try load(try run(tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = $1", Self.binds { $0.append(id) }), tx).first
+        }
+    }
+
+    /// `RecordStorage.records(withKeyIdOtherThan:limit:)`, in one transaction.
+    public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
+        try read { (tx) throws(RecordsError) in
+            try load(
+                try run(
+                    tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.key_id IS NOT NULL AND r.key_id <> $1 ORDER BY r.seq LIMIT $2",
+                    Self.binds {
+                        $0.append(Int64(keyId))
+                        $0.append(Int64(max(0, limit)))
+                    }), tx)
+        }
+    }
+
+    /// `RecordStorage.allRecords(offset:limit:)`, in one transaction.
+    public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
+        try read { (tx) throws(RecordsError) in
+            try load(
+                try run(
+                    tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r ORDER BY r.seq LIMIT $1 OFFSET $2",
+                    Self.binds {
+                        $0.append(Int64(max(0, limit)))
+                        $0.append(Int64(max(0, offset)))
+                    }), tx)
+        }
+    }
+
+    /// The smallest byte string greater than every string starting with `prefix`, or nil (all 0xFF).
+    static func successor(of prefix: Data) -> Data? {
+        var bytes = Array(prefix)
+        while let last = bytes.last {
+            if last < 0xFF {
+                bytes[bytes.count - 1] = last + 1
+                return Data(bytes)
+            }
+            bytes.removeLast()
+        }
+        return nil
+    }
+
+    /// `RecordStorage.search`, in one transaction. Equality and prefix use the clear-value index
+    /// (first 256 bytes, then the whole value compared), blind-index equality the token index, full
+    /// text the GIN index on `fts` (the FTS5 query translated by `PostgresFullText`).
+    public func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] {
+        let t = tables
+        var binds = PostgresBindings()
+        func placeholder<V: PostgresDynamicTypeEncodable>(_ value: V) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
+        }
+        let limit = Tables.indexedValueBytes
+        var sql = "SELECT \(Self.recordColumns) FROM \(t.records) r WHERE r.collection = \(placeholder(query.collection))"
+        for (field, value) in query.equals {
+            let bytes = value.data
+            let kind: Int16 = value.string == nil ? 2 : 1
+            sql += " AND r.id IN (SELECT record_id FROM \(t.clearFields) WHERE name = \(placeholder(field)) AND kind = \(placeholder(kind))"
+                + " AND substring(value from 1 for \(limit)) = \(placeholder(Self.buffer(bytes.prefix(limit))))"
+                + " AND value = \(placeholder(Self.buffer(bytes))))"
+        }
+        for (field, prefix) in query.prefixes {
+            let bytes = Data(prefix.utf8)
+            let head = bytes.prefix(limit)
+            sql += " AND r.id IN (SELECT record_id FROM \(t.clearFields) WHERE name = \(placeholder(field)) AND kind = 1"
+                + " AND substring(value from 1 for \(limit)) >= \(placeholder(Self.buffer(head)))"
+            if let upper = Self.successor(of: head) {
+                sql += " AND substring(value from 1 for \(limit)) < \(placeholder(Self.buffer(upper)))"
+            }
+            sql += " AND substring(value from 1 for \(bytes.count)) = \(placeholder(Self.buffer(bytes))))"
+        }
+        for (field, tokens) in query.blindIndexes {
+            guard !tokens.isEmpty else { return [] }
+            let alternatives = tokens.map { token in
+                "SELECT record_id FROM \(t.blindIndexes) WHERE token = \(placeholder(Self.buffer(token.token)))"
+                    + " AND name = \(placeholder(field)) AND key_id = \(placeholder(Int64(token.keyId)))"
+            }
+            sql += " AND r.id IN (" + alternatives.joined(separator: " UNION ALL ") + ")"
+        }
+        if let fullText = query.fullText {
+            sql += " AND r.fts @@ \(placeholder(try PostgresFullText.tsquery(fullText)))::tsquery"
+        }
+        sql += " ORDER BY r.seq"
+        let statement = sql
+        let bound = binds
+        return try read { (tx) throws(RecordsError) in try load(try run(tx, statement, bound), tx) }
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+import SecureRecords
+
+/// `RecordStorage` in a PostgreSQL database, for a store shared by many machines and users.
+///
+/// The server only ever receives what `RecordStore` hands a backend: clear fields, sealed values
+/// (`SFE1` envelopes), blind-index tokens, wrapped store keys and the token positions of clear
+/// text for full-text search. The tables (docs/FORMATS.md, "SecureRecords on PostgreSQL") are
+/// created on first use, under an advisory lock so that clients starting together create them once,
+/// and their format version is checked on every open.
+///
+/// Every method is one transaction (`BEGIN` ... `COMMIT`, rolled back on any error). Clients in
+/// this and other processes may write at once and lose nothing: ids and names are unique keys,
+/// first-writer races (store initialisation, key ids, collections, import) are settled by
+/// `INSERT ... ON CONFLICT DO NOTHING` followed by reading what is stored, updates and deletes take
+/// the record row's lock before touching its fields, and serialization failures or deadlocks are
+/// retried. Reads run at REPEATABLE READ, so a record is never seen half-replaced.
+///
+/// Threading: synchronous, over postgres-nio's `EventLoopFuture` API waited on with `wait()`; the
+/// I/O runs on SwiftNIO's event-loop threads, not Swift concurrency's cooperative pool, so calling
+/// from a task cannot deadlock the pool (it only blocks the calling thread). One connection per
+/// instance, one transaction at a time on it; use several instances for parallel work. Do not call
+/// from a SwiftNIO event-loop thread. A connection the server dropped while idle is replaced at the
+/// next call; a failure inside a transaction is reported (`RecordsError.storage`), never retried
+/// after `COMMIT` was sent.
+public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
+    /// The format name stored in the `format` table.
+    public static let formatName = "SFRS"
+    /// The table format version this code writes and reads.
+    public static let schemaVersion: Int32 = 1
+
+    /// The configuration the storage was opened with.
+    public let configuration: Configuration
+    let session: PostgresSession
+    let tables: Tables
+
+    /// Connects, creating the tables when the schema holds none. Throws `RecordsError.storage` when
+    /// the server cannot be reached or refuses the login, `notARecordStore` when the tables exist
+    /// but belong to something else or to a newer format.
+    public init(configuration: Configuration) throws(RecordsError) {
+        try configuration.validate()
+        self.configuration = configuration
+        session = PostgresSession(configuration)
+        tables = Tables(schema: configuration.schema, prefix: configuration.tablePrefix)
+        try migrate()
+    }
+
+    /// Closes the connection now (it is also closed when the storage is released; a later call reconnects).
+    public func close() { session.close() }
+
+    /// Runs `sql` (one statement, no parameters) in its own transaction. For tests and
+    /// administration; the table names are in `tableName(_:)`.
+    package func execute(_ sql: String) throws(RecordsError) {
+        try session.transaction(readOnly: false) { (tx) throws(RecordsError) in
+            do throws(PostgresSession.PostgresFailure) { try tx.query(sql) } catch { throw tx.map(error) }
+        }
+    }
+
+    /// Runs `sql` (one statement, no parameters) in its own read-only transaction and returns the
+    /// first column of each row as text (NULL as nil). For tests and administration.
+    package func queryText(_ sql: String) throws(RecordsError) -> [String?] {
+        try read { (tx) throws(RecordsError) in
+            var result: [String?] = []
+            for row in try run(tx, sql) { result.append(try decode(row, String?.self)) }
+            return result
+        }
+    }
+
+    /// The qualified, quoted name of the store's table `name` (`records`, `clear_fields`, ...).
+    package func tableName(_ name: String) -> String { tables.name(name) }
+
+    // MARK: Helpers
+
+    typealias Transaction = PostgresSession.Transaction
+
+    func write<R>(_ body: (Transaction) throws(RecordsError) -> R) throws(RecordsError) -> R {
+        try session.transaction(readOnly: false, body)
+    }
+
+    func read<R>(_ body: (Transaction) throws(RecordsError) -> R) throws(RecordsError) -> R {
+        try session.transaction(readOnly: true, body)
+    }
+
+    static func buffer(_ data: Data) -> ByteBuffer { ByteBuffer(bytes: data) }
+    static func data(_ buffer: ByteBuffer) -> Data { Data(buffer.readableBytesView) }
+
+    func decode<each Column: PostgresDecodable>(
+        _ row: PostgresRow, _ type: (repeat each Column).Type
+    ) throws(RecordsError) -> (repeat each Column) {
+        do {
+            return try row.decode(type)
+        } catch {
+            throw .storage("\(configuration.displayName): unexpected column type: \(error)")
+        }
+    }
+
+    /// Runs one statement inside `tx`, mapping failures.
+    @discardableResult
+    func run(_ tx: Transaction, _ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(RecordsError) -> [PostgresRow] {
+        do throws(PostgresSession.PostgresFailure) {
+            return try tx.query(sql, binds)
+        } catch {
+            throw tx.map(error)
+        }
+    }
+
+    static func binds(_ build: (inout PostgresBindings) -> Void) -> PostgresBindings {
+        var binds = PostgresBindings()
+        build(&binds)
+        return binds
+    }
+
+    // MARK: Metadata and keys
+
+    /// `RecordStorage.loadMetadata`, in one transaction.
+    public func loadMetadata() throws(RecordsError) -> StoreMetadata? {
+        try read { (tx) throws(RecordsError) in try loadMetadata(tx) }
+    }
+
+    func loadMetadata(_ tx: Transaction) throws(RecordsError) -> StoreMetadata? {
+        let t = tables
+        guard let row = try run(tx, "SELECT store_id, current_key_id FROM \(t.store)").first else { return nil }
+        let (storeId, current) = try decode(row, (ByteBuffer, Int64?).self)
+        var keys: [WrappedStoreKey] = []
+        for key in try run(tx, "SELECT id, wrapped FROM \(t.storeKeys) ORDER BY id") {
+            let (id, wrapped) = try decode(key, (Int64, ByteBuffer).self)
+            keys.append(WrappedStoreKey(id: UInt32(truncatingIfNeeded: id), wrapped: Self.data(wrapped)))
+        }
+        return StoreMetadata(storeId: Self.data(storeId), currentKeyId: current.map { UInt32(truncatingIfNeeded: $0) }, keys: keys)
+    }
+
+    /// `RecordStorage.initialize`, in one transaction: the first client's metadata wins.
+    public func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata {
+        try write { (tx) throws(RecordsError) in
+            let inserted = try run(
+                tx, "INSERT INTO \(tables.store) (singleton, store_id, current_key_id) VALUES (true, $1, $2) ON CONFLICT (singleton) DO NOTHING RETURNING 1",
+                Self.binds {
+                    $0.append(Self.buffer(metadata.storeId))
+                    $0.append(metadata.currentKeyId.map { Int64($0) })
+                })
+            guard !inserted.isEmpty else {
+                guard let existing = try loadMetadata(tx) else { throw .storage("\(configuration.displayName): the store row vanished") }
+                return existing
+            }
+            for key in metadata.keys { _ = try insertKey(key, tx) }
+            return metadata
+        }
+    }
+
+    /// Inserts a key unless its id exists; true when inserted.
+    func insertKey(_ key: WrappedStoreKey, _ tx: Transaction) throws(RecordsError) -> Bool {
+        !(try run(
+            tx, "INSERT INTO \(tables.storeKeys) (id, wrapped) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING 1",
+            Self.binds {
+                $0.append(Int64(key.id))
+                $0.append(Self.buffer(key.wrapped))
+            })).isEmpty
+    }
+
+    /// `RecordStorage.addKey`, in one transaction.
+    public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
+        try write { (tx) throws(RecordsError) in
+            guard try insertKey(key, tx) else { return false }
+            if makeCurrent {
+                try run(tx, "UPDATE \(tables.store) SET current_key_id = $1", Self.binds { $0.append(Int64(key.id)) })
+            }
+            return true
+        }
+    }
+
+    // MARK: Collections
+
+    /// `RecordStorage.collections`, in one transaction.
+    public func collections() throws(RecordsError) -> [String: RecordSchema] {
+        try read { (tx) throws(RecordsError) in try collections(tx) }
+    }
+
+    func collections(_ tx: Transaction) throws(RecordsError) -> [String: RecordSchema] {
+        var result: [String: RecordSchema] = [:]
+        for row in try run(tx, "SELECT name, schema FROM \(tables.collections)") {
+            let (name, json) = try decode(row, (String, String).self)
+            result[name] = try Self.schema(json: json)
+        }
+        return result
+    }
+
+    static func schema(json: String) throws(RecordsError) -> RecordSchema {
+        let decoded: RecordSchema
+        do {
+            decoded = try JSONDecoder().decode(RecordSchema.self, from: Data(json.utf8))
+        } catch {
+            throw .invalidSchema("stored schema is not valid JSON of the expected shape")
+        }
+        return try RecordSchema(decoded.fields)
+    }
+
+    /// The canonical JSON of a schema (sorted keys), as the SQLite store keeps it.
+    static func json(_ schema: RecordSchema) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(schema)) ?? Data(), as: UTF8.self)
+    }
+
+    /// Inserts the collection unless it exists; returns the stored schema.
+    func createCollection(_ collection: String, schema: RecordSchema, _ tx: Transaction) throws(RecordsError) -> RecordSchema {
+        try run(
+            tx, "INSERT INTO \(tables.collections) (name, schema) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+            Self.binds {
+                $0.append(collection)
+                $0.append(Self.json(schema))
+            })
+        guard let row = try run(tx, "SELECT schema FROM \(tables.collections) WHERE name = $1", Self.binds { $0.append(collection) }).first else {
+            throw .storage("\(configuration.displayName): collection '\(collection)' vanished")
+        }
+        return try Self.schema(json: try decode(row, String.self))
+    }
+
+    /// `RecordStorage.createCollection`, in one transaction.
+    public func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema {
+        try write { (tx) throws(RecordsError) in try createCollection(collection, schema: schema, tx) }
+    }
+
+    // MARK: Import
+
+    /// `RecordStorage.importAll`, in one transaction.
+    public func importAll(
+        keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord]
+    ) throws(RecordsError) {
+        try write { (tx) throws(RecordsError) in
+            for key in keys where !(try insertKey(key, tx)) {
+                let row = try run(tx, "SELECT wrapped FROM \(tables.storeKeys) WHERE id = $1", Self.binds { $0.append(Int64(key.id)) }).first
+                guard let row, Self.data(try decode(row, ByteBuffer.self)) == key.wrapped else { throw .storeMismatch }
+            }
+            if let currentKeyId {
+                try run(
+                    tx, "UPDATE \(tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL",
+                    Self.binds { $0.append(Int64(currentKeyId)) })
+            }
+            for (name, schema) in collections.sorted(by: { $0.key < $1.key }) {
+                guard try createCollection(name, schema: schema, tx) == schema else { throw .schemaMismatch(collection: name) }
+            }
+            try insertRecords(records, tx)
+        }
+    }
+}

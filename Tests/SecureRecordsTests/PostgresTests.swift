@@ -1,0 +1,303 @@
+import Foundation
+import SFTestSupport
+@testable import SecureRecords
+import SecureRecordsPostgres
+import SecureCore
+import Testing
+
+/// PostgreSQL-only behaviour: concurrency between clients and processes, connection failures,
+/// tampering through SQL, the table format check, and the FTS5 → tsquery translation. The shared
+/// storage-level tests run on both backends (`Backend.enabled`).
+@Suite struct PostgresTests {
+    /// Shows as skipped (naming how to start a server) when no test server is configured.
+    @Test(.requires(.postgres)) func postgresServerIsConfigured() throws {
+        let storage = try PostgresRecordStorage(configuration: try postgresConfiguration(schema: "sfr_t_probe", prefix: "probe_"))
+        #expect(try storage.loadMetadata() == nil || true)
+        try storage.execute("DROP SCHEMA IF EXISTS sfr_t_probe CASCADE")
+    }
+
+    // MARK: Concurrency
+
+    /// Several clients (each its own connection) insert and update at once: every insert and every
+    /// update is there afterwards.
+    @Test(.requires(.postgres)) func concurrentClientsLoseNothing() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let setup = try makeStore(scratch)
+        let clients = 4, perClient = 40
+        let shared = try setup.add(["toWhom": "shared", "note": "n"], to: "gifts")
+        let failures = Locked<[String]>([])
+        let added = Locked<[Int: [UUID]]>([:])
+        DispatchQueue.concurrentPerform(iterations: clients) { client in
+            do {
+                let store = try scratch.reopen()
+                try store.unlock(with: appSealer)
+                var mine: [UUID] = []
+                for i in 0..<perClient {
+                    let id = try store.add(
+                        ["toWhom": .string("c\(client)"), "note": .string("first \(i)"), "description": .string("d\(client)-\(i)"),
+                         "ssn": .string("s\(client)")], to: "gifts")
+                    mine.append(id)
+                    if i % 2 == 1 {  // update the previous record while the others insert
+                        try store.update(mine[i - 1], setting: ["note": .string("updated \(i - 1)"), "description": .string("u\(client)-\(i - 1)")])
+                    }
+                    // Every client also keeps changing one shared record (last writer wins, none fails).
+                    try store.update(shared, setting: ["note": .string("c\(client) \(i)")])
+                }
+                added.withLock { $0[client] = mine }
+            } catch {
+                failures.withLock { $0.append("client \(client): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let store = try scratch.reopen()
+        try store.unlock(with: appSealer)
+        #expect(try store.search(in: "gifts").count == clients * perClient + 1)
+        for (client, ids) in added.withLock({ $0 }) {
+            #expect(ids.count == perClient)
+            let found = try store.search(in: "gifts", [.equals(field: "ssn", value: .string("s\(client)"))])
+            #expect(Set(found.map(\.id)) == Set(ids))
+            for (i, id) in ids.enumerated() {
+                let record = try store.open(id)
+                let updated = i % 2 == 0
+                #expect(record.fields["note"] == .string(updated ? "updated \(i)" : "first \(i)"))
+                #expect(record.fields["description"] == .string(updated ? "u\(client)-\(i)" : "d\(client)-\(i)"))
+            }
+        }
+        let last = try store.record(shared).clearFields["note"]?.string ?? ""
+        #expect(last.hasPrefix("c") && last.hasSuffix(" \(perClient - 1)"))
+    }
+
+    /// Clients opening the same empty store at once create the tables once and agree on one store
+    /// id, one first key and one collection.
+    @Test(.requires(.postgres)) func clientsInitialisingAtOnceEndWithOneStore() throws {
+        let scratch = try RecordsScratch(.postgres)
+        for round in 0..<4 {
+            let name = "race\(round)"
+            let storeIds = Locked<[Data]>([])
+            let failures = Locked<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in
+                do {
+                    let store = try RecordStore(storage: try scratch.storage(name), configuration: testConfiguration)
+                    try store.unlock(with: appSealer)
+                    try store.createCollection("gifts", schema: giftSchema)
+                    _ = try store.add(["ssn": "1"], to: "gifts")
+                    storeIds.withLock { $0.append(store.storeId) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+            #expect(Set(storeIds.withLock { $0 }).count == 1)
+            let store = try scratch.reopen(name)
+            #expect(try store.storage.loadMetadata()?.keys.count == 1)
+            try store.unlock(with: appSealer)
+            #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: "1")]).count == 4)
+        }
+    }
+
+    /// Two `sf records add --postgres` processes at once on a store neither finds: nothing lost.
+    @Test(.requires(.postgres), .requiresSFBinary) func twoProcessesAddingAtOnceLoseNothing() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let url = try #require(TestSupport.postgresURL) + "?schema=\(scratch.schema)&prefix=procs_"
+        let keyFile = try appKey.withUnsafeBytes { try scratch.write("app.key", Data($0)) }
+        let passwordFile = try scratch.write("pg.pw", Data(((TestSupport.postgresPassword ?? "") + "\n").utf8))
+        _ = try scratch.storage("procs")  // registers the schema for cleanup
+        let results = Locked<[ProcessResult]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { writer in
+            let result = try? sf([
+                "records", "add", "--postgres", url, "--postgres-password-file", passwordFile, "--collection", "shared", "--key-file", keyFile,
+                "--field", "writer=w\(writer)", "--indexed", "code=c\(writer)", "--sealed", "note=n\(writer)", "--repeat-count", "60",
+            ])
+            if let result { results.withLock { $0.append(result) } }
+        }
+        let finished = results.withLock { $0 }
+        #expect(finished.count == 2)
+        for result in finished { #expect(result.status == 0, "\(result.stderrText)") }
+        let printed = finished.flatMap { $0.stdoutText.split(separator: "\n").map(String.init) }
+        #expect(Set(printed).count == 120)
+        let store = try scratch.reopen("procs")
+        try store.unlock(with: appSealer)
+        #expect(try store.storage.loadMetadata()?.keys.count == 1)
+        #expect(Set(try store.search(in: "shared").map { $0.id.uuidString.lowercased() }) == Set(printed))
+        for writer in 0..<2 {
+            let mine = try store.search(in: "shared", [.equals(field: "code", value: .string("c\(writer)"))])
+            #expect(mine.count == 60)
+            #expect(try store.open(try #require(mine.first).id).fields["note"] == .string("n\(writer)"))
+        }
+    }
+
+    // MARK: Failures
+
+    @Test(.requires(.postgres)) func wrongPasswordAndServerDownGiveTypedStorageErrors() throws {
+        var wrong = try postgresConfiguration(schema: "sfr_t_never")
+        wrong.password = SecretBytes(Data("not the password".utf8))
+        do {
+            _ = try PostgresRecordStorage(configuration: wrong)
+            Issue.record("a wrong password connected")
+        } catch {
+            guard case .storage(let message) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(message.contains("password authentication failed") || message.contains("28P01"), "\(message)")
+            #expect(!message.contains("not the password"))
+        }
+        // A loopback port nobody listens on (bound, then closed).
+        var down = try postgresConfiguration(schema: "sfr_t_never")
+        down.port = try Self.closedPort()
+        down.connectTimeoutSeconds = 5
+        do {
+            _ = try PostgresRecordStorage(configuration: down)
+            Issue.record("connected to a closed port")
+        } catch {
+            guard case .storage(let message) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(message.contains("cannot connect"), "\(message)")
+        }
+    }
+
+    static func closedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// TLS: required and verified against the test CA, the connection is encrypted; against the
+    /// system's roots the unknown CA is refused with a typed error; loopback defaults to plain TCP.
+    @Test(.requires(.postgres), .enabled(if: TestSupport.postgresCAFile != nil || TestSupport.isCI, "SF_TEST_POSTGRES_CA_FILE is not set"))
+    func tlsIsVerifiedAndUsed() throws {
+        let caFile = try #require(TestSupport.postgresCAFile)
+        let scratch = try RecordsScratch(.postgres)
+        _ = try scratch.storage("tls")
+        var configuration = try postgresConfiguration(schema: scratch.schema, prefix: "tls_")
+        configuration.tls = .required(caFile: caFile)
+        let encrypted = try PostgresRecordStorage(configuration: configuration)
+        #expect(try encrypted.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
+        let store = try RecordStore(storage: encrypted, configuration: testConfiguration)
+        try store.createCollection("gifts", schema: giftSchema)
+        try store.unlock(with: appSealer)
+        let id = try store.add(["toWhom": "Alice", "description": "over TLS"], to: "gifts")
+        #expect(try store.open(id).fields["description"] == "over TLS")
+        encrypted.close()
+
+        configuration.tls = .required()  // the system's roots do not include the test CA
+        #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+        configuration.tls = .automatic  // 127.0.0.1: plain TCP
+        let plain = try PostgresRecordStorage(configuration: configuration)
+        #expect(try plain.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["false"])
+    }
+
+    /// A connection the server drops is replaced on a later call: no crash, typed errors only.
+    @Test(.requires(.postgres)) func droppedConnectionIsReplaced() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let store = try makeStore(scratch)
+        let id = try store.add(["toWhom": "Alice"], to: "gifts")
+        let storage = try #require(store.storage as? PostgresRecordStorage)
+        let pid = try #require(try storage.queryText("SELECT pg_backend_pid()::text").first ?? nil)
+        let other = try #require(try scratch.storage() as? PostgresRecordStorage)
+        #expect(try other.queryText("SELECT pg_terminate_backend(\(pid))::text") == ["true"])
+        // pg_terminate_backend only signals: wait until the backend is gone.
+        var waited = 0
+        while try other.queryText("SELECT count(*)::text FROM pg_stat_activity WHERE pid = \(pid)") != ["0"], waited < 200 {
+            usleep(20_000)
+            waited += 1
+        }
+        // The next call finds its connection dropped before starting a transaction: it reconnects.
+        #expect(try store.record(id).clearFields["toWhom"] == "Alice")
+        #expect(try storage.queryText("SELECT pg_backend_pid()::text").first != pid)
+    }
+
+    /// A sealed value changed in the database with SQL gives the same typed error as on SQLite.
+    @Test(.requires(.postgres)) func envelopeCorruptedThroughSQLFailsAsOnSQLite() throws {
+        var errors: [Backend: RecordsError] = [:]
+        let id = UUID()
+        for backend in [Backend.sqlite, .postgres] {
+            let scratch = try RecordsScratch(backend)
+            let store = try makeStore(scratch)
+            try store.add(["toWhom": "Alice", "description": "a red bicycle"], to: "gifts", id: id)
+            switch backend {
+            case .postgres:
+                let storage = try #require(store.storage as? PostgresRecordStorage)
+                try storage.execute(
+                    "UPDATE \(storage.tableName("sealed_fields")) SET sealed = set_byte(sealed, 40, get_byte(sealed, 40) # 1) WHERE name = 'description'")
+            case .sqlite:
+                var row = try #require(try store.storage.record(id))
+                var sealed = try #require(row.sealed["description"])
+                sealed[sealed.startIndex + 40] ^= 1
+                row.sealed["description"] = sealed
+                try store.storage.replace([row])
+            }
+            do {
+                _ = try store.open(id)
+                Issue.record("\(backend): a corrupted value opened")
+            } catch {
+                errors[backend] = error
+            }
+            #expect(try store.record(id).clearFields["toWhom"] == "Alice")
+        }
+        #expect(errors[.postgres] == .authenticationFailed(record: id, field: "description"))
+        #expect(errors[.postgres] == errors[.sqlite])
+    }
+
+    /// Tables of something else, or of a newer format, are refused; nothing is created over them.
+    @Test(.requires(.postgres)) func foreignOrNewerTablesAreRefused() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let admin = try #require(try scratch.storage("admin") as? PostgresRecordStorage)
+        try admin.execute("CREATE TABLE \"\(scratch.schema)\".other_records (x int)")
+        var configuration = try postgresConfiguration(schema: scratch.schema, prefix: "other_")
+        #expect(throws: RecordsError.notARecordStore("table \"\(scratch.schema)\".\"other_records\" exists but is not part of a SecureRecords store")) {
+            try PostgresRecordStorage(configuration: configuration)
+        }
+        try admin.execute("UPDATE \(admin.tableName("format")) SET version = 2")
+        configuration.tablePrefix = "admin_"
+        #expect(throws: RecordsError.notARecordStore("table format version 2 is newer than this library supports (1)")) {
+            try PostgresRecordStorage(configuration: configuration)
+        }
+        configuration.tablePrefix = "Bad-Prefix"
+        #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+    }
+
+    // MARK: Without a server
+
+    @Test func urlParsingRefusesPasswords() throws {
+        let c = try PostgresRecordStorage.Configuration(url: "postgres://alice@db.example:6543/gifts?schema=s1&prefix=p_&sslmode=require")
+        #expect(c.host == "db.example" && c.port == 6543 && c.user == "alice" && c.database == "gifts")
+        #expect(c.schema == "s1" && c.tablePrefix == "p_" && c.tls == .required())
+        #expect(!c.isLoopback)
+        let local = try PostgresRecordStorage.Configuration(url: "postgresql://bob@127.0.0.1/")
+        #expect(local.port == 5432 && local.database == nil && local.isLoopback && local.tls == .automatic)
+        do {
+            _ = try PostgresRecordStorage.Configuration(url: "postgres://alice:hunter2@127.0.0.1/gifts")
+            Issue.record("a URL with a password was accepted")
+        } catch {
+            #expect("\(error)".contains("contains a password"))
+            #expect(!"\(error)".contains("hunter2"))
+        }
+        #expect(throws: RecordsError.self) { try PostgresRecordStorage.Configuration(url: "mysql://a@b/c") }
+        #expect(throws: RecordsError.self) { try PostgresRecordStorage.Configuration(url: "postgres://127.0.0.1/c") }
+        #expect(throws: RecordsError.self) { try PostgresRecordStorage.Configuration(url: "postgres://a@127.0.0.1/c?password=x") }
+    }
+
+    @Test func fullTextTranslation() throws {
+        #expect(PostgresFullText.tokens("Red-Bicycle, for the GARDEN_2!") == ["red", "bicycle", "for", "the", "garden", "2"])
+        #expect(PostgresFullText.tokens("Crème brûlée") == ["creme", "brulee"])
+        #expect(PostgresFullText.tsvector("a b a") == "'a':1,3 'b':2")
+        #expect(PostgresFullText.tsvector("") == "")
+        #expect(try PostgresFullText.tsquery("bicycle") == "'bicycle'")
+        #expect(try PostgresFullText.tsquery("bic*") == "'bic':*")
+        #expect(try PostgresFullText.tsquery("\"bicycle bell\"") == "('bicycle' <-> 'bell')")
+        #expect(try PostgresFullText.tsquery("a OR b c") == "('a' | ('b' & 'c'))")
+        #expect(try PostgresFullText.tsquery("a NOT b OR c") == "(('a' & !'b') | 'c')")
+        #expect(try PostgresFullText.tsquery("a NOT b c") == "('a' & !('b' & 'c'))")
+        #expect(try PostgresFullText.tsquery("a AND (b OR c*)") == "('a' & ('b' | 'c':*))")
+        #expect(try PostgresFullText.tsquery("\"it's\"") == "('it' <-> 's')")
+        for bad in ["", "\"open", "(a", "a)", "OR a", "a AND", "NEAR(a b)", "col:a", "^a", "a + b", "\"...\"", "-a", "(a) b", "a (b)"] {
+            #expect(throws: RecordsError.self, "\(bad)") { try PostgresFullText.tsquery(bad) }
+        }
+    }
+}
