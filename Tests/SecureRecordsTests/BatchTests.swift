@@ -12,8 +12,9 @@ import Testing
          "ssn": .string("ssn-\(i)")]
     }
 
-    @Test func largeBatchIsStoredInOrderAndOpens() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func largeBatchIsStoredInOrderAndOpens(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         let count = 1_000  // four sealing batches of 256
         let ids = try store.add(contentsOf: (0..<count).map(Self.gift), to: "gifts")
@@ -31,8 +32,9 @@ import Testing
         #expect(try store.search(in: "gifts", [.equals(field: "toWhom", value: "person-3")]).count == count / 7 + 1)
     }
 
-    @Test func aFailureInALateBatchInsertsNothing() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func aFailureInALateBatchInsertsNothing(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch)
         var records = (0..<900).map(Self.gift)
         records[800]["undeclared"] = "x"  // in the fourth batch, sealed while the first ones are written
@@ -45,8 +47,9 @@ import Testing
         #expect(try store.add(contentsOf: records, to: "gifts").count == 900)
     }
 
-    @Test func passwordBatchOpensWithItsPassword() throws {
-        let scratch = try RecordsScratch()
+    @Test(arguments: Backend.enabled)
+    func passwordBatchOpensWithItsPassword(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
         let store = try makeStore(scratch, unlock: false)
         let records = (0..<300).map { ["toWhom": FieldValue.string("p\($0)"), "description": .string("d\($0)")] }
         let ids = try store.add(contentsOf: records, to: "gifts", sealing: .password(secret("pw")))
