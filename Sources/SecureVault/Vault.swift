@@ -125,13 +125,14 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     /// Creates the vault key and the first application key, writes both wraps in one durable
     /// write, clears the temporary values, and leaves the vault unlocked.
     public func finalize() throws(VaultError) {
-        lock.lock()
-        defer { lock.unlock() }
+        // The in-process lock is held only to read and write fields, never across the KDF, the file
+        // lock or fsync, so `isLocked` and sealing on other threads never wait on a set-up.
+        let temporary = lock.withLock { self.temporary }
         guard let passcode = temporary.passcode else { throw .incompleteSetUp("no temporary passcode") }
         guard let questions = temporary.questions, let answers = temporary.answers else {
             throw .incompleteSetUp("no temporary security questions and answers")
         }
-        let keys = try withStateFileLock { () throws(VaultError) -> Keys in
+        try withStateFileLock { () throws(VaultError) in
             try sync()
             if let existing = try storedStateData() {
                 // A corrupt state is reported as such, not as a working vault.
@@ -152,10 +153,11 @@ public final class Vault: ItemSealer, @unchecked Sendable {
                 currentKeyId: 1,
                 keys: [.init(id: 1, sealed: try Self.seal(applicationKey, vaultKey: vaultKey, vaultId: vaultId, keyId: 1))])
             try store(state)
-            return Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
+            lock.withLock {
+                self.temporary = Temporary()
+                unlocked = Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
+            }
         }
-        temporary = Temporary()
-        unlocked = keys
     }
 
     /// One-call set-up: the temporary passcode and questions, then `finalize()`.
@@ -203,12 +205,11 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     /// One unlock attempt. The throttle is checked and the attempt counted as a failure durably,
     /// under the vault's file lock, before any KDF work: concurrent guesses (threads or processes)
     /// each count, and a process killed during the KDF has already been counted. A success resets
-    /// the counter.
+    /// the counter. The KDF runs with no lock held; the application keys are then opened from the
+    /// state as it is at that moment (a rotation meanwhile keeps its new key).
     private func attempt(
         failure: VaultError, _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
     ) throws(VaultError) {
-        lock.lock()
-        defer { lock.unlock() }
         let (state, failures) = try withStateFileLock { () throws(VaultError) -> (VaultState, Int) in
             try sync()
             let state = try loadState()
@@ -226,12 +227,12 @@ public final class Vault: ItemSealer, @unchecked Sendable {
             }
             throw failure
         }
-        let keys = try Self.openKeys(state, vaultKey: vaultKey)
         try withStateFileLock { () throws(VaultError) in
             try sync()
+            let keys = try Self.openKeys(try loadState(), vaultKey: vaultKey)
             try resetFailures()
+            lock.withLock { unlocked = keys }
         }
-        unlocked = keys
     }
 
     // MARK: Changing secrets (unlocked only)
@@ -260,18 +261,19 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         }
     }
 
-    /// Runs `body` on the current state and keys under the lock and stores the result durably.
+    /// Runs `body` on the current state and keys under the vault's file lock (which orders every
+    /// change, in this process and others) and stores the result durably. The in-process lock is
+    /// taken only to read and publish the keys, so readers never wait on the KDF or fsync; a
+    /// `purge()` meanwhile stays in effect.
     func change(_ body: (inout VaultState, inout Keys) throws(VaultError) -> Void) throws(VaultError) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard var keys = unlocked else { throw .locked }
         try withStateFileLock { () throws(VaultError) in
+            guard var keys = lock.withLock({ unlocked }) else { throw .locked }
             try sync()
             var state = try loadState()
             try body(&state, &keys)
             try store(state)
+            lock.withLock { if unlocked != nil { unlocked = keys } }
         }
-        unlocked = keys
     }
 
     /// The application keys while unlocked (for sealing), without holding the lock during crypto.

@@ -42,6 +42,63 @@ import Testing
     }
 }
 
+/// Issue 13: the vault's in-process lock is never held across the KDF, so sealing on one thread
+/// goes on while another thread unlocks or changes the passcode (seconds at the default cost).
+@Suite struct LockScopeTests {
+    /// A vault whose passcode wrap costs scrypt logN 16 (64 MiB, a few hundred ms) to open.
+    static func slowVault(_ scratch: VaultScratch) throws -> Vault {
+        try scratch.setUpVault(Vault.Configuration(kdf: .scrypt(logN: 16, r: 8, p: 1)))
+    }
+
+    @Test func sealingDoesNotWaitForAnUnlockInProgress() throws {
+        let scratch = try VaultScratch()
+        let vault = try Self.slowVault(scratch)
+        let events = Events()
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            started.signal()
+            try? vault.unlock(passcode: secret("old passcode"))
+            events.append("unlocked")
+        }
+        thread.start()
+        started.wait()
+        // Seal over and over while the unlock runs its KDF. Had the unlock held the lock for its
+        // KDF, the first seal would wait for it to finish and none would complete before it.
+        var sealedBeforeUnlocked = 0
+        while !events.all.contains("unlocked") {
+            _ = try vault.encrypt(Data("while unlocking".utf8))
+            if !events.all.contains("unlocked") { sealedBeforeUnlocked += 1 }
+            usleep(1_000)
+        }
+        #expect(sealedBeforeUnlocked >= 3, "only \(sealedBeforeUnlocked) seals completed during the unlock")
+    }
+
+    @Test func aRotationDuringAnUnlockKeepsItsNewKey() throws {
+        let scratch = try VaultScratch()
+        let vault = try Self.slowVault(scratch)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            try? vault.unlock(passcode: secret("old passcode"))
+            done.signal()
+        }
+        thread.start()
+        try vault.rotateKey()
+        let sealedUnderNewKey = try vault.encrypt(Data("new key".utf8))
+        done.wait()
+        // The unlock finished after (or before) the rotation; either way the new key is known.
+        #expect(try vault.decrypt(sealedUnderNewKey) == Data("new key".utf8))
+        #expect(try vault.rotateKey().keyId == 3)
+    }
+}
+
+/// Events in the order they happened.
+final class Events: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [String] = []
+    func append(_ event: String) { lock.withLock { events.append(event) } }
+    var all: [String] { lock.withLock { events } }
+}
+
 /// A thread-safe counter for the test's workers.
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
