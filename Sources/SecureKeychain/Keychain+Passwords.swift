@@ -77,7 +77,7 @@ extension Keychain {
     }
 
     func storedItem(_ identity: KeychainItem.Identity) throws(KeychainError) -> StoredItem {
-        guard let stored = engine.state.withLock({ $0.items[identity] }) else {
+        guard let stored = engine.read({ $0.items[identity] }) else {
             throw .itemNotFound(service: identity.service, account: identity.account)
         }
         return stored

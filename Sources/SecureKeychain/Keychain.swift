@@ -5,8 +5,9 @@ import Foundation
 /// Reads are served from memory and see every earlier mutation of this instance at once. Mutations
 /// are persisted by a background writer in batched transactions (or per call in immediate mode);
 /// `synchronize()` returns once everything before it is durable, and `close()` flushes. Other
-/// processes' synchronized changes to the same file become visible at the next `synchronize()` or
-/// within the poll interval. All methods are thread-safe.
+/// processes' synchronized changes to the same file become visible at the next `synchronize()`, and
+/// to a read once the view is older than the poll interval (that read first checks the file). No
+/// thread wakes while the keychain is idle. All methods are thread-safe.
 public final class Keychain: Sendable {
     /// How writes reach the file, and how long to wait on other processes.
     public struct Configuration: Sendable {
@@ -20,7 +21,8 @@ public final class Keychain: Sendable {
         public var busyTimeout: Duration = .seconds(5)
         /// How many times a write retries after the busy timeout before failing.
         public var busyRetries = 5
-        /// How often an idle keychain checks the file for other processes' changes.
+        /// How old the view may be before a read first checks the file for other processes'
+        /// changes (a `PRAGMA data_version`, reloading only when it changed).
         public var pollInterval: Duration = .milliseconds(250)
 
         /// The default: coalesced writes after 10 ms or 16,384 items.
@@ -173,7 +175,7 @@ public final class Keychain: Sendable {
 
     /// The item with `identity`; throws `itemNotFound` when absent.
     public func item(_ identity: KeychainItem.Identity) throws(KeychainError) -> KeychainItem {
-        guard let stored = engine.state.withLock({ $0.items[identity] }) else {
+        guard let stored = engine.read({ $0.items[identity] }) else {
             throw .itemNotFound(service: identity.service, account: identity.account)
         }
         return stored.item(identity)
@@ -182,7 +184,7 @@ public final class Keychain: Sendable {
     /// The items matching `query`, ordered by access group, service and account, at most `limit`.
     /// SecureFoundation's internal items appear only when `query` names their service.
     public func items(matching query: KeychainQuery) -> [KeychainItem] {
-        engine.state.withLock { s in
+        engine.read { s in
             Self.withoutInternal(s.items.identities(matching: query), query: query).compactMap { identity in
                 s.items[identity]?.item(identity)
             }

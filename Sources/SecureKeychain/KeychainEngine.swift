@@ -10,9 +10,10 @@ import Foundation
 /// the batch in one transaction. Readers only take
 /// the state lock, which is never held during I/O, so they never wait on the writer's disk work.
 ///
-/// Changes by other processes are detected with `PRAGMA data_version` (at every batch, every
-/// `synchronize`, and every poll interval when idle); the view is then reloaded from the file and the
-/// changes not yet written are replayed on top.
+/// Changes by other processes are detected with `PRAGMA data_version` at every batch, every
+/// `synchronize`, and at a read when the view was last checked more than the poll interval ago; the
+/// view is then reloaded from the file and the changes not yet written are replayed on top. An idle
+/// keychain's thread sleeps until there is work: no timer wakes it.
 final class KeychainEngine: Sendable {
     struct Waiter: Sendable {
         /// The mutation count the caller must see durable.
@@ -34,6 +35,10 @@ final class KeychainEngine: Sendable {
         var closing = false
         /// The file was opened for reading only (`KeychainStore.isReadOnly`): mutations are refused.
         var isReadOnly = false
+        /// When the view was last checked against the file's `data_version` (uptime nanoseconds).
+        var lastChecked: UInt64 = 0
+        /// How many times the writer checked the file for other processes' changes (for tests).
+        var checks = 0
         /// The error of a final flush that failed during close.
         var closeError: KeychainError?
 
@@ -75,7 +80,8 @@ final class KeychainEngine: Sendable {
         case exit
         case flush([KeychainChange], sequence: UInt64)
         case refresh
-        case wait(until: UInt64)
+        /// Sleep until woken, or until the deadline (uptime nanoseconds) when there is one.
+        case wait(until: UInt64?)
     }
 
     let path: String
@@ -99,7 +105,18 @@ final class KeychainEngine: Sendable {
         if let error = openError.withLock({ $0 }) { throw error }
     }
 
-    // MARK: Mutations and synchronization (any thread)
+    // MARK: Reads, mutations and synchronization (any thread)
+
+    /// Reads the view. When it was last checked against the file more than the poll interval ago,
+    /// it is first refreshed (as `synchronize()` does), so other processes' changes show within
+    /// the poll interval of a read without any thread polling in the background.
+    func read<R>(_ body: (State) -> R) -> R {
+        let stale = state.withLock { s in
+            !s.closing && DispatchTime.now().uptimeNanoseconds >= s.lastChecked + configuration.pollNanoseconds
+        }
+        if stale { try? synchronize() }
+        return state.withLock { body($0) }
+    }
 
     /// Applies `body` to the state under the lock, then wakes the writer when it has new work.
     func mutate<R>(_ body: (inout State) throws(KeychainError) -> R) throws(KeychainError) -> R {
@@ -170,6 +187,7 @@ final class KeychainEngine: Sendable {
         state.withLock {
             $0.items = loaded.0
             $0.isReadOnly = store.isReadOnly
+            $0.lastChecked = DispatchTime.now().uptimeNanoseconds
         }
         opened.signal()
         run(store, knownVersion: loaded.1)
@@ -177,29 +195,23 @@ final class KeychainEngine: Sendable {
 
     private func run(_ store: KeychainStore, knownVersion: Int64) {
         var knownVersion = knownVersion
-        var lastPoll = DispatchTime.now().uptimeNanoseconds
         while true {
-            switch nextStep(lastPoll: lastPoll) {
+            switch nextStep() {
             case .exit:
                 return
             case .flush(let batch, let sequence):
                 flush(batch, sequence: sequence, store: store, knownVersion: &knownVersion)
-                lastPoll = DispatchTime.now().uptimeNanoseconds
             case .refresh:
                 refresh(store: store, knownVersion: &knownVersion)
-                lastPoll = DispatchTime.now().uptimeNanoseconds
-            case .wait(let deadline):
-                if wake.wait(timeout: DispatchTime(uptimeNanoseconds: deadline)) == .timedOut,
-                    DispatchTime.now().uptimeNanoseconds >= lastPoll + configuration.pollNanoseconds
-                {
-                    refresh(store: store, knownVersion: &knownVersion)
-                    lastPoll = DispatchTime.now().uptimeNanoseconds
-                }
+            case .wait(let deadline?):
+                _ = wake.wait(timeout: DispatchTime(uptimeNanoseconds: deadline))
+            case .wait(nil):
+                wake.wait()
             }
         }
     }
 
-    private func nextStep(lastPoll: UInt64) -> Step {
+    private func nextStep() -> Step {
         state.withLock { s in
             let now = DispatchTime.now().uptimeNanoseconds
             if !s.pending.isEmpty {
@@ -214,7 +226,7 @@ final class KeychainEngine: Sendable {
             }
             if !s.waiters.isEmpty { return .refresh }
             if s.closing { return .exit }
-            return .wait(until: lastPoll + configuration.pollNanoseconds)
+            return .wait(until: nil)
         }
     }
 
@@ -234,6 +246,7 @@ final class KeychainEngine: Sendable {
             let done = state.withLock { s in
                 if let reloaded { s.replace(with: reloaded) }
                 s.durable = sequence
+                s.lastChecked = DispatchTime.now().uptimeNanoseconds
                 return s.takeWaiters(upTo: sequence)
             }
             for waiter in done { waiter.resume(nil) }
@@ -271,7 +284,11 @@ final class KeychainEngine: Sendable {
         } catch {
             failure = error
         }
-        let done = state.withLock { s in s.takeWaiters(upTo: s.durable) }
+        let done = state.withLock { s in
+            s.checks += 1
+            if failure == nil { s.lastChecked = DispatchTime.now().uptimeNanoseconds }
+            return s.takeWaiters(upTo: s.durable)
+        }
         for waiter in done { waiter.resume(failure) }
     }
 

@@ -20,7 +20,7 @@ extension Keychain {
         var summary = LegacyImportSummary(imported: 0, skipped: 0)
         for entry in entries {
             let identity = KeychainItem.Identity(service: entry.service, account: entry.account)
-            if !overwrite, engine.state.withLock({ $0.items[identity] != nil }) {
+            if !overwrite, engine.read({ $0.items[identity] != nil }) {
                 summary.skipped += 1
                 continue
             }

@@ -134,6 +134,28 @@ import Testing
         }
     }
 
+    /// Issue 13: no thread wakes for an idle keychain; a read after the poll interval checks the
+    /// file once (and sees another process's change).
+    @Test func idleKeychainDoesNotPollAndAReadChecksTheFile() async throws {
+        try await withKeychainDirectory { _, path in
+            var configuration = Keychain.Configuration()
+            configuration.pollInterval = .milliseconds(20)
+            let idle = try Keychain(path: path, configuration: configuration)
+            let checks = { idle.engine.state.withLock { $0.checks } }
+            let before = checks()
+            try await Task.sleep(for: .milliseconds(300))  // fifteen poll intervals, nobody reading
+            #expect(checks() == before, "the idle keychain checked the file without a read")
+            let writer = try Keychain(path: path)
+            try writer.setPassword("x", service: "s", account: "a")
+            try await writer.synchronize()
+            #expect(try idle.password(service: "s", account: "a") == "x")
+            #expect(checks() == before + 1)
+            // Reads within the poll interval are served from memory, without another check.
+            _ = idle.accounts(service: "s")
+            #expect(checks() <= before + 2)
+        }
+    }
+
     @Test func idleInstancePicksUpExternalChangesByPolling() async throws {
         try await withKeychainDirectory { _, path in
             var configuration = Keychain.Configuration()
