@@ -67,7 +67,12 @@ python3 -c "import sys; n=int(sys.argv[1]); s=float(sys.argv[3])-float(sys.argv[
 kill "${pids[-1]}" 2>/dev/null || true
 
 echo "== 2. bulk 1 GiB through one connection (target >= 1 GB/s)"
-"$bin" bulk
+"$bin" ceiling
+for cipher in chacha20-poly1305 aes-256-gcm; do
+    openssl speed -evp "$cipher" -bytes 65536 -seconds 1 2>/dev/null | awk -v c="$cipher" 'tolower($1) == c { v = $NF; sub(/k$/, "", v); printf "openssl speed -evp %s, 64 KiB blocks, one thread: %.2f GB/s\n", c, v * 1000 / 1e9 }'
+done
+"$bin" bulk Noise_XX_25519_ChaChaPoly_SHA256
+"$bin" bulk Noise_XX_25519_AESGCM_SHA256
 port=$(free_port)
 # s_server closes the connection when its stdin ends, so its stdin is a bounded sleep; it exits
 # after this one connection, when it has read everything, and wc then prints the byte count.

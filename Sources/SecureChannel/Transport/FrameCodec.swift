@@ -29,16 +29,22 @@ extension SecureChannel {
         }
     }
 
-    /// Prefixes each outgoing Noise message (at most 65,535 bytes) with its 2-byte big-endian length.
-    struct FrameEncoder: MessageToByteEncoder {
-        typealias OutboundIn = ByteBuffer
+    /// Writes frames: each Noise message (at most 65,535 bytes) after its 2-byte big-endian length.
+    enum FrameEncoder {
+        /// The bytes one frame takes on the wire besides its message: the length.
+        static let headerLength = 2
+        /// The most bytes one frame takes on the wire.
+        static let maxFrameByteCount = headerLength + Noise.maxMessageLength
 
-        func encode(data: ByteBuffer, out: inout ByteBuffer) throws {
-            guard data.readableBytes <= Noise.maxMessageLength else {
-                throw SecureChannelError.noise(.messageTooLong(data.readableBytes))
-            }
-            out.writeInteger(UInt16(data.readableBytes))
-            out.writeImmutableBuffer(data)
+        /// `message` as one frame, in a new buffer of exactly the frame's size.
+        static func frame(_ message: some Collection<UInt8>, allocator: ByteBufferAllocator) throws(SecureChannelError)
+            -> ByteBuffer
+        {
+            guard message.count <= Noise.maxMessageLength else { throw .noise(.messageTooLong(message.count)) }
+            var buffer = allocator.buffer(capacity: headerLength + message.count)
+            buffer.writeInteger(UInt16(message.count))
+            buffer.writeBytes(message)
+            return buffer
         }
     }
 }

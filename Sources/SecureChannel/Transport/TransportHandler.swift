@@ -1,12 +1,11 @@
 import Foundation
 import NIOCore
-import NIOFoundationCompat
 
 extension SecureChannel {
     /// After the handshake: decrypts inbound frames and reassembles application messages;
-    /// splits and encrypts outbound application messages. Any decryption or framing error is
-    /// raised in the pipeline (so the async inbound sequence throws it) and closes the connection;
-    /// the message it affected is never delivered.
+    /// splits and encrypts outbound application messages and writes them as frames. Any
+    /// decryption or framing error is raised in the pipeline (so the async inbound sequence throws
+    /// it) and closes the connection; the message it affected is never delivered.
     final class TransportHandler: ChannelDuplexHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -26,8 +25,10 @@ extension SecureChannel {
             guard !failed else { return }
             let frame = unwrapInboundIn(data)
             do {
-                let plaintext = try transport.readMessage(frame.readableBytesView)
-                if let message = try reassembler.append(plaintext) { context.fireChannelRead(wrapInboundOut(message)) }
+                let plaintext = try frame.withUnsafeReadableBytes { bytes throws(NoiseError) in try transport.readMessage(bytes) }
+                if let message = try reassembler.append(plaintext, allocator: context.channel.allocator) {
+                    context.fireChannelRead(wrapInboundOut(message))
+                }
             } catch {
                 failed = true
                 context.fireErrorCaught(HandshakeHandler.channelError(error))
@@ -38,11 +39,8 @@ extension SecureChannel {
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
             let message = unwrapOutboundIn(data)
             do {
-                let plaintexts = ApplicationFraming.plaintexts(of: message)
-                for (index, plaintext) in plaintexts.enumerated() {
-                    let ciphertext = try transport.writeMessage(plaintext)
-                    context.write(
-                        wrapOutboundOut(ByteBuffer(bytes: ciphertext)), promise: index == plaintexts.count - 1 ? promise : nil)
+                try ApplicationFraming.seal(message, with: transport, allocator: context.channel.allocator) { frames, isLast in
+                    context.write(wrapOutboundOut(frames), promise: isLast ? promise : nil)
                 }
             } catch {
                 promise?.fail(HandshakeHandler.channelError(error))
