@@ -31,8 +31,8 @@ extension SecureChannel {
         /// Checks before sealing anything that the sending nonces cannot run out mid-message
         /// (`nonceExhausted`), so a message is either sent whole or not at all.
         static func seal(
-            _ message: ByteBuffer, with transport: Noise.TransportState, allocator: ByteBufferAllocator,
-            emit: (_ frames: ByteBuffer, _ isLast: Bool) -> Void
+            _ message: ByteBuffer, with transport: Noise.TransportState, buffers: inout SendBuffers,
+            allocator: ByteBufferAllocator, emit: (_ frames: ByteBuffer, _ isLast: Bool) -> Void
         ) throws(NoiseError) {
             guard let sending = transport.sending else { throw .oneWayPattern }
             let length = message.readableBytes
@@ -53,7 +53,8 @@ extension SecureChannel {
                     let plaintext = UnsafeRawBufferPointer(rebasing: scratch[..<(1 + end - start)])
                     let sealedLength = plaintext.count + Noise.tagLength
                     if output == nil {
-                        output = allocator.buffer(capacity: min(framedByteCount(forLength: length - start), maxBufferBytes))
+                        output = buffers.take(
+                            capacity: min(framedByteCount(forLength: length - start), maxBufferBytes), allocator: allocator)
                     }
                     output!.writeInteger(UInt16(sealedLength))
                     output!.writeWithUnsafeMutableBytes(minimumWritableBytes: sealedLength) { destination in
@@ -63,11 +64,56 @@ extension SecureChannel {
                     }
                     if isLast || output!.writableBytes < FrameEncoder.maxFrameByteCount {
                         emit(output!, isLast)
+                        buffers.recycle(output!)
                         output = nil
                     }
                     start = end
                 } while start < length
             }
+        }
+
+        /// Outgoing frame buffers kept for reuse: a large buffer freshly allocated costs the kernel
+        /// zeroing its pages (the allocator hands big blocks back to the system when freed), so the
+        /// buffers of one message are taken again for the next once the socket has written them
+        /// (when they are uniquely referenced again). At most `maxSpares` are kept; the owner
+        /// empties them when the connection has been idle for a while.
+        struct SendBuffers {
+            /// The most buffers kept (1 MiB each): enough for the frames of one message in flight
+            /// while the next is sealed.
+            static let maxSpares = 3
+            /// The size of every kept buffer: `framesPerBuffer` full frames.
+            static let pooledCapacity = framesPerBuffer * FrameEncoder.maxFrameByteCount
+            /// Buffers smaller than this are allocated each time and never kept.
+            static let minPooledCapacity = 1 << 16
+            private var spares: [ByteBuffer] = []
+
+            /// An empty buffer with room for `capacity` bytes: a spare the socket has finished
+            /// with, or a new one.
+            mutating func take(capacity: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+                if capacity >= Self.minPooledCapacity {
+                    for index in spares.indices where spares[index].capacity >= capacity {
+                        if spares[index].modifyIfUniquelyOwned({ _ in true }) == true {
+                            var buffer = spares.remove(at: index)
+                            buffer.clear()
+                            return buffer
+                        }
+                    }
+                }
+                // Pooled buffers all have the largest size, so any spare fits any later need.
+                return allocator.buffer(capacity: capacity >= Self.minPooledCapacity ? Self.pooledCapacity : capacity)
+            }
+
+            /// Keeps `buffer` (just handed to the channel) for reuse if it is large and there is room.
+            mutating func recycle(_ buffer: ByteBuffer) {
+                guard buffer.capacity >= Self.minPooledCapacity, spares.count < Self.maxSpares else { return }
+                spares.append(buffer)
+            }
+
+            /// Whether any buffer is kept.
+            var isEmpty: Bool { spares.isEmpty }
+
+            /// Drops every kept buffer.
+            mutating func removeAll() { spares = [] }
         }
 
         /// Collects transport plaintexts into application messages of at most `limit` bytes.

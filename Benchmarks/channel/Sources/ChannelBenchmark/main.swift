@@ -20,6 +20,14 @@ func residentBytes() -> Int {
     return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// User and system CPU seconds this process has used so far (both ends of every connection).
+func cpuSeconds() -> (user: Double, system: Double) {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return (seconds(usage.ru_utime), seconds(usage.ru_stime))
+}
+
 /// A server that takes every connection from `connections` and hands it to `serve`.
 func startServer(configuration: SecureChannel.Configuration, serve: @escaping @Sendable (SecureChannel.Connection) async -> Void)
     async throws -> SecureChannel.Server
@@ -134,6 +142,7 @@ func bulk(totalBytes: Int, messageSize: Int, seconds: Double, protocolName: Stri
     let connection = try await connect(port: server.port, configuration: configuration)
     let message = ByteBuffer(repeating: 0, count: messageSize)
     let deadline = now() + seconds
+    let cpuBefore = cpuSeconds()
     let (sent, elapsed) = try await connection.executeThenClose { inbound, outbound in
         let start = now()
         var sent = 0
@@ -145,11 +154,14 @@ func bulk(totalBytes: Int, messageSize: Int, seconds: Double, protocolName: Stri
         if sent >= totalBytes { _ = try await iterator.next() }
         return (sent, now() - start)
     }
+    let cpuAfter = cpuSeconds()
+    let (user, system) = (cpuAfter.user - cpuBefore.user, cpuAfter.system - cpuBefore.system)
     if sent < totalBytes {
         print(String(format: "SecureChannel bulk: time limit of %.0f s reached after %d bytes", seconds, sent))
     }
-    print(String(format: "SecureChannel bulk (%@, 1 channel, %d MiB messages): %.3f GiB in %.2f s = %.2f GB/s (%.2f GiB/s)",
-        protocolName, messageSize >> 20, Double(sent) / 1_073_741_824, elapsed, Double(sent) / elapsed / 1e9, Double(sent) / elapsed / 1_073_741_824))
+    let gib = Double(sent) / 1_073_741_824
+    print(String(format: "SecureChannel bulk (%@, 1 channel, %d MiB messages): %.3f GiB in %.2f s = %.2f GB/s (%.2f GiB/s); CPU both ends %.2f s user + %.2f s system = %.2f CPU-s per GiB",
+        protocolName, messageSize >> 20, gib, elapsed, Double(sent) / elapsed / 1e9, gib / elapsed, user, system, (user + system) / gib))
     await server.close()
 }
 
