@@ -129,7 +129,9 @@ func handshakes(seconds: Double, limit: Int, concurrency: Int) async throws {
 /// them and answers one byte when all have arrived; wall time from the first write to that answer.
 func bulk(totalBytes: Int, messageSize: Int, seconds: Double, protocolName: String) async throws {
     let configuration = SecureChannel.Configuration(protocolName: try Noise.ProtocolName(parsing: protocolName))
+    let serverLoop = NIOLockedValueBox("")
     let server = try await startServer(configuration: configuration) { connection in
+        serverLoop.withLockedValue { $0 = "\(connection.channel.channel.eventLoop)" }
         try? await connection.executeThenClose { inbound, outbound in
             var received = 0
             for try await message in inbound {
@@ -155,6 +157,7 @@ func bulk(totalBytes: Int, messageSize: Int, seconds: Double, protocolName: Stri
         return (sent, now() - start)
     }
     let cpuAfter = cpuSeconds()
+    print("event loops: client \(connection.channel.channel.eventLoop), server \(serverLoop.withLockedValue { $0 })")
     let (user, system) = (cpuAfter.user - cpuBefore.user, cpuAfter.system - cpuBefore.system)
     if sent < totalBytes {
         print(String(format: "SecureChannel bulk: time limit of %.0f s reached after %d bytes", seconds, sent))
