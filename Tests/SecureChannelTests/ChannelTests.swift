@@ -48,6 +48,46 @@ import Testing
         #expect(replies == messages)
     }
 
+    /// Far more than the socket buffers hold, written without waiting for the echoes: the
+    /// transport queues messages while the channel is unwritable and seals them as the socket
+    /// drains, reusing its frame buffers. Every message must come back whole and in order; the
+    /// sizes cross chunk boundaries and the 15-frame batches of one send buffer.
+    @Test(arguments: ["Noise_XX_25519_ChaChaPoly_SHA256", "Noise_XX_25519_AESGCM_SHA512"])
+    func messagesWrittenAheadOfTheSocketArriveWholeAndInOrder(_ name: String) async throws {
+        var configuration = SecureChannel.Configuration()
+        configuration.protocolName = try Noise.ProtocolName(parsing: name)
+        let echo = try await Fixtures.EchoServer(configuration: configuration)
+        defer { Task { await echo.close() } }
+        let connection = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey),
+            configuration: configuration)
+        let base = [UInt8](SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }) + (0..<3_100_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let sizes = [0, 1, 65_518, 65_519, 65_518 * 15, 65_518 * 15 + 1, 1 << 20, 3_000_000]
+        let messages = (0..<24).map { index in
+            let size = sizes[index % sizes.count]
+            return ByteBuffer(bytes: base[index..<(index + size)])
+        }
+        let replies = try await connection.executeThenClose { inbound, outbound in
+            try await withThrowingTaskGroup(of: Void.self) { writers in
+                writers.addTask {
+                    for message in messages { try await outbound.write(message) }
+                }
+                var replies = [ByteBuffer]()
+                for try await reply in inbound {
+                    replies.append(reply)
+                    if replies.count == messages.count { break }
+                }
+                try await writers.waitForAll()
+                return replies
+            }
+        }
+        // Compared by digest, so a failure prints 24 short lines rather than 30 MB.
+        func digests(_ buffers: [ByteBuffer]) -> [String] {
+            buffers.map { "\($0.readableBytes) \(SHA256.hash(data: Data($0.readableBytesView)))" }
+        }
+        #expect(digests(replies) == digests(messages))
+    }
+
     @Test func wrongServerKeyIsATypedErrorAndNothingIsDelivered() async throws {
         let echo = try await Fixtures.EchoServer()
         defer { Task { await echo.close() } }
