@@ -21,7 +21,7 @@ extension SecureChannel {
         private var reassembler: ApplicationFraming.Reassembler
         private var failed = false
         /// Messages written and not sealed yet, in order; the first `flushedCount` were flushed.
-        private var queued = CircularBuffer<(message: ByteBuffer, promise: EventLoopPromise<Void>?)>()
+        private var queued = CircularBuffer<(message: ByteBuffer, promise: EventLoopPromise<Void>?)>(initialCapacity: 4)
         private var flushedCount = 0
         private var sealing = false
         private var sendBuffers = ApplicationFraming.SendBuffers()
