@@ -51,7 +51,7 @@ extension SecureChannel {
             let handshake = try HandshakeHandler(
                 role: role, staticKey: staticKey, trust: trust, configuration: configuration, established: established)
             let sync = channel.pipeline.syncOperations
-            try sync.addHandler(ByteToMessageHandler(FrameDecoder(maxFrameLength: configuration.maxFrameLength)))
+            try sync.addHandler(FrameDecoder(maxFrameLength: configuration.maxFrameLength))
             try sync.addHandler(handshake)
         } catch {
             established.fail(HandshakeHandler.channelError(error))
