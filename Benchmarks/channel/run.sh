@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SecureChannel benchmark, one command: Benchmarks/channel/run.sh
 # Release build, then in one run on 127.0.0.1: XX handshakes/s (next to Python noiseprotocol
-# in-process and openssl s_time TLS 1.3), 1 GiB through one channel (next to openssl
-# s_server/s_client TLS 1.3), and memory per idle connection with 1,000 held open.
+# in-process and openssl s_time TLS 1.3); the single-core seal/open ceiling of swift-crypto (and
+# openssl speed) for both Noise ciphers; 1 GiB through one channel with ChaChaPoly and with AESGCM
+# (next to openssl s_server/s_client TLS 1.3); and memory per idle connection with 1,000 held open.
 # Builds AND measurements run under the team's build lock, so no build shares the two cores.
 set -euo pipefail
 self=$(realpath "$0")
@@ -67,7 +68,12 @@ python3 -c "import sys; n=int(sys.argv[1]); s=float(sys.argv[3])-float(sys.argv[
 kill "${pids[-1]}" 2>/dev/null || true
 
 echo "== 2. bulk 1 GiB through one connection (target >= 1 GB/s)"
-"$bin" bulk
+"$bin" ceiling
+for cipher in chacha20-poly1305 aes-256-gcm; do
+    openssl speed -evp "$cipher" -bytes 65536 -seconds 1 2>/dev/null | awk -v c="$cipher" 'tolower($1) == c { v = $NF; sub(/k$/, "", v); printf "openssl speed -evp %s, 64 KiB blocks, one thread: %.2f GB/s\n", c, v * 1000 / 1e9 }'
+done
+"$bin" bulk Noise_XX_25519_ChaChaPoly_SHA256
+"$bin" bulk Noise_XX_25519_AESGCM_SHA256
 port=$(free_port)
 # s_server closes the connection when its stdin ends, so its stdin is a bounded sleep; it exits
 # after this one connection, when it has read everything, and wc then prints the byte count.

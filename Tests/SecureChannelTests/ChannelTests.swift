@@ -48,6 +48,46 @@ import Testing
         #expect(replies == messages)
     }
 
+    /// Far more than the socket buffers hold, written without waiting for the echoes: the
+    /// transport queues messages while the channel is unwritable and seals them as the socket
+    /// drains, reusing its frame buffers. Every message must come back whole and in order; the
+    /// sizes cross chunk boundaries and the 15-frame batches of one send buffer.
+    @Test(arguments: ["Noise_XX_25519_ChaChaPoly_SHA256", "Noise_XX_25519_AESGCM_SHA512"])
+    func messagesWrittenAheadOfTheSocketArriveWholeAndInOrder(_ name: String) async throws {
+        var configuration = SecureChannel.Configuration()
+        configuration.protocolName = try Noise.ProtocolName(parsing: name)
+        let echo = try await Fixtures.EchoServer(configuration: configuration)
+        defer { Task { await echo.close() } }
+        let connection = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey),
+            configuration: configuration)
+        let base = [UInt8](SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }) + (0..<3_100_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let sizes = [0, 1, 65_518, 65_519, 65_518 * 15, 65_518 * 15 + 1, 1 << 20, 3_000_000]
+        let messages = (0..<24).map { index in
+            let size = sizes[index % sizes.count]
+            return ByteBuffer(bytes: base[index..<(index + size)])
+        }
+        let replies = try await connection.executeThenClose { inbound, outbound in
+            try await withThrowingTaskGroup(of: Void.self) { writers in
+                writers.addTask {
+                    for message in messages { try await outbound.write(message) }
+                }
+                var replies = [ByteBuffer]()
+                for try await reply in inbound {
+                    replies.append(reply)
+                    if replies.count == messages.count { break }
+                }
+                try await writers.waitForAll()
+                return replies
+            }
+        }
+        // Compared by digest, so a failure prints 24 short lines rather than 30 MB.
+        func digests(_ buffers: [ByteBuffer]) -> [String] {
+            buffers.map { "\($0.readableBytes) \(SHA256.hash(data: Data($0.readableBytesView)))" }
+        }
+        #expect(digests(replies) == digests(messages))
+    }
+
     @Test func wrongServerKeyIsATypedErrorAndNothingIsDelivered() async throws {
         let echo = try await Fixtures.EchoServer()
         defer { Task { await echo.close() } }
@@ -215,6 +255,53 @@ import Testing
         #expect(echo.inboundErrors.withLockedValue { $0 }.allSatisfy { $0 == .noise(.decryptionFailed) })
         #expect(echo.received.withLockedValue { $0 } == [ByteBuffer(string: "first")])
         #expect(try await Fixtures.echo(ByteBuffer(string: "next"), port: echo.port) == ByteBuffer(string: "next"))
+    }
+
+    /// Frames cut across socket reads everywhere that matters: inside the length bytes, right
+    /// after them, inside a message, at a frame boundary; and several frames in one read. The
+    /// decoder must pass on exactly the frames that were sent (the echo proves it).
+    @Test func framesSplitAcrossReadsAreReassembled() async throws {
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        let configuration = SecureChannel.Configuration()
+        let peer = try RawPeer(port: echo.port)
+        func framed(_ message: Data) -> Data { Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message }
+        /// Sends `bytes` in pieces cut at `cuts`, pausing so each piece arrives in a read of its own.
+        func send(_ bytes: Data, cuttingAt cuts: [Int]) {
+            var start = 0
+            for cut in cuts + [bytes.count] {
+                peer.send(bytes[start..<cut])
+                start = cut
+                usleep(30_000)
+            }
+        }
+        let initiator = try Noise.HandshakeState(
+            protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
+            staticKey: Fixtures.clientKey)
+        send(framed(try initiator.writeMessage()), cuttingAt: [1])
+        _ = try initiator.readMessage(#require(peer.receiveFrame()))
+        send(framed(try initiator.writeMessage()), cuttingAt: [2])
+        let transport = try initiator.transportState()
+        let big = Data((0..<80_000).map { UInt8(truncatingIfNeeded: $0 * 13) })
+        let first = framed(try transport.writeMessage(Data([0x01]) + Data("first".utf8)))
+        let bigHead = framed(try transport.writeMessage(Data([0x00]) + big.prefix(65_518)))
+        let bigTail = framed(try transport.writeMessage(Data([0x01]) + big.dropFirst(65_518)))
+        let last = framed(try transport.writeMessage(Data([0x01]) + Data("last".utf8)))
+        let stream = first + bigHead + bigTail + last
+        let a = first.count, b = a + bigHead.count, c = b + bigTail.count
+        send(stream, cuttingAt: [a + 1, a + 2, a + 30_000, b, b + 1, c - 5])
+        var replies = [Data]()
+        var pending = Data()
+        while replies.count < 3, let frame = peer.receiveFrame() {
+            let plaintext = try transport.readMessage(frame)
+            pending += plaintext.dropFirst()
+            if plaintext.first == 0x01 {
+                replies.append(pending)
+                pending = Data()
+            }
+        }
+        #expect(replies == [Data("first".utf8), big, Data("last".utf8)])
+        #expect(echo.failures.withLockedValue { $0.isEmpty })
     }
 
     @Test func handshakesInProgressAreBounded() async throws {

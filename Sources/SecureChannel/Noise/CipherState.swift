@@ -56,6 +56,27 @@ extension Noise {
             return plaintext
         }
 
+        /// `EncryptWithAd(zerolen, plaintext)` for transport messages, written into `output` (which
+        /// must have room for `plaintext.count + 16` bytes); returns the bytes written. Requires a
+        /// key. `nonceExhausted` (nothing changed, nothing written) when the nonce is 2^64-1.
+        func encrypt(plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(NoiseError) -> Int {
+            guard let key else { preconditionFailure("transport encryption needs a key") }
+            guard nonce < .max else { throw .nonceExhausted }
+            let written = cipher.encrypt(key: key, nonce: nonce, plaintext: plaintext, into: output)
+            nonce += 1
+            return written
+        }
+
+        /// `DecryptWithAd(zerolen, message)` for transport messages. Requires a key. On
+        /// `decryptionFailed` or `nonceExhausted` the nonce is unchanged.
+        func decrypt(message: UnsafeRawBufferPointer) throws(NoiseError) -> Data {
+            guard let key else { preconditionFailure("transport decryption needs a key") }
+            guard nonce < .max else { throw .nonceExhausted }
+            let plaintext = try cipher.decrypt(key: key, nonce: nonce, message: message)
+            nonce += 1
+            return plaintext
+        }
+
         /// `Rekey()` (section 4.2): the key becomes the first 32 bytes of
         /// `ENCRYPT(k, 2^64-1, zerolen, zeros)`. The nonce is unchanged. No effect without a key.
         public func rekey() {

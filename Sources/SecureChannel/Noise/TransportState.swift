@@ -43,6 +43,21 @@ extension Noise {
             return try receiving.decrypt(withAD: Data(), ciphertext: message)
         }
 
+        /// `writeMessage` into `output`, which must have room for `payload.count + 16` bytes;
+        /// returns the bytes written (the transport path, without intermediate buffers).
+        func writeMessage(_ payload: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(NoiseError) -> Int {
+            guard let sending else { throw .oneWayPattern }
+            guard payload.count <= Noise.maxTransportPayloadLength else { throw .messageTooLong(payload.count + Noise.tagLength) }
+            return try sending.encrypt(plaintext: payload, into: output)
+        }
+
+        /// `readMessage` of contiguous bytes (the transport path, one copy into the sealed box).
+        func readMessage(_ message: UnsafeRawBufferPointer) throws(NoiseError) -> Data {
+            guard let receiving else { throw .oneWayPattern }
+            guard message.count <= Noise.maxMessageLength else { throw .messageTooLong(message.count) }
+            return try receiving.decrypt(message: message)
+        }
+
         /// Rekeys the sending direction (section 11.3); the peer must rekey its receiving direction
         /// at the same point in the stream.
         public func rekeySending() { sending?.rekey() }

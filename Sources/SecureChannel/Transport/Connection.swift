@@ -39,7 +39,7 @@ extension SecureChannel {
         }
     }
 
-    /// Installs the frame codec and the handshake on `channel` and returns the future connection,
+    /// Installs the frame decoder and the handshake on `channel` and returns the future connection,
     /// created on the channel's event loop as the handshake completes.
     static func startHandshake(
         on channel: Channel, role: Noise.Role, staticKey: Curve25519.KeyAgreement.PrivateKey?, trust: PeerTrust,
@@ -51,8 +51,7 @@ extension SecureChannel {
             let handshake = try HandshakeHandler(
                 role: role, staticKey: staticKey, trust: trust, configuration: configuration, established: established)
             let sync = channel.pipeline.syncOperations
-            try sync.addHandler(ByteToMessageHandler(FrameDecoder(maxFrameLength: configuration.maxFrameLength)))
-            try sync.addHandler(MessageToByteHandler(FrameEncoder()))
+            try sync.addHandler(FrameDecoder(maxFrameLength: configuration.maxFrameLength))
             try sync.addHandler(handshake)
         } catch {
             established.fail(HandshakeHandler.channelError(error))

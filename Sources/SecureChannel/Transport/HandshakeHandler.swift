@@ -11,7 +11,7 @@ extension SecureChannel {
         let handshakeHash: Data
     }
 
-    /// Runs the Noise handshake over frames, within the timeout, checking the peer's static key
+    /// Runs the Noise handshake over frames (writing its own frames), within the timeout, checking the peer's static key
     /// as soon as it is known. On success it installs a `TransportHandler` behind itself and
     /// succeeds `established`; on any failure it fails the promise and closes the connection, so
     /// nothing the peer sent is ever delivered.
@@ -119,7 +119,7 @@ extension SecureChannel {
         private func advance(context: ChannelHandlerContext) throws {
             while state.isMyTurn {
                 let message = try state.writeMessage()
-                context.write(wrapOutboundOut(ByteBuffer(bytes: message)), promise: nil)
+                context.write(wrapOutboundOut(try FrameEncoder.frame(message, allocator: context.channel.allocator)), promise: nil)
             }
             context.flush()
             if state.isComplete { try finish(context: context) }

@@ -11,6 +11,11 @@ import NIOCore
 /// big-endian length then the message; an application message is split into transport messages
 /// whose plaintext is a 1-byte flag (`0x00` more follows, `0x01` last) then up to 65,518 bytes.
 public enum SecureChannel {
+    /// Socket reads: NIO's adaptive sizes (a new connection starts at 2 KiB, so idle connections
+    /// stay small) growing up to 256 KiB, four full frames, instead of NIO's 64 KiB, under which
+    /// every full 65,537-byte frame straddles two reads.
+    static let receiveBufferAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 256 << 10)
+
     /// The settings both ends must agree on (protocol, prologue) and the local limits.
     public struct Configuration: Sendable {
         /// The Noise protocol; both ends must use the same one.

@@ -20,6 +20,14 @@ func residentBytes() -> Int {
     return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// User and system CPU seconds this process has used so far (both ends of every connection).
+func cpuSeconds() -> (user: Double, system: Double) {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return (seconds(usage.ru_utime), seconds(usage.ru_stime))
+}
+
 /// A server that takes every connection from `connections` and hands it to `serve`.
 func startServer(configuration: SecureChannel.Configuration, serve: @escaping @Sendable (SecureChannel.Connection) async -> Void)
     async throws -> SecureChannel.Server
@@ -32,8 +40,48 @@ func startServer(configuration: SecureChannel.Configuration, serve: @escaping @S
     return server
 }
 
-func connect(port: Int) async throws -> SecureChannel.Connection {
-    try await SecureChannel.Client.connect(host: "127.0.0.1", port: port, staticKey: clientKey, peer: .pinned(serverKey.publicKey))
+func connect(port: Int, configuration: SecureChannel.Configuration = .init()) async throws -> SecureChannel.Connection {
+    try await SecureChannel.Client.connect(
+        host: "127.0.0.1", port: port, staticKey: clientKey, peer: .pinned(serverKey.publicKey), configuration: configuration)
+}
+
+/// The single-core ceiling: swift-crypto sealing then opening full-size Noise transport messages
+/// (65,519-byte plaintexts, 65,535 bytes sealed) in one thread, `totalBytes` each way, the same
+/// primitive calls a channel makes, without networking, framing or copies of its own.
+func ceiling(totalBytes: Int) {
+    let plaintext = [UInt8](repeating: 0, count: 65_519)
+    let count = totalBytes / plaintext.count
+    func nonce(_ n: Int) -> [UInt8] { [0, 0, 0, 0] + withUnsafeBytes(of: UInt64(n).bigEndian) { Array($0) } }
+    func report(_ name: String, _ what: String, _ seconds: Double) {
+        let bytes = Double(count * plaintext.count)
+        print(String(format: "swift-crypto %@ %@ of 65,519-byte messages, one thread: %.3f GiB in %.2f s = %.2f GB/s",
+            name, what, bytes / 1_073_741_824, seconds, bytes / seconds / 1e9))
+    }
+    let key = SymmetricKey(size: .bits256)
+    var start = now()
+    var boxes = [ChaChaPoly.SealedBox]()
+    var sink = 0
+    for i in 0..<count {
+        let box = try! ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(data: nonce(i)))
+        if i < 2 { boxes.append(box) }
+        sink &+= Int(box.tag.first!)
+    }
+    report("ChaChaPoly", "seal", now() - start)
+    start = now()
+    for _ in 0..<count { sink &+= try! ChaChaPoly.open(boxes[1], using: key).count }
+    report("ChaChaPoly", "open", now() - start)
+    start = now()
+    var gcmBoxes = [AES.GCM.SealedBox]()
+    for i in 0..<count {
+        let box = try! AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(data: nonce(i)))
+        if i < 2 { gcmBoxes.append(box) }
+        sink &+= Int(box.tag.first!)
+    }
+    report("AES-256-GCM", "seal", now() - start)
+    start = now()
+    for _ in 0..<count { sink &+= try! AES.GCM.open(gcmBoxes[1], using: key).count }
+    report("AES-256-GCM", "open", now() - start)
+    if sink == 42 { print("") }
 }
 
 /// Full XX handshakes (TCP connect, 3 Noise messages, peer check) with `concurrency` clients in
@@ -79,8 +127,11 @@ func handshakes(seconds: Double, limit: Int, concurrency: Int) async throws {
 
 /// Sends `totalBytes` as messages of `messageSize` through one channel to a server that counts
 /// them and answers one byte when all have arrived; wall time from the first write to that answer.
-func bulk(totalBytes: Int, messageSize: Int, seconds: Double) async throws {
-    let server = try await startServer(configuration: .init()) { connection in
+func bulk(totalBytes: Int, messageSize: Int, seconds: Double, protocolName: String) async throws {
+    let configuration = SecureChannel.Configuration(protocolName: try Noise.ProtocolName(parsing: protocolName))
+    let serverLoop = NIOLockedValueBox("")
+    let server = try await startServer(configuration: configuration) { connection in
+        serverLoop.withLockedValue { $0 = "\(connection.channel.channel.eventLoop)" }
         try? await connection.executeThenClose { inbound, outbound in
             var received = 0
             for try await message in inbound {
@@ -90,9 +141,10 @@ func bulk(totalBytes: Int, messageSize: Int, seconds: Double) async throws {
             try await outbound.write(ByteBuffer(bytes: [1]))
         }
     }
-    let connection = try await connect(port: server.port)
+    let connection = try await connect(port: server.port, configuration: configuration)
     let message = ByteBuffer(repeating: 0, count: messageSize)
     let deadline = now() + seconds
+    let cpuBefore = cpuSeconds()
     let (sent, elapsed) = try await connection.executeThenClose { inbound, outbound in
         let start = now()
         var sent = 0
@@ -104,11 +156,15 @@ func bulk(totalBytes: Int, messageSize: Int, seconds: Double) async throws {
         if sent >= totalBytes { _ = try await iterator.next() }
         return (sent, now() - start)
     }
+    let cpuAfter = cpuSeconds()
+    print("event loops: client \(connection.channel.channel.eventLoop), server \(serverLoop.withLockedValue { $0 })")
+    let (user, system) = (cpuAfter.user - cpuBefore.user, cpuAfter.system - cpuBefore.system)
     if sent < totalBytes {
         print(String(format: "SecureChannel bulk: time limit of %.0f s reached after %d bytes", seconds, sent))
     }
-    print(String(format: "SecureChannel bulk (1 channel, %d MiB messages): %.3f GiB in %.2f s = %.2f GB/s (%.2f GiB/s)",
-        messageSize >> 20, Double(sent) / 1_073_741_824, elapsed, Double(sent) / elapsed / 1e9, Double(sent) / elapsed / 1_073_741_824))
+    let gib = Double(sent) / 1_073_741_824
+    print(String(format: "SecureChannel bulk (%@, 1 channel, %d MiB messages): %.3f GiB in %.2f s = %.2f GB/s (%.2f GiB/s); CPU both ends %.2f s user + %.2f s system = %.2f CPU-s per GiB",
+        protocolName, messageSize >> 20, gib, elapsed, Double(sent) / elapsed / 1e9, gib / elapsed, user, system, (user + system) / gib))
     await server.close()
 }
 
@@ -149,9 +205,13 @@ switch arguments.first {
 case "handshakes":
     try await handshakes(seconds: Double(arguments.dropFirst().first ?? "3")!, limit: 100_000, concurrency: 16)
 case "bulk":
-    try await bulk(totalBytes: 1 << 30, messageSize: 1 << 20, seconds: 60)
+    try await bulk(
+        totalBytes: 1 << 30, messageSize: 1 << 20, seconds: 60,
+        protocolName: arguments.dropFirst().first ?? "Noise_XX_25519_ChaChaPoly_SHA256")
+case "ceiling":
+    ceiling(totalBytes: 1 << 30)
 case "idle":
     try await idle(count: Int(arguments.dropFirst().first ?? "1000")!, seconds: 60)
 default:
-    print("usage: ChannelBenchmark handshakes [seconds] | bulk | idle [count]")
+    print("usage: ChannelBenchmark handshakes [seconds] | bulk [protocol name] | ceiling | idle [count]")
 }
