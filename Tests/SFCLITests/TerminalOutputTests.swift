@@ -82,3 +82,71 @@ let terminalAvailable = TestSupport.which("script") != nil
         #expect(text.stdoutText == "secret\r\n")
     }
 }
+
+/// The progress bar of `sf seal --stream`, `sf open` and `sf encrypt`/`decrypt` (one
+/// implementation, `ProgressBar`): drawn when standard error is a terminal and the input is a file
+/// over 64 MiB, never when standard error is a pipe.
+@Suite struct ProgressBarTests {
+    /// `[#####                    ] 20%`, as drawn on standard error.
+    static func showsBar(_ text: String) -> Bool {
+        text.contains(/\r\[[# ]{25}\] \d{1,3}%/)
+    }
+
+    /// A 65 MiB sparse file (over the 64 MiB threshold, no disk used), a raw key and an age identity.
+    struct Inputs {
+        let scratch: Scratch
+        let big, small, key, identity, recipient: String
+
+        init() throws {
+            scratch = try Scratch()
+            big = scratch.path("big.bin")
+            #expect(FileManager.default.createFile(atPath: big, contents: nil))
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: big))
+            try handle.truncate(atOffset: 65 << 20)
+            try handle.close()
+            small = try scratch.write("small.bin", Data("small".utf8))
+            key = try scratch.write("key", try sf(["random"]).stdout)
+            identity = scratch.path("id.txt")
+            #expect(try sf(["keygen", "-o", identity]).status == 0)
+            recipient = try sf(["keygen", "-y", identity]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        /// The commands that stream `big`, in order (each one's input is written by an earlier one).
+        var commands: [(name: String, arguments: [String])] {
+            [
+                ("seal --stream", ["seal", "--stream", "--key-file", key, "-o", scratch.path("big.sfs"), big]),
+                ("open", ["open", "--key-file", key, "-o", scratch.path("big.opened"), scratch.path("big.sfs")]),
+                ("encrypt", ["encrypt", "-r", recipient, "-o", scratch.path("big.age"), big]),
+                ("decrypt", ["decrypt", "-i", identity, "-o", scratch.path("big.decrypted"), scratch.path("big.age")]),
+            ]
+        }
+    }
+
+    @Test func noProgressWhenStderrIsNotATerminal() throws {
+        let inputs = try Inputs()
+        for (name, arguments) in inputs.commands {
+            let result = try sf(arguments)
+            #expect(result.status == 0, "\(name): \(result.stderrText)")
+            #expect(result.stderr.isEmpty, "\(name) wrote to a pipe: \(result.stderrText.prefix(80))")
+        }
+        #expect(FileManager.default.contentsEqual(atPath: inputs.big, andPath: inputs.scratch.path("big.opened")))
+        #expect(FileManager.default.contentsEqual(atPath: inputs.big, andPath: inputs.scratch.path("big.decrypted")))
+    }
+
+    @Test(.enabled(if: terminalAvailable)) func progressOnATerminal() throws {
+        let inputs = try Inputs()
+        for (name, arguments) in inputs.commands {
+            let result = try sfOnTerminal(arguments)
+            #expect(result.status == 0, "\(name): \(result.stdoutText.suffix(200))")
+            #expect(Self.showsBar(result.stdoutText), "\(name) drew no progress bar: \(result.stdoutText.prefix(80))")
+            // The bar is erased at the end, so what follows starts on a clean line.
+            #expect(result.stdoutText.contains("\r\u{1b}[K"), "\(name) left its bar on screen")
+        }
+        #expect(FileManager.default.contentsEqual(atPath: inputs.big, andPath: inputs.scratch.path("big.opened")))
+        #expect(FileManager.default.contentsEqual(atPath: inputs.big, andPath: inputs.scratch.path("big.decrypted")))
+        // Small inputs get no bar, even on a terminal.
+        let small = try sfOnTerminal(["seal", "--stream", "--key-file", inputs.key, "-o", inputs.scratch.path("s.sfs"), inputs.small])
+        #expect(small.status == 0)
+        #expect(!Self.showsBar(small.stdoutText))
+    }
+}
