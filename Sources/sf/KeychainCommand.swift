@@ -193,7 +193,7 @@ struct KeychainListCommand: ParsableCommand {
 
 struct KeychainImportLegacyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import-legacy", abstract: "Import an iMAS keychain file (property list: service → account → data).")
+        commandName: "import-legacy", abstract: "Import an iMAS keychain file (property list: service -> account -> data).")
 
     @OptionGroup var location: KeychainLocation
     @Argument(help: "The legacy keychain file.") var file: String
