@@ -86,8 +86,11 @@ struct KeychainSetCommand: ParsableCommand {
         }
         var password = try Terminal.readInput(nil)
         if raw { return password }
-        if password.last == UInt8(ascii: "\n") { password.removeLast() }
-        if password.last == UInt8(ascii: "\r") { password.removeLast() }
+        // One line ending, LF or CR LF; a CR not followed by LF is part of the value.
+        if password.last == UInt8(ascii: "\n") {
+            password.removeLast()
+            if password.last == UInt8(ascii: "\r") { password.removeLast() }
+        }
         return password
     }
 }

@@ -52,6 +52,9 @@ let terminalAvailable = TestSupport.which("script") != nil
         // value ends in CR, so with the LF added it ends in CRLF).
         #expect(try sf(["keychain", "set"] + name + kc, stdin: endsInNewline).status == 0)
         #expect(try sf(["keychain", "get", "--raw"] + name + kc).stdout == Self.binary.dropLast())
+        // A final CR without LF is not a line ending: plain `set` keeps it.
+        #expect(try sf(["keychain", "set"] + name + kc, stdin: Self.binary).status == 0)
+        #expect(try sf(["keychain", "get", "--raw"] + name + kc).stdout == Self.binary)
     }
 
     @Test func textValueUnchanged() throws {
