@@ -8,8 +8,14 @@ import Testing
     /// One command of `sf --experimental-dump-help` (swift-argument-parser's ToolInfo JSON).
     struct CommandInfo: Decodable {
         struct Argument: Decodable {
+            struct Name: Decodable {
+                let kind: String
+                let name: String
+            }
+
             let abstract: String?
             let shouldDisplay: Bool?
+            let names: [Name]?
         }
 
         let commandName: String
@@ -97,5 +103,11 @@ import Testing
             }
         }
         #expect(missing.isEmpty, "docs/sf.1 is out of date (run scripts/make-manpage.sh); it lacks: \(missing)")
+        // And nothing removed from sf is still in the page: every long option it names exists.
+        let options = Set(try Self.toolInfo().all().flatMap { $0.command.arguments ?? [] }
+            .flatMap { $0.names ?? [] }.filter { $0.kind.hasPrefix("long") }.map(\.name)).union(["help", "version"])
+        let named = Set(page.matches(of: /(?:Fl|,) -([a-z0-9][a-z0-9-]*)/).map { String($0.output.1) })
+        #expect(named.subtracting(options).isEmpty, "docs/sf.1 is out of date (run scripts/make-manpage.sh); sf has no \(named.subtracting(options).sorted())")
+        #expect(named.count > 50)
     }
 }
