@@ -15,6 +15,8 @@ public struct KeychainItem: Sendable, Equatable {
     ///
     /// Names are stored in Unicode NFC, so canonically equivalent spellings (a precomposed "é" and
     /// "e" + combining accent) name the same item in memory, in the file, and in sealed-value bindings.
+    /// The NFC is the Swift standard library's, the one `String`'s `==` and hashing use, so names that
+    /// are equal in memory are always the same bytes in the file.
     public struct Identity: Hashable, Sendable {
         public let itemClass: Class
         /// Groups items of one application or team; the empty string is the default group.
@@ -30,12 +32,19 @@ public struct KeychainItem: Sendable, Equatable {
             self.account = Self.nfc(account)
         }
 
-        /// `name` in NFC. ASCII is already NFC, so the common case skips Foundation's normalization,
-        /// which would otherwise run on every item loaded and every lookup.
+        /// `name` in NFC. ASCII is already NFC, so the common case skips normalization, which would
+        /// otherwise run on every item loaded and every lookup.
+        ///
+        /// The standard library's NFC (`_nfcCodeUnits`), not Foundation's
+        /// `precomposedStringWithCanonicalMapping`: `String`'s `==` compares by the standard library's
+        /// NFC, whose Unicode data is newer than Foundation's (17.0 against 15.1 with Swift 6.3.1), and
+        /// with Foundation's two names equal in memory (U+113C5 and U+113C2 U+113C2, a Unicode 16.0
+        /// composition) were stored as different bytes, so an update or delete missed the stored row
+        /// and a sealed value failed to open through the other spelling.
         static func nfc(_ name: String) -> String {
             var name = name
             let isASCII = name.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 } }
-            return isASCII ? name : name.precomposedStringWithCanonicalMapping
+            return isASCII ? name : String(decoding: name._nfcCodeUnits, as: UTF8.self)
         }
     }
 

@@ -31,12 +31,11 @@ enum AgeCommandSupport {
     }
 
     /// The input file, or standard input for nil or `-`; wrapped in a progress bar when stderr is
-    /// a terminal and the input is a regular file over 64 MiB.
+    /// a terminal and the input is a regular file over 64 MiB (`ProgressBar`).
     static func input(_ path: String?) throws -> Age.ByteSource {
         guard let path, path != "-" else { return Age.DescriptorSource(descriptor: 0, name: "standard input") }
         let source = try Age.DescriptorSource(path: path)
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        if isatty(2) == 1, size > 64 << 20 { return ProgressSource(source, total: size) }
+        if let total = ProgressBar.total(forInput: path) { return ProgressSource(source, total: total) }
         return source
     }
 
@@ -64,33 +63,6 @@ enum AgeCommandSupport {
     /// The text of a key file, or a clear error.
     static func readText(_ path: String) throws -> String {
         return String(decoding: try Terminal.readInput(path), as: UTF8.self)
-    }
-}
-
-/// Reports progress on stderr while bytes are read: `[#####     ]  48%`.
-final class ProgressSource: Age.ByteSource {
-    private let base: Age.ByteSource
-    private let total: Int
-    private var done = 0
-    private var shownPercent = -1
-
-    init(_ base: Age.ByteSource, total: Int) {
-        self.base = base
-        self.total = total
-    }
-
-    deinit { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let n = try base.read(into: buffer)
-        done += n
-        let percent = min(100, done * 100 / max(total, 1))
-        if percent != shownPercent {
-            shownPercent = percent
-            let bar = String(repeating: "#", count: percent / 4) + String(repeating: " ", count: 25 - percent / 4)
-            FileHandle.standardError.write(Data("\r[\(bar)] \(percent)%".utf8))
-        }
-        return n
     }
 }
 

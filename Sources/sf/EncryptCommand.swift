@@ -13,7 +13,7 @@ struct EncryptCommand: ParsableCommand {
             at the terminal without echo, or read from the first line of --passphrase-file.
             """)
 
-    @Option(name: [.customShort("r"), .customLong("recipient")], help: "An age1…, age1pq1… or ssh-ed25519 recipient (repeatable).")
+    @Option(name: [.customShort("r"), .customLong("recipient")], help: "An age1..., age1pq1... or ssh-ed25519 recipient (repeatable).")
     var recipients: [String] = []
 
     @Option(name: [.customShort("R"), .customLong("recipients-file")], help: "A file of recipients, one per line (repeatable).")

@@ -35,13 +35,19 @@ struct KeychainItemName: ParsableArguments {
 
 struct KeychainSetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "set", abstract: "Store a password, read from standard input or prompted without echo.")
+        commandName: "set", abstract: "Store a password, read from standard input or prompted without echo.",
+        discussion: """
+            Standard input is stored as it is, except for one trailing newline (LF or CRLF), which is \
+            removed; with --raw nothing is removed, so any bytes (binary values too) are stored exactly, \
+            as `sf keychain get --raw` writes them back.
+            """)
 
     @OptionGroup var location: KeychainLocation
     @OptionGroup var name: KeychainItemName
     @Flag(help: "Seal the password with the vault's application key (needs the vault passcode).") var secure = false
     @OptionGroup var vaultPasscode: VaultPasscodeOption
     @Flag(help: "Store an empty password (otherwise empty input is refused and nothing is stored).") var allowEmpty = false
+    @Flag(help: "Store standard input exactly, without removing a trailing newline.") var raw = false
 
     func run() throws {
         let password = try readPassword()
@@ -69,31 +75,45 @@ struct KeychainSetCommand: ParsableCommand {
         try keychain.close()
     }
 
-    /// Standard input when it is not a terminal (one trailing newline removed), else a prompt without echo.
+    /// Standard input when it is not a terminal (one trailing newline removed unless `--raw`), else a
+    /// prompt without echo.
     private func readPassword() throws -> Data {
         if isatty(0) == 1 {
+            if raw { throw ValidationError("--raw reads standard input; redirect the value from a file or pipe") }
             let secret = try Terminal.readSecret(
                 prompt: "Password for \(name.service) / \(name.account): ", alternative: "standard input")
             return secret.withUnsafeBytes { Data($0) }
         }
         var password = try Terminal.readInput(nil)
-        if password.last == UInt8(ascii: "\n") { password.removeLast() }
-        if password.last == UInt8(ascii: "\r") { password.removeLast() }
+        if raw { return password }
+        // One line ending, LF or CR LF; a CR not followed by LF is part of the value.
+        if password.last == UInt8(ascii: "\n") {
+            password.removeLast()
+            if password.last == UInt8(ascii: "\r") { password.removeLast() }
+        }
         return password
     }
 }
 
 struct KeychainGetCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a password.")
+    static let configuration = CommandConfiguration(
+        commandName: "get", abstract: "Print a password.",
+        discussion: """
+            A value that is UTF-8 text is printed followed by a newline. With --raw the exact stored \
+            bytes are written, with no newline added. A value that is not UTF-8 text (binary data) is \
+            never written to a terminal: redirected to a file or pipe it is written exactly (as with \
+            --raw); on a terminal it is refused and nothing is printed.
+            """)
 
     @OptionGroup var location: KeychainLocation
     @OptionGroup var name: KeychainItemName
     @Flag(help: "Open a password sealed with the vault (needs the vault passcode).") var secure = false
     @OptionGroup var vaultPasscode: VaultPasscodeOption
+    @Flag(help: "Write the exact stored bytes, without adding a newline.") var raw = false
 
     func run() throws {
         let keychain = try location.open()
-        var password: Data
+        let password: Data
         do {
             password = secure
                 ? try keychain.securePasswordData(
@@ -106,8 +126,20 @@ struct KeychainGetCommand: ParsableCommand {
                 ? "the item for service '\(service)' and account '\(account)' is sealed with the vault: add --secure"
                 : "the item for service '\(service)' and account '\(account)' is not sealed: drop --secure")
         }
-        password.append(UInt8(ascii: "\n"))
-        try Terminal.writeOutput(password, to: nil)
+        try Terminal.writeOutput(Self.output(for: password, raw: raw, toTerminal: isatty(1) == 1), to: nil)
+    }
+
+    /// What `get` writes for `value`: text gets a newline unless `raw`; a value that is not UTF-8 is
+    /// written exactly, and refused when standard output is a terminal (it would be mangled there).
+    static func output(for value: Data, raw: Bool, toTerminal: Bool) throws -> Data {
+        // Decoding replaces every invalid sequence with U+FFFD, so only valid UTF-8 survives unchanged.
+        let isText = value.elementsEqual(String(decoding: value, as: UTF8.self).utf8)
+        if !isText && toTerminal {
+            throw CLIError(
+                "the value is binary (not UTF-8 text) and is never written to a terminal; "
+                    + "use --raw and redirect standard output to a file or pipe")
+        }
+        return raw || !isText ? value : value + Data("\n".utf8)
     }
 }
 
@@ -164,7 +196,7 @@ struct KeychainListCommand: ParsableCommand {
 
 struct KeychainImportLegacyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import-legacy", abstract: "Import an iMAS keychain file (property list: service → account → data).")
+        commandName: "import-legacy", abstract: "Import an iMAS keychain file (property list: service -> account -> data).")
 
     @OptionGroup var location: KeychainLocation
     @Argument(help: "The legacy keychain file.") var file: String

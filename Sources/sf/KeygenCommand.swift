@@ -9,10 +9,10 @@ struct KeygenCommand: ParsableCommand {
         commandName: "keygen",
         abstract: "Generate an age identity (flags as in age-keygen).",
         discussion: """
-            Writes a new identity file (created date, public key comment, AGE-SECRET-KEY-1… line) to -o \
+            Writes a new identity file (created date, public key comment, AGE-SECRET-KEY-1... line) to -o \
             (created with mode 0600, refusing to overwrite) or standard output, and prints the public key \
             on stderr when writing to a file. With --pq, the identity is post-quantum hybrid \
-            (AGE-SECRET-KEY-PQ-1…, recipient age1pq1…), as age-keygen -pq writes it. With -y, prints the \
+            (AGE-SECRET-KEY-PQ-1..., recipient age1pq1...), as age-keygen -pq writes it. With -y, prints the \
             recipients of an identity file instead.
             """)
 
@@ -23,7 +23,7 @@ struct KeygenCommand: ParsableCommand {
     var convert = false
 
     @Flag(name: [.customLong("pq"), .customLong("pq", withSingleDash: true)],
-          help: "Generate a post-quantum hybrid identity (ML-KEM-768 + X25519, age1pq1… recipient).")
+          help: "Generate a post-quantum hybrid identity (ML-KEM-768 + X25519, age1pq1... recipient).")
     var postQuantum = false
 
     @Argument(help: "With -y: the identity file (default: standard input).")

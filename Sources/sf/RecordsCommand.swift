@@ -104,23 +104,10 @@ struct RecordsKeyOptions: ParsableArguments {
         return try Terminal.readSecret(prompt: prompt, confirm: confirm, alternative: "--password-file")
     }
 
-    /// A 32-byte key file: raw bytes, or 64 hex digits (surrounding whitespace ignored).
+    /// A 32-byte key file: raw bytes, or 64 hex digits with only whitespace around them (the rule
+    /// of `sf seal --key-file`).
     static func readKey(_ path: String) throws -> SecretBytes {
-        var data = try FileInput(path: path).readToEnd()
-        defer { data.resetBytes(in: 0..<data.count) }
-        if data.count == 32 { return SecretBytes(data) }
-        var text = data.filter { !($0 == 0x0A || $0 == 0x0D || $0 == 0x20) }
-        defer { text.resetBytes(in: 0..<text.count) }
-        guard text.count == 64 else { throw CLIError("\(path): a key file holds 32 bytes or 64 hex digits") }
-        var key = [UInt8](repeating: 0, count: 32)
-        defer { for i in key.indices { key[i] = 0 } }
-        for (i, pair) in stride(from: text.startIndex, to: text.endIndex, by: 2).enumerated() {
-            guard let byte = UInt8(String(decoding: text[pair..<pair + 2], as: UTF8.self), radix: 16) else {
-                throw CLIError("\(path): a key file holds 32 bytes or 64 hex digits")
-            }
-            key[i] = byte
-        }
-        return SecretBytes(key)
+        try KeyOptions.readKeyBytes(path)
     }
 }
 
@@ -401,7 +388,9 @@ struct RecordsImportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Input file (default: standard input).") var input: String?
 
     func run() throws {
-        let lines = String(decoding: try Terminal.readInput(input), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        // Lines end in LF or CR LF (one Character in Swift, so it is matched as such).
+        let lines = String(decoding: try Terminal.readInput(input), as: UTF8.self)
+            .split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
             .map(String.init)
         let count: Int
         if let storage = try location.postgresStorage() {

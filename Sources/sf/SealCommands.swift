@@ -11,7 +11,9 @@ struct SealCommand: ParsableCommand {
         abstract: "Encrypt and authenticate data into the native envelope (see docs/FORMATS.md).",
         discussion: """
             Reads INPUT (or standard input) and writes the envelope to -o (atomically) or standard output. \
-            --stream uses the chunked SFS1 format with bounded memory for inputs of any size.
+            --stream uses the chunked SFS1 format with bounded memory for inputs of any size. With \
+            --stream, a progress bar is drawn on standard error when it is a terminal and INPUT is a \
+            file over 64 MiB (never in pipes).
             """)
 
     enum Algorithm: String, ExpressibleByArgument, CaseIterable { case aes256gcm = "aes-256-gcm", chacha20poly1305 = "chacha20-poly1305" }
@@ -44,15 +46,17 @@ struct SealCommand: ParsableCommand {
         let contextBytes = Data((context ?? "").utf8)
         if stream {
             let source = try input.map { try FileInput(path: $0) } ?? FileInput(descriptor: 0, name: "standard input")
-            try withOutput(output) { sink in
-                switch material {
-                case .key(let key):
-                    try StreamEnvelope.encrypt(from: source, to: sink, key: key, algorithm: algorithm, context: contextBytes)
-                case .passphrase(let passphrase):
-                    try passphrase.withUnsafeBytes { secret in
-                        try StreamEnvelope.encrypt(
-                            from: source, to: sink, passphrase: secret, kdf: passphraseKDF, algorithm: algorithm,
-                            context: contextBytes)
+            try ProgressBar.following(descriptor: source.descriptor, input: input) {
+                try withOutput(output) { sink in
+                    switch material {
+                    case .key(let key):
+                        try StreamEnvelope.encrypt(from: source, to: sink, key: key, algorithm: algorithm, context: contextBytes)
+                    case .passphrase(let passphrase):
+                        try passphrase.withUnsafeBytes { secret in
+                            try StreamEnvelope.encrypt(
+                                from: source, to: sink, passphrase: secret, kdf: passphraseKDF, algorithm: algorithm,
+                                context: contextBytes)
+                        }
                     }
                 }
             }
@@ -79,7 +83,9 @@ struct OpenCommand: ParsableCommand {
         abstract: "Decrypt and verify an envelope (binary, armored, or chunked SFS1), or a legacy iMAS blob.",
         discussion: """
             Nothing is written unless the whole envelope verifies; for SFS1 streams written to standard \
-            output, chunks are written as each one verifies (use -o for all-or-nothing output).
+            output, chunks are written as each one verifies (use -o for all-or-nothing output). A \
+            progress bar is drawn on standard error when it is a terminal and INPUT is a file over 64 MiB \
+            (never in pipes).
             """)
 
     @OptionGroup var keys: KeyOptions
@@ -103,18 +109,20 @@ struct OpenCommand: ParsableCommand {
         }
         let source = try input.map { try FileInput(path: $0) } ?? FileInput(descriptor: 0, name: "standard input")
         if try source.peek(4) == Data("SFS1".utf8) {
-            try withOutput(output) { sink in
-                switch material {
-                case .key(let key): try StreamEnvelope.decrypt(from: source, to: sink, key: key, context: contextBytes)
-                case .passphrase(let passphrase):
-                    try passphrase.withUnsafeBytes {
-                        try StreamEnvelope.decrypt(from: source, to: sink, passphrase: $0, context: contextBytes, limits: limits)
+            try ProgressBar.following(descriptor: source.descriptor, input: input) {
+                try withOutput(output) { sink in
+                    switch material {
+                    case .key(let key): try StreamEnvelope.decrypt(from: source, to: sink, key: key, context: contextBytes)
+                    case .passphrase(let passphrase):
+                        try passphrase.withUnsafeBytes {
+                            try StreamEnvelope.decrypt(from: source, to: sink, passphrase: $0, context: contextBytes, limits: limits)
+                        }
                     }
                 }
             }
             return
         }
-        var sealed = try Terminal.readAll(source)
+        var sealed = try ProgressBar.following(descriptor: source.descriptor, input: input) { try Terminal.readAll(source) }
         if sealed.starts(with: Data("-----BEGIN".utf8)) {
             sealed = try PEM.decode(String(decoding: sealed, as: UTF8.self), expectedLabel: envelopeArmorLabel).der
         }

@@ -30,6 +30,32 @@ import Testing
         }
     }
 
+    /// Names newer than Foundation's Unicode data: U+113C5 and U+113C2 U+113C2 (a Unicode 16.0
+    /// composition) are equal Swift strings, so they must be one item in the file and in sealed
+    /// bindings too (with Foundation's NFC, Unicode 15.1, they were one item in memory only).
+    @Test func unicode16CompositionIsOneItemEverywhere() async throws {
+        let composed = "\u{113C5}", decomposed = "\u{113C2}\u{113C2}"
+        #expect(Array(KeychainItem.Identity(service: decomposed, account: "a").service.unicodeScalars) == ["\u{113C5}"])
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            let sealer = try KeyItemSealer(key: .random(count: 32))
+            try keychain.setSecurePassword("pin", service: decomposed, account: "ada", sealer: sealer)
+            try keychain.setPassword("clear", service: decomposed, account: "bob")
+            try keychain.setPassword("gone", service: composed, account: "cy")
+            #expect(try keychain.securePassword(service: composed, account: "ada", sealer: sealer) == "pin")
+            try keychain.deletePassword(service: decomposed, account: "cy")
+            try keychain.synchronizeBlocking()
+            try keychain.close()
+
+            let reopened = try Keychain(path: path)
+            #expect(try reopened.securePassword(service: composed, account: "ada", sealer: sealer) == "pin")
+            #expect(try reopened.password(service: composed, account: "bob") == "clear")
+            #expect(throws: KeychainError.self) { try reopened.password(service: composed, account: "cy") }
+            #expect(reopened.accounts(service: decomposed).sorted() == ["ada", "bob"])
+            try reopened.close()
+        }
+    }
+
     @Test func sealedValueBindingIgnoresTheSpelling() async throws {
         try await withKeychainDirectory { _, path in
             let keychain = try Keychain(path: path)
