@@ -12,9 +12,14 @@ the passcode in pass.txt. Each command line runs with bash in that directory, in
   * `[--option]` marks an optional part: it is run with the option.
   * `age1…` stands for the recipient of key.txt; `ID` for the first record id a command printed.
   * A line commented "prompts" reads its secret from standard input (no terminal here).
+  * `postgres://…@db.example…` stands for a PostgreSQL server: with SF_TEST_POSTGRES_URL set (as
+    .ci/run sets it) the line runs against that server, in a schema of its own; otherwise it is not
+    run. `db.pw` holds that server's password.
+  * `export NAME=…` sets NAME for the block's later lines; a line ending in `\` continues.
 
-Not run, and listed in the summary: lines starting with `swift` or `Benchmarks/` (CI runs those
-itself), lines with a `...`/`HEX` placeholder, a line needing a terminal ("typed twice"), and blocks
+Not run, and listed in the summary: lines starting with `swift` or `Benchmarks/` and developer
+scripts (`scripts/…`, run from the repository root; CI runs those itself), lines with a
+`...`/`HEX` placeholder, a line needing a terminal ("typed twice"), and blocks
 written as a two-machine transcript (`alice$`, `bob$`), whose flow the channel tests run instead.
 Prints one line per command and a summary; exits 1 if any command misbehaved.
 """
@@ -22,6 +27,7 @@ import argparse
 import os
 import plistlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -37,6 +43,8 @@ printf '1234-5678\n' > pass.txt; printf 'new passcode\n' > new.txt; printf 'rese
 printf 'First pet?\nStreet you grew up on?\n' > questions.txt; printf 'Rex\nElm\n' > answers.txt
 printf 'Favourite colour?\nFirst city?\n' > q.txt; printf 'blue\nParis\n' > a.txt
 printf 'new password for Alice\n' > new.pw; printf 'key file passphrase\n' > kp
+echo 'for Alice' > alice.pw; echo 'for Bob' > bob.pw
+if [ -n "${SF_TEST_POSTGRES_PASSWORD_FILE:-}" ]; then cp "$SF_TEST_POSTGRES_PASSWORD_FILE" db.pw; fi
 head -c 200000 /dev/urandom > report.pdf
 echo 'plain input' > in; echo one > file1; echo two > file2; echo data > data; sf random > key
 sf hash file1 file2 > SHA256SUMS
@@ -56,7 +64,7 @@ VAULT = "sf vault init --passcode-file pass.txt --questions-file questions.txt -
 
 
 def blocks(readme):
-    """(line number, [(line number, text)]) of every ```sh block."""
+    """(line number, [(line number, text)]) of every ```sh block; `\` continuation lines joined."""
     lines = open(readme, encoding="utf-8").read().split("\n")
     found, current = [], None
     for number, line in enumerate(lines, 1):
@@ -66,8 +74,21 @@ def blocks(readme):
             found.append(current)
             current = None
         elif current is not None:
-            current[1].append((number, line))
+            if current[1] and current[1][-1][1].rstrip().endswith("\\"):
+                previous_number, previous = current[1][-1]
+                current[1][-1] = (previous_number, previous.rstrip()[:-1] + " " + line.strip())
+            else:
+                current[1].append((number, line))
     return found
+
+
+POSTGRES_EXAMPLE = re.compile(r"postgres://gifts@db\.example(?::5432)?/gifts(?:\?schema=(\w+))?")
+
+
+def postgres_url(match, run_id):
+    """The test server's URL, in a schema of this run's own (named after the example's schema)."""
+    base = os.environ["SF_TEST_POSTGRES_URL"]
+    return f"{base}{'&' if '?' in base else '?'}schema={match.group(1) or 'readme'}_{run_id}"
 
 
 def split_comment(line):
@@ -92,6 +113,7 @@ def main():
     args = parser.parse_args()
     sf_dir = os.path.dirname(os.path.abspath(args.sf))
     root = tempfile.mkdtemp(prefix="sf-readme-shell-")
+    run_id = os.path.basename(root).rsplit("-", 1)[-1].lower().replace("_", "")
     ran, skipped, failures = 0, [], []
     try:
         for index, (start, lines) in enumerate(blocks(args.readme)):
@@ -117,9 +139,14 @@ def main():
                 command = command.strip()
                 if not command:
                     continue
-                if command.startswith(("swift ", "Benchmarks/")):
+                if command.startswith(("swift ", "Benchmarks/")) or "scripts/" in command:
                     skipped.append((number, "run by CI itself"))
                     continue
+                if POSTGRES_EXAMPLE.search(command):
+                    if not os.environ.get("SF_TEST_POSTGRES_URL"):
+                        skipped.append((number, "needs a PostgreSQL server (set SF_TEST_POSTGRES_URL)"))
+                        continue
+                    command = POSTGRES_EXAMPLE.sub(lambda m: shlex.quote(postgres_url(m, run_id)), command.replace("'", ""))
                 if "..." in command or "HEX" in command or "…" in command.replace("age1…", ""):
                     skipped.append((number, "placeholder"))
                     continue
@@ -132,9 +159,17 @@ def main():
                     command = command.replace("age1…", recipient.stdout.strip())
                 command = re.sub(r"\bID\b", '"$ID"', command)
                 stdin = "typed secret\n" if comment.startswith("prompts") else ""
-                result = subprocess.run(["bash", "-c", "set -o pipefail; " + command], cwd=work, env=env,
+                exports = command.startswith("export ")
+                script = "set -o pipefail; " + command + (" && env -0" if exports else "")
+                result = subprocess.run(["bash", "-c", script], cwd=work, env=env,
                                         input=stdin.encode(), capture_output=True, timeout=120)
                 ran += 1
+                if exports and result.returncode == 0:
+                    for entry in result.stdout.split(b"\0"):
+                        name, _, value = entry.decode("utf-8", "replace").partition("=")
+                        if name and env.get(name) != value:
+                            env[name] = value
+                    result.stdout = b""
                 out = result.stdout.decode("utf-8", "replace").strip()
                 if "ID" not in env and UUID.match(out):
                     env["ID"] = out
