@@ -9,6 +9,15 @@ enum ChannelFixtures {
     static let serverKey = Curve25519.KeyAgreement.PrivateKey()
     static let clientKey = Curve25519.KeyAgreement.PrivateKey()
 
+    /// Runs blocking work (raw sockets, processes, pipes) on a Dispatch thread, never on Swift
+    /// concurrency's cooperative pool: on two cores that pool has two threads, and the echo
+    /// server's tasks must keep running while the test waits for their replies.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// A server on an ephemeral loopback port that echoes every message, recording the peers it
     /// accepted and the failures it saw.
     final class EchoServer: Sendable {

@@ -264,45 +264,54 @@ import Testing
         let echo = try await Fixtures.EchoServer()
         defer { Task { await echo.close() } }
         let configuration = SecureChannel.Configuration()
-        let peer = try RawPeer(port: echo.port)
-        func framed(_ message: Data) -> Data { Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message }
-        /// Sends `bytes` in pieces cut at `cuts`, pausing so each piece arrives in a read of its own.
-        func send(_ bytes: Data, cuttingAt cuts: [Int]) {
-            var start = 0
-            for cut in cuts + [bytes.count] {
-                peer.send(bytes[start..<cut])
-                start = cut
-                usleep(30_000)
+        let port = echo.port
+        // The raw socket blocks (pauses between pieces, waits for replies): off the cooperative pool,
+        // which the echo server's tasks need to answer.
+        let replies = try await Fixtures.blocking { () throws -> [Data] in
+            let peer = try RawPeer(port: port)
+            func framed(_ message: Data) -> Data { Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message }
+            /// Sends `bytes` in pieces cut at `cuts`, pausing so each piece arrives in a read of its own.
+            func send(_ bytes: Data, cuttingAt cuts: [Int]) {
+                var start = 0
+                for cut in cuts + [bytes.count] {
+                    peer.send(bytes[start..<cut])
+                    start = cut
+                    usleep(30_000)
+                }
             }
-        }
-        let initiator = try Noise.HandshakeState(
-            protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
-            staticKey: Fixtures.clientKey)
-        send(framed(try initiator.writeMessage()), cuttingAt: [1])
-        _ = try initiator.readMessage(#require(peer.receiveFrame()))
-        send(framed(try initiator.writeMessage()), cuttingAt: [2])
-        let transport = try initiator.transportState()
-        let big = Data((0..<80_000).map { UInt8(truncatingIfNeeded: $0 * 13) })
-        let first = framed(try transport.writeMessage(Data([0x01]) + Data("first".utf8)))
-        let bigHead = framed(try transport.writeMessage(Data([0x00]) + big.prefix(65_518)))
-        let bigTail = framed(try transport.writeMessage(Data([0x01]) + big.dropFirst(65_518)))
-        let last = framed(try transport.writeMessage(Data([0x01]) + Data("last".utf8)))
-        let stream = first + bigHead + bigTail + last
-        let a = first.count, b = a + bigHead.count, c = b + bigTail.count
-        send(stream, cuttingAt: [a + 1, a + 2, a + 30_000, b, b + 1, c - 5])
-        var replies = [Data]()
-        var pending = Data()
-        while replies.count < 3, let frame = peer.receiveFrame() {
-            let plaintext = try transport.readMessage(frame)
-            pending += plaintext.dropFirst()
-            if plaintext.first == 0x01 {
-                replies.append(pending)
-                pending = Data()
+            let initiator = try Noise.HandshakeState(
+                protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
+                staticKey: Fixtures.clientKey)
+            send(framed(try initiator.writeMessage()), cuttingAt: [1])
+            guard let second = peer.receiveFrame() else { return [] }
+            _ = try initiator.readMessage(second)
+            send(framed(try initiator.writeMessage()), cuttingAt: [2])
+            let transport = try initiator.transportState()
+            let big = Self.splitTestPayload
+            let first = framed(try transport.writeMessage(Data([0x01]) + Data("first".utf8)))
+            let bigHead = framed(try transport.writeMessage(Data([0x00]) + big.prefix(65_518)))
+            let bigTail = framed(try transport.writeMessage(Data([0x01]) + big.dropFirst(65_518)))
+            let last = framed(try transport.writeMessage(Data([0x01]) + Data("last".utf8)))
+            let stream = first + bigHead + bigTail + last
+            let a = first.count, b = a + bigHead.count, c = b + bigTail.count
+            send(stream, cuttingAt: [a + 1, a + 2, a + 30_000, b, b + 1, c - 5])
+            var replies = [Data]()
+            var pending = Data()
+            while replies.count < 3, let frame = peer.receiveFrame() {
+                let plaintext = try transport.readMessage(frame)
+                pending += plaintext.dropFirst()
+                if plaintext.first == 0x01 {
+                    replies.append(pending)
+                    pending = Data()
+                }
             }
+            return replies
         }
-        #expect(replies == [Data("first".utf8), big, Data("last".utf8)])
+        #expect(replies == [Data("first".utf8), Self.splitTestPayload, Data("last".utf8)])
         #expect(echo.failures.withLockedValue { $0.isEmpty })
     }
+
+    static let splitTestPayload = Data((0..<80_000).map { UInt8(truncatingIfNeeded: $0 * 13) })
 
     @Test func handshakesInProgressAreBounded() async throws {
         var bounded = SecureChannel.Configuration()

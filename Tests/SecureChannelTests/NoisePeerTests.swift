@@ -22,11 +22,8 @@ import Testing
 
     static func hex(_ data: some DataProtocol) -> String { data.map { String(format: "%02x", $0) }.joined() }
 
-    /// Runs blocking work (processes, pipes) on a Dispatch thread, never on the cooperative pool.
     func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
-        }
+        try await ChannelFixtures.blocking(body)
     }
 
     @Test func peerIsInstalled() {
