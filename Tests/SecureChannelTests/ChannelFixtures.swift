@@ -9,12 +9,12 @@ enum ChannelFixtures {
     static let serverKey = Curve25519.KeyAgreement.PrivateKey()
     static let clientKey = Curve25519.KeyAgreement.PrivateKey()
 
-    /// Runs blocking work (raw sockets, processes, pipes) on a Dispatch thread, never on Swift
-    /// concurrency's cooperative pool: on two cores that pool has two threads, and the echo
-    /// server's tasks must keep running while the test waits for their replies.
+    /// Runs blocking work (raw sockets, processes, pipes) on a thread of its own, never on Swift
+    /// concurrency's cooperative pool nor Dispatch's (each has as many threads as cores, two here),
+    /// so the echo server's tasks can keep running while the test waits for their replies.
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+            Thread { continuation.resume(with: Result { try body() }) }.start()
         }
     }
 

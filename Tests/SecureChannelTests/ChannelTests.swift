@@ -260,7 +260,7 @@ import Testing
     /// Frames cut across socket reads everywhere that matters: inside the length bytes, right
     /// after them, inside a message, at a frame boundary; and several frames in one read. The
     /// decoder must pass on exactly the frames that were sent (the echo proves it).
-    @Test func framesSplitAcrossReadsAreReassembled() async throws {
+    @Test(.timeLimit(.minutes(10))) func framesSplitAcrossReadsAreReassembled() async throws {
         let echo = try await Fixtures.EchoServer()
         defer { Task { await echo.close() } }
         let configuration = SecureChannel.Configuration()
@@ -268,7 +268,7 @@ import Testing
         // The raw socket blocks (pauses between pieces, waits for replies): off the cooperative pool,
         // which the echo server's tasks need to answer.
         let replies = try await Fixtures.blocking { () throws -> [Data] in
-            let peer = try RawPeer(port: port)
+            let peer = try RawPeer(port: port, readTimeout: 300)
             func framed(_ message: Data) -> Data { Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message }
             /// Sends `bytes` in pieces cut at `cuts`, pausing so each piece arrives in a read of its own.
             func send(_ bytes: Data, cuttingAt cuts: [Int]) {

@@ -6,17 +6,20 @@ import Darwin
 import Foundation
 
 /// A blocking TCP client on 127.0.0.1 for playing a misbehaving peer byte by byte. Reads time
-/// out after 10 seconds so a test can never hang.
+/// out (after 10 seconds unless told otherwise) so a test can never hang.
 final class RawPeer {
     private let fd: Int32
 
-    init(port: Int) throws {
+    /// Connects to `port`; each read gives up after `readTimeout` seconds. A test that waits for
+    /// the echo server's replies (Swift tasks, which the loaded test run's busy cooperative threads
+    /// can delay for a long time) passes a longer one.
+    init(port: Int, readTimeout: Int = 10) throws {
         #if canImport(Glibc)
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
         fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: readTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
