@@ -13,7 +13,7 @@ extension Envelope {
     public struct BatchSealer {
         private let key: SymmetricKey
         private let algorithm: Algorithm
-        private let header: Data
+        private let header: Header
         private var nonces: Data
         private var nextNonce: Int
         private let nonceBlock: Int
@@ -24,7 +24,7 @@ extension Envelope {
             guard key.count == keyByteCount else { throw SecureCoreError.invalidParameter("key must be \(keyByteCount) bytes") }
             self.key = key.symmetricKey
             self.algorithm = algorithm
-            header = try encodeHeader(algorithm: algorithm, kdf: nil, salt: Data()).encoded
+            header = try encodeHeader(algorithm: algorithm, kdf: nil, salt: Data())
             nonceBlock = min(max(expectedCount, 1), 4_096) * AEAD.nonceByteCount
             nonces = Data()
             nextNonce = 0
@@ -38,22 +38,12 @@ extension Envelope {
             }
             let nonce = nonces[nextNonce..<nextNonce + AEAD.nonceByteCount]
             nextNonce += AEAD.nonceByteCount
-            var associatedData = Data(capacity: header.count + context.count)
-            associatedData.append(header)
-            associatedData.append(contentsOf: context)
-            var output = Data(capacity: header.count + AEAD.nonceByteCount + plaintext.count + AEAD.tagByteCount)
-            output.append(header)
+            var output = Data(capacity: header.encoded.count + AEAD.nonceByteCount + plaintext.count + AEAD.tagByteCount)
+            output.append(header.encoded)
             output.append(nonce)
-            switch algorithm {
-            case .aes256GCM:
-                let box = try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(data: nonce), authenticating: associatedData)
-                output.append(box.ciphertext)
-                output.append(box.tag)
-            case .chaCha20Poly1305:
-                let box = try ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(data: nonce), authenticating: associatedData)
-                output.append(box.ciphertext)
-                output.append(box.tag)
-            }
+            try AEAD.seal(
+                algorithm, plaintext, key: key, nonce: nonce, authenticating: associatedData(header: header, context: context),
+                appendingTo: &output)
             return output
         }
     }
