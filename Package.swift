@@ -124,7 +124,7 @@ let package = Package(
         // The system zlib, only so the age tests can inflate the testkit's compressed vectors.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
-        .testTarget(name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SQLiteSupport", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureVaultTests", dependencies: ["SecureVault", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(

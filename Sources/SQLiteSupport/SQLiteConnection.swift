@@ -126,6 +126,10 @@ package final class SQLiteConnection {
 
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE` when `write`, so the write lock is taken up
     /// front and waits under the busy timeout), committing on success and rolling back on error.
+    /// Every cached statement is reset before the transaction ends: a statement left on a row would
+    /// otherwise keep this connection's read snapshot after COMMIT, and the next write transaction
+    /// would get BUSY at once, without the busy handler (`SQLITE_BUSY_SNAPSHOT` when another
+    /// connection has written since).
     package func transaction<R, E: Error>(
         write: Bool, mapError: (SQLiteError) -> E, _ body: () throws(E) -> R
     ) throws(E) -> R {
@@ -136,9 +140,11 @@ package final class SQLiteConnection {
         }
         do throws(E) {
             let result = try body()
+            resetStatements()
             do throws(SQLiteError) { try execute("COMMIT") } catch { throw mapError(error) }
             return result
         } catch {
+            resetStatements()
             if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
             throw error
         }
@@ -146,15 +152,12 @@ package final class SQLiteConnection {
 
     /// `transaction(write:mapError:_:)` for a body that throws `SQLiteError` itself.
     package func transaction<R>(write: Bool, _ body: () throws(SQLiteError) -> R) throws(SQLiteError) -> R {
-        try execute(write ? "BEGIN IMMEDIATE" : "BEGIN")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            if sqlite3_get_autocommit(handle) == 0 { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
-            throw error
-        }
+        try transaction(write: write, mapError: { $0 }, body)
+    }
+
+    /// Ends every cached statement's run, releasing the snapshot a statement left on a row holds.
+    private func resetStatements() {
+        for statement in statements.values { statement.reset() }
     }
 }
 
