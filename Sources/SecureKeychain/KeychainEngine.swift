@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SecureCore
 
 /// The in-memory view of a keychain and the writer thread that persists it.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import SQLiteSupport
+import SecureCore
 
 /// `RecordStorage` in one SQLite file (the system library, through the wrapper SecureKeychain uses):
 /// file mode 0600, WAL journal, `synchronous = FULL` (a returned write is durable), `BEGIN IMMEDIATE`

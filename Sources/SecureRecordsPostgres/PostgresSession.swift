@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import SecureCore
 import SecureRecords
 
 /// One PostgreSQL connection used synchronously.
@@ -216,17 +217,5 @@ extension NSLock {
         lock()
         defer { unlock() }
         return try body()
-    }
-}
-
-/// A value guarded by a lock.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
     }
 }
