@@ -74,10 +74,10 @@ struct EncryptCommand: ParsableCommand {
             }
             for path in identityFiles {
                 for identity in try Age.parseIdentities(AgeCommandSupport.readText(path)) {
-                    guard let convertible = identity as? any RecipientConvertible else {
+                    guard let recipient = Age.recipient(of: identity) else {
                         throw ValidationError("the identity in \(path) cannot be turned into a recipient")
                     }
-                    all.append(convertible.recipientForEncryption)
+                    all.append(recipient)
                 }
             }
             if usesPassphrase {
@@ -98,22 +98,4 @@ struct EncryptCommand: ParsableCommand {
             }
         }
     }
-}
-
-/// Identities whose recipient `sf encrypt -i` can encrypt to.
-protocol RecipientConvertible {
-    var recipientForEncryption: any Age.Recipient { get }
-}
-
-extension Age.X25519Identity: RecipientConvertible {
-    var recipientForEncryption: any Age.Recipient { recipient }
-}
-
-extension Age.SSHEd25519Identity: RecipientConvertible {
-    var recipientForEncryption: any Age.Recipient { recipient }
-}
-
-@available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *)
-extension Age.HybridIdentity: RecipientConvertible {
-    var recipientForEncryption: any Age.Recipient { recipient }
 }

@@ -31,21 +31,6 @@ struct KeyOptions: ParsableArguments {
     }
 
     static func readKeyFile(_ path: String) throws -> SymmetricKey {
-        try readKeyBytes(path).symmetricKey
-    }
-
-    /// The 32-byte key in the file at `path` (the one rule of every `--key-file`, docs/FORMATS.md
-    /// "Text rules"): exactly 32 bytes are the key; otherwise the file must be 64 hex digits (either
-    /// case), with only whitespace around them.
-    static func readKeyBytes(_ path: String) throws -> SecretBytes {
-        var contents = try Terminal.readAll(FileInput(path: path))
-        defer { contents.resetBytes(in: 0..<contents.count) }
-        if contents.count == Envelope.keyByteCount { return SecretBytes(contents) }
-        let text = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.utf8.count == 2 * Envelope.keyByteCount, var bytes = try? Hex.decode(text) else {
-            throw CLIError("\(path): a key file holds 32 raw bytes or 64 hex digits")
-        }
-        defer { bytes.resetBytes(in: 0..<bytes.count) }
-        return SecretBytes(bytes)
+        try SymmetricKeyFile.read(path: path).symmetricKey
     }
 }

@@ -36,8 +36,7 @@ struct KeygenCommand: ParsableCommand {
                 let identities = try Age.parseIdentities(AgeCommandSupport.readText(input ?? "-"))
                 var lines = ""
                 for identity in identities {
-                    guard let convertible = identity as? any RecipientConvertible,
-                        let text = (convertible.recipientForEncryption as? any CustomStringConvertible)?.description
+                    guard let text = (Age.recipient(of: identity) as? any CustomStringConvertible)?.description
                     else { throw CLIError("an identity in the file has no printable recipient") }
                     lines += text + "\n"
                 }

@@ -85,7 +85,7 @@ struct RecordsKeyOptions: ParsableArguments {
     @discardableResult
     func unlockIfRequested(_ store: RecordStore) throws -> Bool {
         if let keyFile {
-            try store.unlock(with: try KeyItemSealer(key: try Self.readKey(keyFile)))
+            try store.unlock(with: try KeyItemSealer(key: try SymmetricKeyFile.read(path: keyFile)))
             return true
         }
         if vault {
@@ -102,12 +102,6 @@ struct RecordsKeyOptions: ParsableArguments {
     func password(confirm: Bool, prompt: String = "Record password: ") throws -> SecretBytes {
         if let passwordFile { return try Terminal.readSecret(fromFile: passwordFile) }
         return try Terminal.readSecret(prompt: prompt, confirm: confirm, alternative: "--password-file")
-    }
-
-    /// A 32-byte key file: raw bytes, or 64 hex digits with only whitespace around them (the rule
-    /// of `sf seal --key-file`).
-    static func readKey(_ path: String) throws -> SecretBytes {
-        try KeyOptions.readKeyBytes(path)
     }
 }
 
@@ -454,7 +448,7 @@ struct RecordsRotateKeyCommand: ParsableCommand {
         let sealer: any ItemSealer
         var keychain: Keychain?
         if let keyFile = keys.keyFile {
-            sealer = try KeyItemSealer(key: try RecordsKeyOptions.readKey(keyFile))
+            sealer = try KeyItemSealer(key: try SymmetricKeyFile.read(path: keyFile))
         } else {
             keychain = try keys.keychain.open()
             sealer = try keys.passcode.unlockedVault(keychain!)

@@ -2,9 +2,6 @@ import ArgumentParser
 import Foundation
 import SecureFoundation
 
-/// The PEM label of armored envelopes.
-let envelopeArmorLabel = "SECUREFOUNDATION ENVELOPE"
-
 struct SealCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seal",
@@ -72,7 +69,7 @@ struct SealCommand: ParsableCommand {
                 try Envelope.seal(plaintext, passphrase: $0, kdf: passphraseKDF, algorithm: algorithm, context: contextBytes)
             }
         }
-        if armor { sealed = Data(PEM.encode(sealed, label: envelopeArmorLabel).utf8) }
+        if armor { sealed = Data(Envelope.armor(sealed).utf8) }
         try Terminal.writeOutput(sealed, to: output)
     }
 }
@@ -108,7 +105,8 @@ struct OpenCommand: ParsableCommand {
             return
         }
         let source = try input.map { try FileInput(path: $0) } ?? FileInput(descriptor: 0, name: "standard input")
-        if try source.peek(4) == Data("SFS1".utf8) {
+        let encoding = SealedDataEncoding.detect(try source.peek(SealedDataEncoding.prefixLength))
+        if encoding == .stream {
             try ProgressBar.following(descriptor: source.descriptor, input: input) {
                 try withOutput(output) { sink in
                     switch material {
@@ -123,9 +121,7 @@ struct OpenCommand: ParsableCommand {
             return
         }
         var sealed = try ProgressBar.following(descriptor: source.descriptor, input: input) { try Terminal.readAll(source) }
-        if sealed.starts(with: Data("-----BEGIN".utf8)) {
-            sealed = try PEM.decode(String(decoding: sealed, as: UTF8.self), expectedLabel: envelopeArmorLabel).der
-        }
+        if encoding == .armoredEnvelope { sealed = try Envelope.dearmor(String(decoding: sealed, as: UTF8.self)) }
         let plaintext: Data
         switch material {
         case .key(let key): plaintext = try Envelope.open(sealed, key: key, context: contextBytes)

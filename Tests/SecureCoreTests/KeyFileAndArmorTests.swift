@@ -1,0 +1,69 @@
+import Crypto
+import Foundation
+import SFTestSupport
+import SecureCore
+import Testing
+
+/// The library rules `sf` relies on: key files, envelope armor, and telling sealed encodings apart.
+struct KeyFileAndArmorTests {
+    let key = Data((0..<32).map { UInt8($0 * 7 + 1) })
+
+    @Test func keyFilesHoldRawBytesOrHexWithWhitespaceAround() throws {
+        let hex = Hex.encode(key)
+        for contents in [
+            key, Data(hex.utf8), Data(hex.uppercased().utf8), Data((hex + "\n").utf8), Data(("  \t" + hex + "\r\n").utf8),
+            Data(("\u{00A0}" + hex + "\u{2028}").utf8),  // TRIM removes Unicode white space too
+        ] {
+            #expect(try SymmetricKeyFile.key(from: contents).withUnsafeBytes { Data($0) } == key)
+        }
+    }
+
+    @Test func anythingElseIsATypedErrorNamingTheFileNotItsContents() throws {
+        let hex = Hex.encode(key)
+        for contents in [
+            Data(), key.prefix(31), key + Data([0]), Data(hex.dropLast().utf8), Data((hex + "0").utf8),
+            Data((String(hex.dropLast()) + "g").utf8), Data((String(hex.prefix(32)) + " " + String(hex.suffix(32))).utf8),
+        ] {
+            #expect {
+                _ = try SymmetricKeyFile.key(from: contents, name: "app.key")
+            } throws: { error in
+                guard case .malformedEncoding(let message) = error as? SecureCoreError else { return false }
+                return message.hasPrefix("app.key: ") && !message.contains(String(hex.prefix(8)))
+            }
+        }
+    }
+
+    @Test func keyFilesAreReadFromDiskAndOversizedOnesRefused() throws {
+        let dir = try TestSupport.temporaryDirectory("key-file")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = dir.appendingPathComponent("good.key").path
+        try Data((Hex.encode(key) + "\n").utf8).write(to: URL(fileURLWithPath: good))
+        #expect(try SymmetricKeyFile.read(path: good).withUnsafeBytes { Data($0) } == key)
+        let padded = dir.appendingPathComponent("padded.key").path
+        try Data((String(repeating: " ", count: 5000) + Hex.encode(key)).utf8).write(to: URL(fileURLWithPath: padded))
+        #expect(throws: SecureCoreError.self) { try SymmetricKeyFile.read(path: padded) }
+        #expect(throws: SecureCoreError.self) { try SymmetricKeyFile.read(path: dir.appendingPathComponent("missing").path) }
+    }
+
+    @Test func armoredEnvelopesRoundTripAndOtherPEMIsRefused() throws {
+        let sealed = try Envelope.seal(Data("hello".utf8), key: SymmetricKey(data: key))
+        let text = Envelope.armor(sealed)
+        #expect(text.hasPrefix("-----BEGIN SECUREFOUNDATION ENVELOPE-----\n"))
+        #expect(try Envelope.dearmor(text) == sealed)
+        #expect(try Envelope.open(try Envelope.dearmor(text), key: SymmetricKey(data: key)) == Data("hello".utf8))
+        #expect(throws: SecureCoreError.self) { try Envelope.dearmor(PEM.encode(sealed, label: "PRIVATE KEY")) }
+        #expect(throws: SecureCoreError.self) { try Envelope.dearmor(String(text.dropLast(10))) }
+    }
+
+    @Test func sealedEncodingsAreDetectedByTheirSignature() throws {
+        let symmetric = SymmetricKey(data: key)
+        let envelope = try Envelope.seal(Data("x".utf8), key: symmetric)
+        #expect(SealedDataEncoding.detect(envelope) == .envelope)
+        #expect(SealedDataEncoding.detect(Data(Envelope.armor(envelope).utf8)) == .armoredEnvelope)
+        let stream = try StreamEnvelopeTests().encrypt(Data("x".utf8))
+        #expect(SealedDataEncoding.detect(stream) == .stream)
+        for other in [Data(), Data("SFE".utf8), Data("-----BEGI".utf8), Data("age-encryption.org/v1\n".utf8), Data([0x53, 0x46, 0x45, 0x32])] {
+            #expect(SealedDataEncoding.detect(other) == nil)
+        }
+    }
+}
