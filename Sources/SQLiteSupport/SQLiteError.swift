@@ -26,5 +26,23 @@ package struct SQLiteError: Error, Equatable, Sendable, CustomStringConvertible 
     /// The file is damaged (`SQLITE_CORRUPT`, any extended code, or a row a query needs is missing).
     package var isCorruption: Bool { code & 0xFF == SQLITE_CORRUPT }
 
-    package var description: String { "\(path): SQLite error \(code): \(message)" }
+    /// What went wrong, as a sentence for a person: the cause in words, without SQLite's result
+    /// codes (the structured `code` stays available to programs).
+    package var reason: String {
+        switch code & 0xFF {
+        case SQLITE_BUSY, SQLITE_LOCKED: "another process held the database lock too long (database is locked)"
+        case SQLITE_FULL: "the disk is full"
+        case SQLITE_READONLY: "the database cannot be written (read-only file or file system)"
+        case SQLITE_CANTOPEN: "the database file cannot be opened"
+        case SQLITE_PERM, SQLITE_AUTH: "permission denied"
+        case SQLITE_IOERR: "an input/output error occurred (\(message))"
+        case SQLITE_NOTADB: "the file is not a database"
+        case SQLITE_CORRUPT: "the database file is damaged (\(message))"
+        case SQLITE_NOMEM: "out of memory"
+        case SQLITE_CONSTRAINT: "a uniqueness constraint failed (\(message))"
+        default: message
+        }
+    }
+
+    package var description: String { "\(path): \(reason)" }
 }

@@ -1,3 +1,5 @@
+import SQLiteSupport
+
 /// Every failure SecureKeychain reports. Each case names one cause; `description` is a sentence a
 /// person can act on and never contains item values.
 public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -62,7 +64,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .valueNotText(let service, let account):
             return "the value for service '\(service)' and account '\(account)' is not UTF-8 text"
         case .storage(let path, let code, let message):
-            return "\(path): SQLite error \(code): \(message)"
+            return SQLiteError(path: path, code: code, message: message).description
         case .notAKeychain(let path):
             return "\(path) is a database but not a SecureFoundation keychain"
         case .unsupportedSchemaVersion(let found, let supported):

@@ -69,7 +69,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
     }
 
     static func map(_ error: SQLiteError) -> RecordsError {
-        .storage("\(error.path): SQLite error \(error.code): \(error.message)")
+        .storage(error.description)
     }
 
     static func sql<R>(_ body: () throws(SQLiteError) -> R) throws(RecordsError) -> R {
