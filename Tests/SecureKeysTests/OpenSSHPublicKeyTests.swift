@@ -1,0 +1,50 @@
+import Foundation
+import SecureCore
+import SecureKeys
+import Testing
+
+/// OpenSSH public key lines in SecureKeys, through SecureCore's `SSHPublicKey` codec: lines written
+/// by `ssh-keygen` import and export back, the label must match the blob (as `ssh-keygen -l`
+/// requires), and ssh-ed25519 keys that are not valid curve points are refused as `invalidKey`.
+@Suite struct OpenSSHPublicKeyTests {
+    // Written by `ssh-keygen -t ed25519 -C c` (OpenSSH 9).
+    static let blob = "AAAAC3NzaC1lZDI1NTE5AAAAIB+t5yVMshsboY3WyGQ55aKQVcCarj3fa/LikciZSIj9"
+
+    /// An ssh-ed25519 line whose key is the 32-byte little-endian `y` with the sign bit `sign`.
+    static func ed25519Line(y: [UInt64], sign: UInt8 = 0) -> String {
+        var point = Data((0..<32).map { UInt8(truncatingIfNeeded: y[$0 / 8] >> (8 * ($0 % 8))) })
+        point[31] |= sign << 7
+        var writer = SSHWireWriter()
+        writer.string("ssh-ed25519")
+        writer.string(point)
+        return "ssh-ed25519 \(Base64.encode(writer.bytes))"
+    }
+
+    @Test func sshKeygenLineImportsAndExports() throws {
+        let key = try KeyImport.publicKey(from: Data("ssh-ed25519 \(Self.blob) c\n".utf8))
+        #expect(try key.exported(as: .openssh) == Data("ssh-ed25519 \(Self.blob)\n".utf8))
+        #expect(key.openSSHFingerprint == "SHA256:m4NvhDmLCAxVIRV/m+hy0LcNbfAO/gHVNFQQI82OuX4")  // ssh-keygen -l
+        // Tabs separate fields too, as in OpenSSH.
+        #expect(try KeyImport.publicKey(from: Data("ssh-ed25519\t\(Self.blob)\tc".utf8)).spkiDERRepresentation == key.spkiDERRepresentation)
+    }
+
+    @Test func labelMustMatchTheBlob() {
+        // ssh-keygen -l refuses such a line ("is not a public key file"); age accepts it (AgeEncryption).
+        #expect(keyError { _ = try KeyImport.publicKey(from: Data("ssh-rsa \(Self.blob)".utf8)) }
+            == .malformedOpenSSH("key type in the blob differs from the line"))
+    }
+
+    @Test func ed25519PointsOffTheCurveAreRefused() {
+        let p: [UInt64] = [0xffff_ffff_ffff_ffed, .max, .max, 0x7fff_ffff_ffff_ffff]
+        let cases: [(String, SSHPublicKeyError.Ed25519PointDefect)] = [
+            (Self.ed25519Line(y: [2, 0, 0, 0]), .notOnCurve),
+            (Self.ed25519Line(y: [p[0] + 3, p[1], p[2], p[3]]), .nonCanonicalY),
+            (Self.ed25519Line(y: [p[0] - 1, p[1], p[2], p[3]], sign: 1), .signedZeroX),
+        ]
+        for (line, defect) in cases {
+            #expect(keyError { _ = try KeyImport.publicKey(from: Data(line.utf8)) }
+                == .invalidKey(SSHPublicKeyError.invalidEd25519Point(defect).description), "\(line)")
+        }
+        #expect(throws: Never.self) { try KeyImport.publicKey(from: Data(Self.ed25519Line(y: [3, 0, 0, 0]).utf8)) }
+    }
+}
