@@ -79,15 +79,10 @@ import Testing
 
     /// An ssh-ed25519 line (labelled `label`) whose key is the 32-byte little-endian `y` with the sign bit `sign`.
     static func ed25519Line(y: [UInt64], sign: UInt8 = 0, label: String = "ssh-ed25519") -> String {
-        var point = Data((0..<32).map { UInt8(truncatingIfNeeded: y[$0 / 8] >> (8 * ($0 % 8))) })
-        point[31] |= sign << 7
-        var writer = SSHWireWriter()
-        writer.string("ssh-ed25519")
-        writer.string(point)
-        return "\(label) \(Base64.encode(writer.bytes))"
+        TestSupport.sshEd25519Line(TestSupport.ed25519Encoding(y: y, sign: sign), label: label)
     }
 
-    static let p: [UInt64] = [0xffff_ffff_ffff_ffed, .max, .max, 0x7fff_ffff_ffff_ffff]
+    static let p = TestSupport.ed25519Prime
     /// Encodings that are not Ed25519 points (RFC 8032 §5.1.3): y = 2 (no x), y = p + 3 (y = 3 is a
     /// point, but not canonically encoded), y = p − 1 with the sign bit (x = 0).
     static let invalidPoints: [(line: String, defect: SSHPublicKeyError.Ed25519PointDefect)] = [
@@ -130,6 +125,34 @@ import Testing
         #expect(try Age.parseRecipients("ssh-dss AAAAB3NzaC1kc3M=\n\(good)\n", skippingUnsupported: &skipped).count == 1)
         #expect(skipped.map(\.line) == [1])
         #expect(throws: AgeError.self) { try Age.parseRecipients("ssh-rsa \(ecdsaBlob)\n\(good)\n") }
+        skipped = []
+        #expect(try Age.parseRecipients("ecdsa-sha2-nistp256 \(ecdsaBlob) c\n\(good)\n", skippingUnsupported: &skipped).count == 1)
+        #expect(skipped.map(\.line) == [1])
+        #expect(unsupported("ecdsa-sha2-nistp256 \(ecdsaBlob)"))
+    }
+
+    // Live peers: ssh-keygen makes the keys, the reference age reads the recipients file. Both skip
+    // the ECDSA key (age: "ignoring unsupported SSH key"), encrypt to the Ed25519 one, and refuse
+    // the file when the ECDSA key is alone.
+    @Test(.requires(.sshKeygen, .age))
+    func recipientsFileSkipsAnECDSAKeyAsAgeDoes() throws {
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        let (dir, _, ed25519) = try Self.keyPair("ed25519")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (ecdsaDir, _, ecdsa) = try Self.keyPair("ecdsa")
+        defer { try? FileManager.default.removeItem(at: ecdsaDir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        try (ecdsa + ed25519).write(toFile: path("both.pub"), atomically: true, encoding: .utf8)
+        try ecdsa.write(toFile: path("ecdsa.pub"), atomically: true, encoding: .utf8)
+        for tool in [age, sf] {
+            let arguments = tool == sf ? ["encrypt"] : []
+            let both = try TestSupport.run(tool, arguments + ["-R", path("both.pub"), "-o", path("out.age")], stdin: Data("x".utf8))
+            #expect(both.status == 0, "\(tool): \(both.stderrText)")
+            let opened = try TestSupport.run(age, ["-d", "-i", path("id"), path("out.age")])
+            #expect(opened.status == 0 && opened.stdout == Data("x".utf8), "\(tool): \(opened.stderrText)")
+            let alone = try TestSupport.run(tool, arguments + ["-R", path("ecdsa.pub")], stdin: Data("x".utf8))
+            #expect(alone.status != 0 && alone.stdout.isEmpty, "\(tool)")
+        }
     }
 
     // Live peers: ssh-keygen makes the key, the reference age reads and writes the files. age 1.1.1

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SFTestSupport
 import SecureCore
 import Testing
 
@@ -7,14 +8,7 @@ import Testing
 /// §5.1.3 point check, and the map to X25519 checked against swift-crypto itself (the X25519 public
 /// key derived from an Ed25519 seed's scalar must be the map of the Ed25519 public key).
 @Suite struct Edwards25519Tests {
-    /// The 32-byte encoding of y (little-endian, 0 ≤ y < 2^255) with the sign bit `sign`.
-    static func encoding(_ y: [UInt64], sign: UInt8 = 0) -> Data {
-        var bytes = Data((0..<32).map { UInt8(truncatingIfNeeded: y[$0 / 8] >> (8 * ($0 % 8))) })
-        bytes[31] |= sign << 7
-        return bytes
-    }
-
-    static let p: [UInt64] = [0xffff_ffff_ffff_ffed, .max, .max, 0x7fff_ffff_ffff_ffff]
+    static let p = TestSupport.ed25519Prime
     static let pMinusOne: [UInt64] = [0xffff_ffff_ffff_ffec, .max, .max, 0x7fff_ffff_ffff_ffff]
     static let pPlusThree: [UInt64] = [0xffff_ffff_ffff_fff0, .max, .max, 0x7fff_ffff_ffff_ffff]
 
@@ -36,31 +30,31 @@ import Testing
     /// Which small y have no point: (y² − 1) / (d·y² + 1) is a non-square for exactly these y < 20
     /// (computed independently with Python's modular arithmetic: `pow(r, (p-1)//2, p) != 1`).
     @Test func smallYWithoutAPointAreExactlyTheNonSquares() {
-        let offCurve = (UInt64(0)..<20).filter { Edwards25519.defect(ofPoint: Self.encoding([$0, 0, 0, 0])) == .notOnCurve }
+        let offCurve = (UInt64(0)..<20).filter { Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [$0, 0, 0, 0])) == .notOnCurve }
         #expect(offCurve == [2, 7, 8, 11, 12, 13, 17])
         // Either sign bit: the check is on y; the sign only matters for x = 0.
-        #expect(Edwards25519.defect(ofPoint: Self.encoding([2, 0, 0, 0], sign: 1)) == .notOnCurve)
-        #expect(Edwards25519.defect(ofPoint: Self.encoding([3, 0, 0, 0], sign: 1)) == nil)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [2, 0, 0, 0], sign: 1)) == .notOnCurve)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [3, 0, 0, 0], sign: 1)) == nil)
     }
 
     @Test func rejectsNonCanonicalY() {
-        #expect(Edwards25519.defect(ofPoint: Self.encoding(Self.p)) == .nonCanonicalY)
-        #expect(Edwards25519.defect(ofPoint: Self.encoding(Self.pPlusThree)) == .nonCanonicalY)  // y = 3 is on the curve
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: Self.p)) == .nonCanonicalY)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: Self.pPlusThree)) == .nonCanonicalY)  // y = 3 is on the curve
         #expect(Edwards25519.defect(ofPoint: Data(repeating: 0xff, count: 32)) == .nonCanonicalY)
-        #expect(Edwards25519.montgomeryU(fromEdwardsY: Self.encoding(Self.pPlusThree)) == nil)
+        #expect(Edwards25519.montgomeryU(fromEdwardsY: TestSupport.ed25519Encoding(y: Self.pPlusThree)) == nil)
     }
 
     @Test func rejectsXZeroWithTheSignBit() {
         // x = 0 exactly when y = ±1.
-        #expect(Edwards25519.defect(ofPoint: Self.encoding(Self.pMinusOne, sign: 1)) == .signedZeroX)
-        #expect(Edwards25519.defect(ofPoint: Self.encoding([1, 0, 0, 0], sign: 1)) == .signedZeroX)
-        #expect(Edwards25519.defect(ofPoint: Self.encoding(Self.pMinusOne)) == nil)
-        #expect(Edwards25519.defect(ofPoint: Self.encoding([1, 0, 0, 0])) == nil)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: Self.pMinusOne, sign: 1)) == .signedZeroX)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [1, 0, 0, 0], sign: 1)) == .signedZeroX)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: Self.pMinusOne)) == nil)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [1, 0, 0, 0])) == nil)
     }
 
     @Test func mapRefusesTheIdentityAndWrongLengths() {
         // y = 1 (the identity, where 1 − y = 0) has no u.
-        #expect(Edwards25519.montgomeryU(fromEdwardsY: Self.encoding([1, 0, 0, 0])) == nil)
+        #expect(Edwards25519.montgomeryU(fromEdwardsY: TestSupport.ed25519Encoding(y: [1, 0, 0, 0])) == nil)
         #expect(Edwards25519.defect(ofPoint: Data(count: 31)) == .wrongLength)
         #expect(Edwards25519.montgomeryU(fromEdwardsY: Data(count: 31)) == nil)
         #expect(Edwards25519.montgomeryU(fromEdwardsY: Data(count: 33)) == nil)

@@ -1,4 +1,5 @@
 import Foundation
+import SFTestSupport
 import SecureCore
 import Testing
 
@@ -118,16 +119,16 @@ import Testing
 
     @Test func ed25519PointsAreChecked() {
         let cases: [(Data, SSHPublicKeyError.Ed25519PointDefect)] = [
-            (Edwards25519Tests.encoding([2, 0, 0, 0]), .notOnCurve),
-            (Edwards25519Tests.encoding(Edwards25519Tests.pPlusThree), .nonCanonicalY),
-            (Edwards25519Tests.encoding(Edwards25519Tests.pMinusOne, sign: 1), .signedZeroX),
+            (TestSupport.ed25519Encoding(y: [2, 0, 0, 0]), .notOnCurve),
+            (TestSupport.ed25519Encoding(y: Edwards25519Tests.pPlusThree), .nonCanonicalY),
+            (TestSupport.ed25519Encoding(y: Edwards25519Tests.pMinusOne, sign: 1), .signedZeroX),
         ]
         for (point, defect) in cases {
             let line = "ssh-ed25519 \(Base64.encode(Self.ed25519Blob(point)))"
             #expect(Self.error { _ = try SSHPublicKey(line: line) } == .invalidEd25519Point(defect))
             #expect(Self.error { _ = try SSHPublicKey(.ed25519(point)) } == .invalidEd25519Point(defect))
         }
-        #expect(throws: Never.self) { try SSHPublicKey(.ed25519(Edwards25519Tests.encoding([3, 0, 0, 0]))) }
+        #expect(throws: Never.self) { try SSHPublicKey(.ed25519(TestSupport.ed25519Encoding(y: [3, 0, 0, 0]))) }
     }
 
     @Test func writerEncodesMPIntsMinimally() {

@@ -1,4 +1,5 @@
 import Foundation
+import SFTestSupport
 import SecureCore
 import SecureKeys
 import Testing
@@ -12,12 +13,7 @@ import Testing
 
     /// An ssh-ed25519 line whose key is the 32-byte little-endian `y` with the sign bit `sign`.
     static func ed25519Line(y: [UInt64], sign: UInt8 = 0) -> String {
-        var point = Data((0..<32).map { UInt8(truncatingIfNeeded: y[$0 / 8] >> (8 * ($0 % 8))) })
-        point[31] |= sign << 7
-        var writer = SSHWireWriter()
-        writer.string("ssh-ed25519")
-        writer.string(point)
-        return "ssh-ed25519 \(Base64.encode(writer.bytes))"
+        TestSupport.sshEd25519Line(TestSupport.ed25519Encoding(y: y, sign: sign))
     }
 
     @Test func sshKeygenLineImportsAndExports() throws {
@@ -35,7 +31,7 @@ import Testing
     }
 
     @Test func ed25519PointsOffTheCurveAreRefused() {
-        let p: [UInt64] = [0xffff_ffff_ffff_ffed, .max, .max, 0x7fff_ffff_ffff_ffff]
+        let p = TestSupport.ed25519Prime
         let cases: [(String, SSHPublicKeyError.Ed25519PointDefect)] = [
             (Self.ed25519Line(y: [2, 0, 0, 0]), .notOnCurve),
             (Self.ed25519Line(y: [p[0] + 3, p[1], p[2], p[3]]), .nonCanonicalY),
