@@ -47,14 +47,14 @@ public struct OpenSSHPrivateKeyFile: Sendable {
     }
 
     /// The 32-byte seed of an `ssh-ed25519` key (RFC 8032 private key), after checking that the
-    /// private section's public key matches its own copy and the file's public key blob.
+    /// private section's public key matches its own copy and the file's public key blob (read with
+    /// `SSHPublicKey`, so it is also a valid Ed25519 point encoding).
     public func ed25519Seed() throws -> SecretBytes {
         guard keyType == "ssh-ed25519" else { throw OpenSSHKeyFileError.malformed("not an ssh-ed25519 key") }
         return try withPrivateFields { fields in
             let publicKey = try fields.string(), both = try fields.string()
-            var blob = SSHWireReader(publicKeyBlob)
             guard publicKey.count == 32, both.count == 64, both.suffix(32) == publicKey,
-                try blob.string() == Data("ssh-ed25519".utf8), try blob.string() == publicKey, blob.isAtEnd
+                (try? SSHPublicKey(blob: publicKeyBlob))?.key == .ed25519(publicKey)
             else { throw OpenSSHKeyFileError.malformed("malformed ssh-ed25519 private key") }
             return SecretBytes(both.prefix(32))
         }
