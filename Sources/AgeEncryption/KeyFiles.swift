@@ -50,10 +50,11 @@ extension Age {
         }
     }
 
-    /// Parses one recipient string: `age1…`, `age1pq1…` or `ssh-ed25519 …`.
+    /// Parses one recipient string: `age1…`, `age1pq1…` or `ssh-ed25519 …`. Other OpenSSH public key
+    /// lines (`ssh-rsa`, `ecdsa-sha2-…`, `sk-…`) naming their own key type are `unsupportedKeyType`.
     public static func parseRecipient(_ text: String) throws -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if trimmed.hasPrefix("ssh-") { return try SSHKeys.parseRecipient(trimmed) }
+        if ["ssh-", "ecdsa-sha2-", "sk-"].contains(where: trimmed.hasPrefix) { return try SSHKeys.parseRecipient(trimmed) }
         if trimmed.lowercased().hasPrefix("age1pq1") {
             guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) else {
                 throw AgeError.invalidRecipient("hybrid age1pq1… recipients need a newer operating system")

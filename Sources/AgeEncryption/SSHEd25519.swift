@@ -49,14 +49,13 @@ extension Age {
         /// The matching recipient.
         public let recipient: SSHEd25519Recipient
 
-        init(seed: SecretBytes, wireFormat: Data) throws {
+        /// The identity for an Ed25519 seed whose public key is `publicKey`, SSH wire-encoded as `wireFormat`.
+        init(seed: SecretBytes, publicKey: Data, wireFormat: Data) throws {
             // The X25519 scalar of an Ed25519 key: the first half of SHA-512(seed) (X25519 clamps it).
             let digest = seed.withUnsafeBytes { SHA512.hash(data: $0) }
             scalar = try digest.withUnsafeBytes { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: $0.prefix(32)) }
             self.wireFormat = wireFormat
-            var reader = WireReader(wireFormat)
-            _ = try reader.string()
-            recipient = try SSHEd25519Recipient(publicKey: reader.string(), wireFormat: wireFormat)
+            recipient = try SSHEd25519Recipient(publicKey: publicKey, wireFormat: wireFormat)
         }
 
         /// Parses an unencrypted OpenSSH `ssh-ed25519` private key file.

@@ -5,23 +5,33 @@ import SecureCore
 /// OpenSSH key encodings: public key lines (`ssh-ed25519 AAAA… comment`) and unencrypted
 /// `openssh-key-v1` private key files (PROTOCOL.key in OpenSSH).
 enum SSHKeys {
+    /// A recipient from an OpenSSH public key line, read by SecureCore's `SSHPublicKey` codec. As in
+    /// age (Go's `x/crypto/ssh` `ParseAuthorizedKey`), the key type is the one inside the blob: the
+    /// line's first field is ignored, so `ssh-rsa <ssh-ed25519 blob>` is an ssh-ed25519 recipient.
+    /// An `ssh-rsa` key, or a well-formed key of another type whose line names that same type, is
+    /// `unsupportedKeyType` (age skips such lines in recipients files too); anything else that is not
+    /// an ssh-ed25519 key is `invalidRecipient`.
     static func parseRecipient(_ line: String) throws -> any Age.Recipient {
-        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-        guard fields.count >= 2, let blob = try? Base64.decode(String(fields[1])) else {
-            throw AgeError.invalidRecipient("not an OpenSSH public key line")
+        let key: SSHPublicKey
+        do throws(SSHPublicKeyError) {
+            key = try SSHPublicKey(line: line)
+        } catch .unsupportedKeyType(let type) {
+            // age 1.1.1 skips a recipients-file line only when its first field names the blob's type.
+            let label = line.trimmingCharacters(in: .whitespaces).prefix(while: { $0 != " " && $0 != "\t" })
+            let reason = SSHPublicKeyError.unsupportedKeyType(type).description
+            throw label == type ? AgeError.unsupportedKeyType(reason) : AgeError.invalidRecipient(reason)
+        } catch {
+            throw AgeError.invalidRecipient(error.description)
         }
-        var reader = WireReader(blob)
-        let type = try reader.string()
-        switch (String(fields[0]), String(decoding: type, as: UTF8.self)) {
-        case ("ssh-ed25519", "ssh-ed25519"):
-            let key = try reader.string()
-            guard reader.isAtEnd, key.count == 32 else { throw AgeError.invalidRecipient("malformed ssh-ed25519 public key") }
-            return try Age.SSHEd25519Recipient(publicKey: key, wireFormat: blob)
-        case ("ssh-rsa", "ssh-rsa"):
+        switch key.key {
+        case .ed25519(let publicKey):
+            return try Age.SSHEd25519Recipient(publicKey: publicKey, wireFormat: key.blob)
+        case .rsa:
             throw AgeError.unsupportedKeyType(
                 "ssh-rsa recipients need RSA-OAEP with a label, which swift-crypto does not offer; use an ssh-ed25519 or age1 key")
-        default:
-            throw AgeError.invalidRecipient("unsupported SSH key type \(fields[0])")
+        case .ecdsa:
+            let reason = SSHPublicKeyError.unsupportedKeyType(key.keyType).description
+            throw key.label == key.keyType ? AgeError.unsupportedKeyType(reason) : AgeError.invalidRecipient(reason)
         }
     }
 
@@ -32,7 +42,11 @@ enum SSHKeys {
             let file = try OpenSSHPrivateKeyFile(text)
             switch file.keyType {
             case "ssh-ed25519":
-                return try Age.SSHEd25519Identity(seed: file.ed25519Seed(), wireFormat: file.publicKeyBlob)
+                let seed = try file.ed25519Seed()  // checks that the blob holds this key's public key
+                guard case .ed25519(let publicKey) = try SSHPublicKey(blob: file.publicKeyBlob).key else {
+                    throw AgeError.invalidIdentity("the ssh-ed25519 private key file holds another type of public key")
+                }
+                return try Age.SSHEd25519Identity(seed: seed, publicKey: publicKey, wireFormat: file.publicKeyBlob)
             case "ssh-rsa":
                 throw AgeError.unsupportedKeyType(
                     "ssh-rsa identities need RSA-OAEP with a label, which swift-crypto does not offer")
@@ -41,26 +55,11 @@ enum SSHKeys {
             }
         } catch let error as OpenSSHKeyFileError {
             throw AgeError.invalidIdentity(error.description)
+        } catch let error as SSHPublicKeyError {
+            throw AgeError.invalidIdentity(error.description)
         }
     }
 
     /// The 4-byte stanza tag: SHA-256 of the public key's wire format, truncated.
     static func tag(_ wireFormat: Data) -> String { RawBase64.encode(Data(SHA256.hash(data: wireFormat)).prefix(4)) }
-}
-
-/// The SSH wire reader of SecureCore, with its errors reported as invalid keys.
-struct WireReader {
-    private var reader: SSHWireReader
-
-    init(_ data: Data) { reader = SSHWireReader(data) }
-
-    var isAtEnd: Bool { reader.isAtEnd }
-
-    mutating func string() throws -> Data {
-        do {
-            return try reader.string()
-        } catch {
-            throw AgeError.invalidIdentity("truncated SSH key encoding")
-        }
-    }
 }

@@ -47,14 +47,14 @@ public struct OpenSSHPrivateKeyFile: Sendable {
     }
 
     /// The 32-byte seed of an `ssh-ed25519` key (RFC 8032 private key), after checking that the
-    /// private section's public key matches its own copy and the file's public key blob.
+    /// private section's public key matches its own copy and the file's public key blob (read with
+    /// `SSHPublicKey`, so it is also a valid Ed25519 point encoding).
     public func ed25519Seed() throws -> SecretBytes {
         guard keyType == "ssh-ed25519" else { throw OpenSSHKeyFileError.malformed("not an ssh-ed25519 key") }
         return try withPrivateFields { fields in
             let publicKey = try fields.string(), both = try fields.string()
-            var blob = SSHWireReader(publicKeyBlob)
             guard publicKey.count == 32, both.count == 64, both.suffix(32) == publicKey,
-                try blob.string() == Data("ssh-ed25519".utf8), try blob.string() == publicKey, blob.isAtEnd
+                (try? SSHPublicKey(blob: publicKeyBlob))?.key == .ed25519(publicKey)
             else { throw OpenSSHKeyFileError.malformed("malformed ssh-ed25519 private key") }
             return SecretBytes(both.prefix(32))
         }
@@ -92,40 +92,4 @@ public enum OpenSSHKeyFileError: Error, Equatable, Sendable, CustomStringConvert
         case .malformed(let detail): "malformed OpenSSH private key: \(detail)"
         }
     }
-}
-
-/// Reads the SSH wire encoding (RFC 4251 §5): uint32 lengths and integers, big-endian.
-public struct SSHWireReader: Sendable {
-    private let data: Data
-    private var offset = 0
-
-    /// A reader at the start of `data`.
-    public init(_ data: Data) { self.data = Data(data) }
-
-    /// True when every byte has been read.
-    public var isAtEnd: Bool { offset == data.count }
-
-    /// The next `count` bytes; throws `OpenSSHKeyFileError.malformed` when fewer remain.
-    public mutating func bytes(_ count: Int) throws -> Data {
-        guard count >= 0, data.count - offset >= count else { throw OpenSSHKeyFileError.malformed("truncated SSH encoding") }
-        defer { offset += count }
-        return data.subdata(in: offset..<offset + count)
-    }
-
-    /// A big-endian uint32.
-    public mutating func uint32() throws -> UInt32 { try bytes(4).reduce(0) { $0 << 8 | UInt32($1) } }
-
-    /// A length-prefixed `string` (arbitrary bytes).
-    public mutating func string() throws -> Data { try bytes(Int(uint32())) }
-
-    /// A non-negative `mpint` as unsigned big-endian bytes without leading zeros; negative values
-    /// are refused.
-    public mutating func unsignedMPInt() throws -> Data {
-        let raw = try string()
-        guard raw.first.map({ $0 < 0x80 }) ?? true else { throw OpenSSHKeyFileError.malformed("negative mpint") }
-        return Data(raw.drop(while: { $0 == 0 }))
-    }
-
-    /// Every remaining byte.
-    public mutating func rest() throws -> Data { try bytes(data.count - offset) }
 }

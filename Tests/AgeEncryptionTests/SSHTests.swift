@@ -76,4 +76,123 @@ import Testing
             try Age.parseIdentities("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
         }
     }
+
+    /// An ssh-ed25519 line (labelled `label`) whose key is the 32-byte little-endian `y` with the sign bit `sign`.
+    static func ed25519Line(y: [UInt64], sign: UInt8 = 0, label: String = "ssh-ed25519") -> String {
+        TestSupport.sshEd25519Line(TestSupport.ed25519Encoding(y: y, sign: sign), label: label)
+    }
+
+    static let p = TestSupport.ed25519Prime
+    /// Encodings that are not Ed25519 points (RFC 8032 §5.1.3): y = 2 (no x), y = p + 3 (y = 3 is a
+    /// point, but not canonically encoded), y = p − 1 with the sign bit (x = 0).
+    static let invalidPoints: [(line: String, defect: SSHPublicKeyError.Ed25519PointDefect)] = [
+        (ed25519Line(y: [2, 0, 0, 0]), .notOnCurve),
+        (ed25519Line(y: [p[0] + 3, p[1], p[2], p[3]]), .nonCanonicalY),
+        (ed25519Line(y: [p[0] - 1, p[1], p[2], p[3]], sign: 1), .signedZeroX),
+    ]
+
+    @Test func ed25519KeysThatAreNotPointsAreRefused() throws {
+        for (line, defect) in Self.invalidPoints {
+            let expected = AgeError.invalidRecipient(SSHPublicKeyError.invalidEd25519Point(defect).description)
+            #expect(throws: expected) { try Age.parseRecipient(line) }
+            #expect(throws: expected) { try Age.SSHEd25519Recipient(line) }
+            #expect(throws: AgeError.invalidRecipient("line 2: \(SSHPublicKeyError.invalidEd25519Point(defect).description)")) {
+                try Age.parseRecipients(Self.ed25519Line(y: [3, 0, 0, 0]) + "\n" + line + "\n")
+            }
+        }
+        // y = 3 is a point: accepted.
+        #expect(try Age.parseRecipient(Self.ed25519Line(y: [3, 0, 0, 0])) is Age.SSHEd25519Recipient)
+    }
+
+    /// The key type comes from the blob, as in age (x/crypto/ssh `ParseAuthorizedKey`): an RSA blob
+    /// under an ssh-ed25519 label is an (unsupported) RSA key, an ECDSA blob under another label is
+    /// an invalid recipient (age 1.1.1: "malformed recipient" in a recipients file), and a key of an
+    /// unsupported type under its own label is skipped in a recipients file (age warns and skips too).
+    @Test func unsupportedBlobsFollowAge() throws {
+        let rsaBlob = "AAAAB3NzaC1yc2EAAAADAQABAAABAQC+d9GjRdXDta72xIm0UzVQXBwJWi+f4z6oBqfL0oylAK6nb6miHnQYnfTVOIs0gGFrUrSx5b6jXecKG8E7lpog4SW+2I2xd+gNk3qRInVMJZNUtEBUZAK2ZPomzqeulkC3vVRBG7NnnYWQu1ZEfvRllNwDKLXF+4G24hXReURjy7at1GpXij26UY+6PkMjcso9JXshjdIa2IJ2q+QFQ3MxlhYka7sNFpc6bMvbmrSUydqETuGn5X+5iyyzXtM7KjYDrwPUS7KWIPC670nFCp34badZvx2xSybLRHXzC1E4Pj7jLgwEAHkQuFUuZW8fWnJbX6HFpmg9xFz6koTinBWP"
+        let ecdsaBlob = "AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBATw50PJ04l1ZJ+7Cxzomi1xNM2XIG2Gsw5raQmzVwDzTY1fv1FU2rrVx0RXURFxuSGa46V9nSZw1Hne29Xmwsg="
+        let good = Self.ed25519Line(y: [3, 0, 0, 0])
+        let unsupported = { (line: String) -> Bool in
+            do { _ = try Age.parseRecipient(line) } catch AgeError.unsupportedKeyType { return true } catch {}
+            return false
+        }
+        #expect(unsupported("ssh-ed25519 \(rsaBlob) key"))
+        #expect(unsupported("ssh-dss AAAAB3NzaC1kc3M="))
+        #expect(throws: AgeError.invalidRecipient(SSHPublicKeyError.unsupportedKeyType("ecdsa-sha2-nistp256").description)) {
+            try Age.parseRecipient("ssh-ed25519 \(ecdsaBlob)")
+        }
+        var skipped = [Age.SkippedKey]()
+        #expect(try Age.parseRecipients("ssh-dss AAAAB3NzaC1kc3M=\n\(good)\n", skippingUnsupported: &skipped).count == 1)
+        #expect(skipped.map(\.line) == [1])
+        #expect(throws: AgeError.self) { try Age.parseRecipients("ssh-rsa \(ecdsaBlob)\n\(good)\n") }
+        skipped = []
+        #expect(try Age.parseRecipients("ecdsa-sha2-nistp256 \(ecdsaBlob) c\n\(good)\n", skippingUnsupported: &skipped).count == 1)
+        #expect(skipped.map(\.line) == [1])
+        #expect(unsupported("ecdsa-sha2-nistp256 \(ecdsaBlob)"))
+    }
+
+    // Live peers: ssh-keygen makes the keys, the reference age reads the recipients file. Both skip
+    // the ECDSA key (age: "ignoring unsupported SSH key"), encrypt to the Ed25519 one, and refuse
+    // the file when the ECDSA key is alone.
+    @Test(.requires(.sshKeygen, .age))
+    func recipientsFileSkipsAnECDSAKeyAsAgeDoes() throws {
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        let (dir, _, ed25519) = try Self.keyPair("ed25519")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (ecdsaDir, _, ecdsa) = try Self.keyPair("ecdsa")
+        defer { try? FileManager.default.removeItem(at: ecdsaDir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        try (ecdsa + ed25519).write(toFile: path("both.pub"), atomically: true, encoding: .utf8)
+        try ecdsa.write(toFile: path("ecdsa.pub"), atomically: true, encoding: .utf8)
+        for tool in [age, sf] {
+            let arguments = tool == sf ? ["encrypt"] : []
+            let both = try TestSupport.run(tool, arguments + ["-R", path("both.pub"), "-o", path("out.age")], stdin: Data("x".utf8))
+            #expect(both.status == 0, "\(tool): \(both.stderrText)")
+            let opened = try TestSupport.run(age, ["-d", "-i", path("id"), path("out.age")])
+            #expect(opened.status == 0 && opened.stdout == Data("x".utf8), "\(tool): \(opened.stderrText)")
+            let alone = try TestSupport.run(tool, arguments + ["-R", path("ecdsa.pub")], stdin: Data("x".utf8))
+            #expect(alone.status != 0 && alone.stdout.isEmpty, "\(tool)")
+        }
+    }
+
+    // Live peers: ssh-keygen makes the key, the reference age reads and writes the files. age 1.1.1
+    // ignores the line's first field (x/crypto/ssh ParseAuthorizedKey); so does sf.
+    @Test(.requires(.sshKeygen, .age), arguments: ["ssh-rsa", "ssh-dss", "ssh-x"])
+    func keyTypeComesFromTheBlobAsInAge(label: String) throws {
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        let (dir, _, publicKey) = try Self.keyPair("ed25519")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        let line = "\(label) \(publicKey.split(separator: " ")[1]) test key"
+        #expect(try Age.parseRecipient(line) is Age.SSHEd25519Recipient)
+        let plaintext = SecureRandom.bytes(count: 1000)
+        try plaintext.write(to: dir.appendingPathComponent("plain"))
+
+        let byAge = try TestSupport.run(age, ["-r", line, "-o", path("age.age"), path("plain")])
+        #expect(byAge.status == 0, "\(byAge.stderrText)")
+        let sfOpens = try TestSupport.run(sf, ["decrypt", "-i", path("id"), path("age.age")])
+        #expect(sfOpens.status == 0 && sfOpens.stdout == plaintext, "\(sfOpens.stderrText)")
+
+        let bySf = try TestSupport.run(sf, ["encrypt", "-r", line, "-o", path("sf.age"), path("plain")])
+        #expect(bySf.status == 0, "\(bySf.stderrText)")
+        let ageOpens = try TestSupport.run(age, ["-d", "-i", path("id"), path("sf.age")])
+        #expect(ageOpens.status == 0 && ageOpens.stdout == plaintext, "\(ageOpens.stderrText)")
+    }
+
+    // Live peer: the reference age refuses the encodings that are not points too (y = 2: "invalid
+    // point encoding"; x = 0 with the sign bit: the low-order point y = -1, refused when wrapping).
+    // age 1.1.1 ACCEPTS the non-canonical y = p + 3 (filippo.io/edwards25519 SetBytes reduces y);
+    // sf refuses it, as RFC 8032 §5.1.3 decoding requires. No real key is encoded that way.
+    @Test(.requires(.age))
+    func invalidPointsAreRefusedByAgeAndSf() throws {
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        for (line, defect) in Self.invalidPoints {
+            let bySf = try TestSupport.run(sf, ["encrypt", "-r", line], stdin: Data("x".utf8))
+            #expect(bySf.status != 0 && bySf.stdout.isEmpty, "\(line)")
+            #expect(bySf.stderrText.contains(SSHPublicKeyError.invalidEd25519Point(defect).description), "\(bySf.stderrText)")
+            guard defect != .nonCanonicalY else { continue }
+            let byAge = try TestSupport.run(age, ["-r", line], stdin: Data("x".utf8))
+            #expect(byAge.status != 0 && byAge.stdout.isEmpty, "age accepted \(line)")
+        }
+    }
 }

@@ -34,8 +34,7 @@ extension KeyImport {
             case "ecdsa-sha2-nistp521": key = .p521(try ecdsaScalar(file, "nistp521", 66) { try P521.Signing.PrivateKey(rawRepresentation: $0) })
             default: throw KeyError.unsupportedAlgorithm("OpenSSH key type \(file.keyType)")
             }
-            let line = try OpenSSHPublicKey.encode(key.publicKey)
-            guard line.split(separator: " ")[1] == Substring(Base64.encode(file.publicKeyBlob)) else {
+            guard try OpenSSHPublicKey.sshKey(key.publicKey).blob == file.publicKeyBlob else {
                 throw KeyError.invalidKey("the OpenSSH private key does not match the file's public key")
             }
             return key
