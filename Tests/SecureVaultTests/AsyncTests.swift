@@ -1,0 +1,86 @@
+import Foundation
+import SFTestSupport
+import SecureCore
+import SecureKeychain
+import SecureVault
+import Testing
+
+/// `Vault.async`: the waiting calls as async functions that keep Swift's cooperative threads free.
+struct AsyncTests {
+    @Test func asyncCallsBehaveAsTheSynchronousOnes() async throws {
+        let scratch = try VaultScratch()
+        let vault = Vault(keychain: try scratch.keychain(), configuration: configuration())
+        try await vault.async.setUp(passcode: secret("old passcode"), questions: testQuestions, answers: testAnswers)
+        let sealed = try vault.encrypt(Data("payload".utf8))
+        vault.purge()
+
+        do {
+            try await vault.async.unlock(passcode: secret("wrong"))
+            Issue.record("a wrong passcode unlocked the vault")
+        } catch {
+            #expect(error == .wrongPasscode)
+        }
+        #expect(vault.isLocked && vault.failedAttempts == 1)
+        try await vault.async.unlock(passcode: secret("old passcode"))
+        #expect(!vault.isLocked && vault.failedAttempts == 0)
+
+        try await vault.async.updatePasscode(secret("new passcode"))
+        let rotation = try await vault.async.rotateKey()
+        #expect(rotation.keyId == 2)
+        vault.purge()
+        try await vault.async.recover(answers: testAnswers, newPasscode: secret("third passcode"))
+        #expect(try vault.decrypt(sealed) == Data("payload".utf8))
+        vault.purge()
+        try await vault.async.unlock(passcode: secret("third passcode"))
+        try await vault.async.updateSecurityQuestionsAndAnswers(questions: ["Q?"], answers: ["A"])
+        vault.purge()
+        try await vault.async.unlock(answers: ["A"])
+        #expect(!vault.isLocked)
+    }
+
+    /// The tasks here run on an executor of exactly one thread (not the shared cooperative pool,
+    /// which other tests keep busy): an unlock with a real KDF is awaited there, and another task
+    /// on the same executor still runs to its end before the unlock returns. Had the unlock
+    /// blocked the thread (the synchronous call inside a task), it could only run afterwards.
+    @Test func awaitingAnUnlockLeavesTheThreadFree() async throws {
+        let scratch = try VaultScratch()
+        let vault = Vault(keychain: try scratch.keychain(), configuration: Vault.Configuration(kdf: .scrypt(logN: 16, r: 8, p: 1)))
+        try vault.setUp(passcode: secret("passcode"), questions: testQuestions, answers: testAnswers)
+        vault.purge()
+
+        let events = EventLog()
+        let executor = SingleThreadExecutor()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask(executorPreference: executor) {
+                try await vault.async.unlock(passcode: secret("passcode"))
+                events.append("unlock")
+            }
+            group.addTask(executorPreference: executor) {
+                // Let the unlock start first.
+                try await Task.sleep(for: .milliseconds(20))
+                events.append("other task")
+            }
+            try await group.waitForAll()
+        }
+        #expect(events.entries == ["other task", "unlock"])
+        #expect(!vault.isLocked)
+    }
+}
+
+/// A task executor that runs jobs one at a time on a serial Dispatch queue.
+private final class SingleThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let queue = DispatchQueue(label: "AsyncTests.single-thread")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// Completion order, appended from several tasks.
+private final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [String] = []
+    func append(_ event: String) { lock.withLock { events.append(event) } }
+    var entries: [String] { lock.withLock { events } }
+}
