@@ -26,6 +26,7 @@ import Testing
         let box = try vault.encrypt(Data("notes".utf8))    // "SFV1" || keyId || envelope
         vault.purge()                                       // keys zeroed
         try vault.unlock(passcode: passcode)                // or unlock(answers:); throws VaultError
+        // in async code: try await vault.async.unlock(passcode: passcode) keeps the KDF off Swift's threads
         #expect(try vault.decrypt(box) == Data("notes".utf8))
         try keychain.setSecurePassword("pin", service: "bank", account: "me", sealer: vault)
         #expect(try keychain.securePassword(service: "bank", account: "me", sealer: vault) == "pin")
