@@ -1,0 +1,216 @@
+import Foundation
+
+extension STREAM {
+    /// Opens a stream batch by batch: the chunks of a batch are opened on all cores, and plaintext is
+    /// handed out only for chunks that authenticated, in order. An error is raised only after the
+    /// chunks before it were handed out.
+    ///
+    /// The one reporting rule, for every format on this engine:
+    /// - the input ends at a chunk boundary before a final chunk, or fewer than 16 bytes into a
+    ///   chunk: `STREAMError.truncated`;
+    /// - bytes follow the final chunk: `.trailingData`, whether that chunk is full or short. A full
+    ///   final chunk's plaintext is handed out first; a short one is found by trying the prefixes of
+    ///   the last piece read, so it is recognized when it and everything after it fit in one sealed
+    ///   chunk (64 KiB + 16 bytes by default), and its plaintext is withheld;
+    /// - a chunk that authenticates under neither flag (modified, reordered, wrong key or associated
+    ///   data, or cut inside the chunk): `.authenticationFailed(chunk:)`, with none of its plaintext;
+    /// - an empty final chunk after data: `.emptyFinalChunk`.
+    ///
+    /// `decrypt(reading:writing:)` overlaps the stages: while the cores open batch k, the calling
+    /// thread writes the plaintext of batch k-1 and reads batch k+1 into a second buffer.
+    package final class Decryptor {
+        /// One sealed chunk after opening.
+        enum Outcome {
+            /// Authenticated, with its flag.
+            case opened(Data, final: Bool)
+            /// Authenticates under neither flag.
+            case failed
+            /// Shorter than a tag: the input was cut.
+            case tooShort
+        }
+
+        /// A batch read from the input: `lengths[i]` bytes in slot i, `reachedEnd` when the input ended.
+        struct Batch {
+            var lengths: [Int]
+            var reachedEnd: Bool
+        }
+
+        private let stream: STREAM
+        private var current: SlotBuffer
+        private var spare: SlotBuffer
+        private var counter: UInt64 = 0
+        private var finished = false
+        private var pendingError: STREAMError?
+
+        /// A decryptor starting at chunk 0.
+        package init(_ stream: STREAM) {
+            self.stream = stream
+            // Each chunk lands after 12 bytes reserved for its nonce, so it can be opened in place.
+            current = SlotBuffer(slots: stream.chunksPerBatch, slotSize: STREAM.nonceByteCount + stream.sealedChunkSize)
+            spare = SlotBuffer(slots: stream.chunksPerBatch, slotSize: STREAM.nonceByteCount + stream.sealedChunkSize)
+        }
+
+        /// The next authenticated plaintext chunks in order; empty once the stream ended correctly.
+        /// Throws `STREAMError` (after handing out the chunks before the failure), or what `read` throws.
+        package func nextBatch(reading read: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> [Data] {
+            if let pendingError { throw pendingError }
+            if finished { return [] }
+            let batch = try readBatch(into: current, read)
+            let outcomes = Self.open(stream, current, batch, first: counter)
+            let (plaintexts, error) = resolve(outcomes, batch, in: current) {
+                var byte: UInt8 = 0
+                return ((try? withUnsafeMutableBytes(of: &byte) { try read($0) }) ?? 0) > 0
+            }
+            guard let error else { return plaintexts }
+            pendingError = error
+            if plaintexts.isEmpty { throw error }
+            return plaintexts
+        }
+
+        /// Reads `read` to its end and writes all the plaintext to `sink`: the pipelined path.
+        /// Throws `STREAMError`, or what `read` or `sink` throw; plaintext of the chunks before a
+        /// failure has been written.
+        package func decrypt(
+            reading read: (UnsafeMutableRawBufferPointer) throws -> Int, writing sink: (UnsafeRawBufferPointer) throws -> Void
+        ) throws {
+            if let pendingError { throw pendingError }
+            if finished { return }
+            var batch = try readBatch(into: current, read)
+            var authenticated = [Data]()
+            while true {
+                let job = BackgroundJob { [stream, current, batch, counter] in
+                    Self.open(stream, current, batch, first: counter)
+                }
+                let next: Batch
+                do {
+                    for chunk in authenticated { try chunk.withUnsafeBytes { try sink($0) } }
+                    authenticated = []
+                    next = batch.reachedEnd ? Batch(lengths: [], reachedEnd: true) : try readBatch(into: spare, read)
+                } catch {
+                    _ = job.wait()  // the cores still use `current`
+                    throw error
+                }
+                let (plaintexts, error) = resolve(job.wait(), batch, in: current) { !next.lengths.isEmpty }
+                if let error {
+                    pendingError = error
+                    for chunk in plaintexts { try chunk.withUnsafeBytes { try sink($0) } }
+                    throw error
+                }
+                if finished {
+                    for chunk in plaintexts { try chunk.withUnsafeBytes { try sink($0) } }
+                    return
+                }
+                authenticated = plaintexts
+                swap(&current, &spare)
+                batch = next
+            }
+        }
+
+        /// Reads up to `chunksPerBatch` sealed chunks into the slots of `buffer`, stopping after a
+        /// short one (the input ended).
+        private func readBatch(into buffer: SlotBuffer, _ read: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> Batch {
+            var batch = Batch(lengths: [], reachedEnd: false)
+            while batch.lengths.count < stream.chunksPerBatch {
+                let slot = buffer.slot(batch.lengths.count)
+                let n = try STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: slot[STREAM.nonceByteCount...]), read)
+                if n == 0 {
+                    batch.reachedEnd = true
+                    break
+                }
+                batch.lengths.append(n)
+                if n < stream.sealedChunkSize {
+                    batch.reachedEnd = true
+                    break
+                }
+            }
+            return batch
+        }
+
+        /// Opens the chunks of `batch` on all cores, numbered from `first`.
+        private static func open(_ stream: STREAM, _ buffer: SlotBuffer, _ batch: Batch, first: UInt64) -> ResultSlots<Outcome> {
+            let outcomes = ResultSlots<Outcome>(count: batch.lengths.count, initialValue: .failed)
+            STREAM.parallel(batch.lengths.count) { i in
+                let slot = buffer.slot(i), length = batch.lengths[i], counter = first + UInt64(i)
+                if length < STREAM.tagByteCount {
+                    outcomes[i] = .tooShort
+                } else if length == stream.sealedChunkSize, let plaintext = stream.open(slot: slot, length: length, counter: counter, final: false) {
+                    // A full chunk is normally not the final one; a short one can only be final.
+                    outcomes[i] = .opened(plaintext, final: false)
+                } else if let plaintext = stream.open(slot: slot, length: length, counter: counter, final: true) {
+                    outcomes[i] = .opened(plaintext, final: true)
+                }
+            }
+            return outcomes
+        }
+
+        /// Applies the reporting rule to a batch in order: the plaintexts to hand out and the error
+        /// to raise after them, if any. Marks the stream finished at its final chunk.
+        /// `moreInput` tells whether anything follows the batch (asked only when it matters).
+        private func resolve(
+            _ outcomes: ResultSlots<Outcome>, _ batch: Batch, in buffer: SlotBuffer, moreInput: () -> Bool
+        ) -> ([Data], STREAMError?) {
+            var plaintexts = [Data]()
+            let first = counter
+            counter += UInt64(outcomes.count)
+            for i in 0..<outcomes.count {
+                let index = first + UInt64(i)
+                switch outcomes[i] {
+                case .tooShort:
+                    finished = true
+                    return (plaintexts, .truncated)
+                case .failed:
+                    finished = true
+                    // The last piece of the input may be a short final chunk with bytes after it.
+                    let isLastPiece = i == outcomes.count - 1 && (batch.reachedEnd || !moreInput())
+                    guard isLastPiece, let finalLength = finalChunkLength(in: buffer, slot: i, length: batch.lengths[i], counter: index) else {
+                        return (plaintexts, .authenticationFailed(chunk: index))
+                    }
+                    // Its plaintext is withheld: the chunk is known only as a prefix of what was read
+                    // (and age's testkit, stream_two_final_chunks_short, requires that nothing is released).
+                    if finalLength == STREAM.tagByteCount && index > 0 { return (plaintexts, .emptyFinalChunk) }
+                    return (plaintexts, .trailingData)
+                case .opened(let plaintext, let final):
+                    guard final else {
+                        plaintexts.append(plaintext)
+                        continue
+                    }
+                    finished = true
+                    if plaintext.isEmpty && index > 0 { return (plaintexts, .emptyFinalChunk) }
+                    plaintexts.append(plaintext)
+                    if i < outcomes.count - 1 || (!batch.reachedEnd && moreInput()) { return (plaintexts, .trailingData) }
+                    return (plaintexts, nil)
+                }
+            }
+            if batch.reachedEnd {
+                finished = true
+                return (plaintexts, .truncated)
+            }
+            return (plaintexts, nil)
+        }
+
+        /// The length of a final chunk that is a proper prefix of the `length` bytes in slot `index`
+        /// of `buffer` (a short final chunk followed by other bytes), or nil. Tries every length from
+        /// the longest down, on all cores: at most about (65,552²/2) bytes of AEAD work (about 2 GB,
+        /// under half a second on two cores), once per stream, on its last piece.
+        private func finalChunkLength(in buffer: SlotBuffer, slot index: Int, length: Int, counter: UInt64) -> Int? {
+            guard length > STREAM.tagByteCount else { return nil }
+            STREAM.writeNonce(counter: counter, final: true, to: buffer.slot(index).baseAddress!)
+            let lanes = max(1, ProcessInfo.processInfo.activeProcessorCount)
+            let found = Locked<Int?>(nil)
+            let stream = self.stream
+            STREAM.parallel(lanes) { lane in
+                let slot = UnsafeRawBufferPointer(buffer.slot(index))
+                var candidate = length - 1 - lane
+                while candidate >= STREAM.tagByteCount {
+                    if found.withLock({ $0 != nil }) { return }
+                    if stream.open(preparedSlot: slot, length: candidate) != nil {
+                        found.withLock { $0 = candidate }
+                        return
+                    }
+                    candidate -= lanes
+                }
+            }
+            return found.withLock { $0 }
+        }
+    }
+}
