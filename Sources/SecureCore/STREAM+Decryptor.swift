@@ -45,9 +45,9 @@ extension STREAM {
         /// A decryptor starting at chunk 0.
         package init(_ stream: STREAM) {
             self.stream = stream
-            // Each chunk lands after 12 bytes reserved for its nonce, so it can be opened in place.
-            current = SlotBuffer(slots: stream.chunksPerBatch, slotSize: STREAM.nonceByteCount + stream.sealedChunkSize)
-            spare = SlotBuffer(slots: stream.chunksPerBatch, slotSize: STREAM.nonceByteCount + stream.sealedChunkSize)
+            // Each chunk lands aligned, after room for its nonce, so it can be opened in place.
+            current = SlotBuffer(slots: stream.chunksPerBatch, slotSize: stream.slotSize)
+            spare = SlotBuffer(slots: stream.chunksPerBatch, slotSize: stream.slotSize)
         }
 
         /// The next authenticated plaintext chunks in order; empty once the stream ended correctly.
@@ -112,7 +112,8 @@ extension STREAM {
             var batch = Batch(lengths: [], reachedEnd: false)
             while batch.lengths.count < stream.chunksPerBatch {
                 let slot = buffer.slot(batch.lengths.count)
-                let n = try STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: slot[STREAM.nonceByteCount...]), read)
+                let chunk = slot[STREAM.chunkOffsetInSlot..<STREAM.chunkOffsetInSlot + stream.sealedChunkSize]
+                let n = try STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: chunk), read)
                 if n == 0 {
                     batch.reachedEnd = true
                     break
@@ -194,7 +195,9 @@ extension STREAM {
         /// under half a second on two cores), once per stream, on its last piece.
         private func finalChunkLength(in buffer: SlotBuffer, slot index: Int, length: Int, counter: UInt64) -> Int? {
             guard length > STREAM.tagByteCount else { return nil }
-            STREAM.writeNonce(counter: counter, final: true, to: buffer.slot(index).baseAddress!)
+            STREAM.writeNonce(
+                counter: counter, final: true,
+                to: buffer.slot(index).baseAddress! + STREAM.chunkOffsetInSlot - STREAM.nonceByteCount)
             let lanes = max(1, ProcessInfo.processInfo.activeProcessorCount)
             let found = Locked<Int?>(nil)
             let stream = self.stream

@@ -76,16 +76,24 @@ package struct STREAM: Sendable {
         }
     }
 
-    /// Opens the sealed chunk of `length` bytes stored at `slot[12...]`, in place: the nonce is
-    /// written into `slot[0..<12]`. Nil when it does not authenticate with this counter and flag.
+    /// Where a sealed chunk starts in a decryption slot: 64-byte aligned (the kernel copies into
+    /// misaligned buffers at a fraction of the speed), with its nonce in the 12 bytes before it.
+    static let chunkOffsetInSlot = 64
+
+    /// Bytes of a decryption slot: the offset, then a sealed full chunk, rounded to 64 bytes.
+    var slotSize: Int { (Self.chunkOffsetInSlot + sealedChunkSize + 63) / 64 * 64 }
+
+    /// Opens the sealed chunk of `length` bytes stored at `slot[chunkOffsetInSlot...]`, in place:
+    /// the nonce is written into the 12 bytes before it. Nil when it does not authenticate with
+    /// this counter and flag.
     func open(slot: UnsafeMutableRawBufferPointer, length: Int, counter: UInt64, final: Bool) -> Data? {
-        Self.writeNonce(counter: counter, final: final, to: slot.baseAddress!)
+        Self.writeNonce(counter: counter, final: final, to: slot.baseAddress! + Self.chunkOffsetInSlot - Self.nonceByteCount)
         return open(preparedSlot: UnsafeRawBufferPointer(slot), length: length)
     }
 
-    /// Opens `slot[12..<12 + length]` under the nonce already in `slot[0..<12]`, without writing.
+    /// Opens the chunk of `length` bytes in `slot` under the nonce already before it, without writing.
     func open(preparedSlot slot: UnsafeRawBufferPointer, length: Int) -> Data? {
-        let combined = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: slot.baseAddress!),
+        let combined = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: slot.baseAddress! + Self.chunkOffsetInSlot - Self.nonceByteCount),
                             count: Self.nonceByteCount + length, deallocator: .none)
         switch algorithm {
         case .chaCha20Poly1305:
