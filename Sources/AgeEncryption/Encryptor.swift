@@ -3,8 +3,9 @@ import SecureCore
 
 extension Age {
     /// Streaming encryption to one or more recipients, with memory bounded independently of the
-    /// input size (about 4 MiB). Write plaintext with `write`, or pull it from a source with
-    /// `encrypt(from:)`, then call `finish()`; the output is incomplete until `finish()` returns.
+    /// input size (about 8 MiB: SecureCore's STREAM engine, shared with SFS1). Write plaintext with
+    /// `write`, or pull it from a source with `encrypt(from:)` (reading, sealing on all cores and
+    /// writing overlap), then call `finish()`; the output is incomplete until `finish()` returns.
     public final class Encryptor {
         private let payload: STREAM.Encryptor
         private let output: ByteSink
@@ -81,10 +82,12 @@ extension Age {
         case detect
     }
 
-    /// Streaming decryption with bounded memory (about 4 MiB). The initializer reads the header and
+    /// Streaming decryption with bounded memory (about 8 MiB). The initializer reads the header and
     /// unwraps the file key; `read(into:)` or `decrypt(to:)` then release plaintext only after its
     /// 64 KiB chunk authenticated. After an error, the plaintext already released is authentic but
-    /// incomplete, and the caller must discard it (the file helpers do).
+    /// incomplete, and the caller must discard it (the file helpers do). Payload failures follow
+    /// the STREAM rule shared with SFS1: `truncated` (cut at a chunk boundary), `trailingData`
+    /// (bytes after a full or short final chunk), `payloadAuthenticationFailed(chunk:)`, `emptyFinalChunk`.
     public final class Decryptor {
         private let payload: STREAM.Decryptor
         private let input: ByteSource
