@@ -87,7 +87,8 @@ extension Age {
     /// 64 KiB chunk authenticated. After an error, the plaintext already released is authentic but
     /// incomplete, and the caller must discard it (the file helpers do). Payload failures follow
     /// the STREAM rule shared with SFS1: `truncated` (cut at a chunk boundary), `trailingData`
-    /// (bytes after a full or short final chunk), `payloadAuthenticationFailed(chunk:)`, `emptyFinalChunk`.
+    /// (bytes after a full final chunk), `payloadAuthenticationFailed(chunk:)` (also for a short final
+    /// chunk with bytes after it), `emptyFinalChunk`.
     public final class Decryptor {
         private let payload: STREAM.Decryptor
         private let input: ByteSource

@@ -8,12 +8,13 @@ extension STREAM {
     /// The one reporting rule, for every format on this engine:
     /// - the input ends at a chunk boundary before a final chunk, or fewer than 16 bytes into a
     ///   chunk: `STREAMError.truncated`;
-    /// - bytes follow the final chunk: `.trailingData`, whether that chunk is full or short. A full
-    ///   final chunk's plaintext is handed out first; a short one is found by trying the prefixes of
-    ///   the last piece read, so it is recognized when it and everything after it fit in one sealed
-    ///   chunk (64 KiB + 16 bytes by default), and its plaintext is withheld;
+    /// - bytes follow a full-size final chunk: `.trailingData`, after that chunk's plaintext;
     /// - a chunk that authenticates under neither flag (modified, reordered, wrong key or associated
-    ///   data, or cut inside the chunk): `.authenticationFailed(chunk:)`, with none of its plaintext;
+    ///   data, cut inside the chunk, or a short final chunk with bytes after it in the same read):
+    ///   `.authenticationFailed(chunk:)`, with none of its plaintext. A short final chunk followed by
+    ///   junk is not told apart from a modified chunk, as in age: finding where such a chunk ends
+    ///   would mean trying every split of the last piece (about 2 GB of AEAD work for 64 KiB), a
+    ///   cost any forged file could impose;
     /// - an empty final chunk after data: `.emptyFinalChunk`.
     ///
     /// `decrypt(reading:writing:)` overlaps the stages: while the cores open batch k, the calling
@@ -57,7 +58,7 @@ extension STREAM {
             if finished { return [] }
             let batch = try readBatch(into: current, read)
             let outcomes = Self.open(stream, current, batch, first: counter)
-            let (plaintexts, error) = resolve(outcomes, batch, in: current) {
+            let (plaintexts, error) = resolve(outcomes, batch) {
                 var byte: UInt8 = 0
                 return ((try? withUnsafeMutableBytes(of: &byte) { try read($0) }) ?? 0) > 0
             }
@@ -90,7 +91,7 @@ extension STREAM {
                     _ = job.wait()  // the cores still use `current`
                     throw error
                 }
-                let (plaintexts, error) = resolve(job.wait(), batch, in: current) { !next.lengths.isEmpty }
+                let (plaintexts, error) = resolve(job.wait(), batch) { !next.lengths.isEmpty }
                 if let error {
                     pendingError = error
                     for chunk in plaintexts { try chunk.withUnsafeBytes { try sink($0) } }
@@ -148,7 +149,7 @@ extension STREAM {
         /// to raise after them, if any. Marks the stream finished at its final chunk.
         /// `moreInput` tells whether anything follows the batch (asked only when it matters).
         private func resolve(
-            _ outcomes: ResultSlots<Outcome>, _ batch: Batch, in buffer: SlotBuffer, moreInput: () -> Bool
+            _ outcomes: ResultSlots<Outcome>, _ batch: Batch, moreInput: () -> Bool
         ) -> ([Data], STREAMError?) {
             var plaintexts = [Data]()
             let first = counter
@@ -161,15 +162,7 @@ extension STREAM {
                     return (plaintexts, .truncated)
                 case .failed:
                     finished = true
-                    // The last piece of the input may be a short final chunk with bytes after it.
-                    let isLastPiece = i == outcomes.count - 1 && (batch.reachedEnd || !moreInput())
-                    guard isLastPiece, let finalLength = finalChunkLength(in: buffer, slot: i, length: batch.lengths[i], counter: index) else {
-                        return (plaintexts, .authenticationFailed(chunk: index))
-                    }
-                    // Its plaintext is withheld: the chunk is known only as a prefix of what was read
-                    // (and age's testkit, stream_two_final_chunks_short, requires that nothing is released).
-                    if finalLength == STREAM.tagByteCount && index > 0 { return (plaintexts, .emptyFinalChunk) }
-                    return (plaintexts, .trailingData)
+                    return (plaintexts, .authenticationFailed(chunk: index))
                 case .opened(let plaintext, let final):
                     guard final else {
                         plaintexts.append(plaintext)
@@ -187,33 +180,6 @@ extension STREAM {
                 return (plaintexts, .truncated)
             }
             return (plaintexts, nil)
-        }
-
-        /// The length of a final chunk that is a proper prefix of the `length` bytes in slot `index`
-        /// of `buffer` (a short final chunk followed by other bytes), or nil. Tries every length from
-        /// the longest down, on all cores: at most about (65,552²/2) bytes of AEAD work (about 2 GB,
-        /// under half a second on two cores), once per stream, on its last piece.
-        private func finalChunkLength(in buffer: SlotBuffer, slot index: Int, length: Int, counter: UInt64) -> Int? {
-            guard length > STREAM.tagByteCount else { return nil }
-            STREAM.writeNonce(
-                counter: counter, final: true,
-                to: buffer.slot(index).baseAddress! + STREAM.chunkOffsetInSlot - STREAM.nonceByteCount)
-            let lanes = max(1, ProcessInfo.processInfo.activeProcessorCount)
-            let found = Locked<Int?>(nil)
-            let stream = self.stream
-            STREAM.parallel(lanes) { lane in
-                let slot = UnsafeRawBufferPointer(buffer.slot(index))
-                var candidate = length - 1 - lane
-                while candidate >= STREAM.tagByteCount {
-                    if found.withLock({ $0 != nil }) { return }
-                    if stream.open(preparedSlot: slot, length: candidate) != nil {
-                        found.withLock { $0 = candidate }
-                        return
-                    }
-                    candidate -= lanes
-                }
-            }
-            return found.withLock { $0 }
         }
     }
 }

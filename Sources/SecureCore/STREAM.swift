@@ -88,11 +88,6 @@ package struct STREAM: Sendable {
     /// this counter and flag.
     func open(slot: UnsafeMutableRawBufferPointer, length: Int, counter: UInt64, final: Bool) -> Data? {
         Self.writeNonce(counter: counter, final: final, to: slot.baseAddress! + Self.chunkOffsetInSlot - Self.nonceByteCount)
-        return open(preparedSlot: UnsafeRawBufferPointer(slot), length: length)
-    }
-
-    /// Opens the chunk of `length` bytes in `slot` under the nonce already before it, without writing.
-    func open(preparedSlot slot: UnsafeRawBufferPointer, length: Int) -> Data? {
         let combined = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: slot.baseAddress! + Self.chunkOffsetInSlot - Self.nonceByteCount),
                             count: Self.nonceByteCount + length, deallocator: .none)
         switch algorithm {
@@ -112,10 +107,11 @@ package enum STREAMError: Error, Equatable, Sendable {
     /// The stream ends at a chunk boundary before its final chunk, or inside a chunk's first
     /// 16 bytes (too short to be a chunk).
     case truncated
-    /// Bytes follow the final chunk (full or short).
+    /// Bytes follow a full-size final chunk.
     case trailingData
     /// Chunk `chunk` (zero-based) does not authenticate under either flag: modified, wrong key or
-    /// associated data, reordered, or cut inside the chunk.
+    /// associated data, reordered, cut inside the chunk, or a short final chunk read together with
+    /// bytes after it.
     case authenticationFailed(chunk: UInt64)
     /// A final chunk with no plaintext after earlier chunks (only an empty stream has one).
     case emptyFinalChunk

@@ -11,10 +11,9 @@ import Foundation
 /// earlier chunks: use `FileEncryption` for all-or-nothing files.
 ///
 /// Failures: a stream cut at a chunk boundary (or fewer than 16 bytes into a chunk) is
-/// `SecureCoreError.truncated`; bytes after the final chunk, full or short, are `.trailingData`
-/// (recognized after a short final chunk when it and the bytes after it fit in 64 KiB + 16 bytes,
-/// and then that chunk's plaintext is not written);
-/// a modified, reordered or cut chunk, a wrong key or context is `.authenticationFailed`.
+/// `SecureCoreError.truncated`; bytes after a full final chunk are `.trailingData`; a modified,
+/// reordered or cut chunk, a wrong key or context, or a short final chunk with bytes after it (read
+/// together with them, as in age) is `.authenticationFailed`.
 public enum StreamEnvelope {
     /// Plaintext bytes per chunk.
     public static let chunkSize = STREAM.defaultChunkSize

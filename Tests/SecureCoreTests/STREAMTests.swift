@@ -132,36 +132,32 @@ import Testing
         }
     }
 
-    /// Bytes after the final chunk are trailing data, whether that chunk is full or short; the
-    /// plaintext before the final chunk has been written, and the final chunk's when it is full.
+    /// Bytes after a full final chunk are trailing data, after all the plaintext. Bytes after a
+    /// short final chunk make that chunk fail (it is read together with them, and finding its end
+    /// would mean trying every split), after the plaintext before it.
     @Test(arguments: [1, chunk - 1, chunk, batch * chunk, batch * chunk + 1, 0])
-    func trailingData(size: Int) throws {
+    func bytesAfterTheFinalChunk(size: Int) throws {
         for algorithm in Envelope.Algorithm.allCases {
             let stream = Self.stream(algorithm, key: SymmetricKey(size: .bits256))
             let plaintext = SecureRandom.bytes(count: size)
             let sealed = try Self.seal(plaintext, stream)
-            let finalSize = Self.sealedChunkSizes(size).last!
-            let finalIsFull = finalSize == Self.sealedChunk
-            // Short final chunk: junk is recognized while it and the chunk fit in one sealed chunk.
-            let junkSizes = finalIsFull ? [1, 15, 16, 17, Self.sealedChunk, 3 * Self.sealedChunk + 5] : Array(1...(Self.sealedChunk - finalSize))
-            for junk in junkSizes {
+            let sizes = Self.sealedChunkSizes(size)
+            let finalIsFull = sizes.last! == Self.sealedChunk
+            let expectedError: STREAMError = finalIsFull ? .trailingData : .authenticationFailed(chunk: UInt64(sizes.count - 1))
+            let expectedWritten = finalIsFull ? plaintext : plaintext.prefix((sizes.count - 1) * Self.chunk)
+            for junk in [1, 15, 16, 17, Self.sealedChunk - sizes.last!, Self.sealedChunk, 3 * Self.sealedChunk + 5] where junk > 0 {
                 for filler: UInt8 in [0, 0xA5] {
                     let (written, error) = Self.open(sealed + Data(repeating: filler, count: junk), stream)
-                    #expect(error == .trailingData, "\(algorithm) size \(size) + \(junk) bytes")
-                    // A short final chunk is found only by trying its prefixes: its plaintext is withheld.
-                    let expected = finalIsFull ? plaintext : plaintext.prefix(size / Self.chunk * Self.chunk)
-                    #expect(sameBytes(written, expected), "\(algorithm) size \(size) + \(junk) bytes")
+                    #expect(error == expectedError, "\(algorithm) size \(size) + \(junk) bytes")
+                    #expect(sameBytes(written, expectedWritten), "\(algorithm) size \(size) + \(junk) bytes")
                 }
             }
-            // A whole second stream after the first is trailing data too (within the same limit).
-            if finalIsFull || finalSize + sealed.count <= Self.sealedChunk {
-                #expect(Self.open(sealed + sealed, stream).1 == .trailingData)
-            }
+            #expect(Self.open(sealed + sealed, stream).1 == expectedError)
         }
     }
 
     @Test func longJunkAfterAShortFinalChunkFailsThatChunk() throws {
-        // The documented limit: the final chunk and the bytes after it exceed one sealed chunk.
+        // The final chunk and the bytes after it exceed one sealed chunk.
         let stream = Self.stream(.chaCha20Poly1305, key: SymmetricKey(size: .bits256))
         let plaintext = SecureRandom.bytes(count: Self.chunk + 10)
         let sealed = try Self.seal(plaintext, stream)

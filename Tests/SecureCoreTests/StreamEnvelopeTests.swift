@@ -78,9 +78,9 @@ import Testing
         let full = try encrypt(SecureRandom.bytes(count: Self.chunk))
         expectError(.trailingData) { _ = try decrypt(full + Data([0])) }
         expectError(.trailingData) { _ = try decrypt(full + full.suffix(Self.chunk + 16)) }
-        // A short final chunk followed by bytes: trailing data too (issue 13: one rule for SFS1 and age).
+        // A short final chunk followed by bytes fails to authenticate, as in age (one rule for both).
         let short = try encrypt(SecureRandom.bytes(count: 1000))
-        expectError(.trailingData) { _ = try decrypt(short + Data([0])) }
+        expectError(.authenticationFailed) { _ = try decrypt(short + Data([0])) }
     }
 
     /// Decrypts `sealed` into a plain (non-atomic) file, as `sf open` to standard output does;
@@ -136,8 +136,8 @@ import Testing
         }
     }
 
-    /// Trailing bytes after a short final chunk and after a full one: trailing data, with all the
-    /// plaintext before the final chunk written (and that chunk's too when it is full).
+    /// Bytes after a full final chunk: trailing data, with all the plaintext written. After a short
+    /// final chunk: that chunk fails to authenticate, with the plaintext before it written.
     @Test(arguments: [0, 1, chunk - 1, chunk + 1, chunk, 2 * chunk, batch])
     func trailingJunkAfterShortAndFullFinalChunks(size: Int) throws {
         let plaintext = SecureRandom.bytes(count: size)
@@ -150,8 +150,7 @@ import Testing
                 : [1, 2, 16, 17, sealedChunk - finalSize].filter { $0 <= sealedChunk - finalSize }
             for count in junk {
                 let (written, error) = try attempt(sealed + Data(repeating: 0x0A, count: count))
-                #expect(error == .trailingData, "\(algorithm) \(size) bytes + \(count) junk")
-                // A short final chunk is found only by trying its prefixes: its plaintext is withheld.
+                #expect(error == (finalSize == sealedChunk ? .trailingData : .authenticationFailed), "\(algorithm) \(size) bytes + \(count) junk")
                 let expected = finalSize == sealedChunk ? plaintext : plaintext.prefix(size / Self.chunk * Self.chunk)
                 #expect(sameBytes(written, expected), "\(algorithm) \(size) bytes + \(count) junk")
             }
