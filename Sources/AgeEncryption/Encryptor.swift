@@ -3,10 +3,12 @@ import SecureCore
 
 extension Age {
     /// Streaming encryption to one or more recipients, with memory bounded independently of the
-    /// input size (about 4 MiB). Write plaintext with `write`, or pull it from a source with
-    /// `encrypt(from:)`, then call `finish()`; the output is incomplete until `finish()` returns.
+    /// input size (about 8 MiB: SecureCore's STREAM engine, shared with SFS1). Write plaintext with
+    /// `write`, or pull it from a source with `encrypt(from:)` (reading, sealing on all cores and
+    /// writing overlap), then call `finish()`; the output is incomplete until `finish()` returns.
     public final class Encryptor {
-        private let payload: PayloadEncryptor
+        private let payload: STREAM.Encryptor
+        private let output: ByteSink
         private let armor: ArmorWriter?
         private var finished = false
 
@@ -37,28 +39,35 @@ extension Age {
             start.append(nonce)
             try start.withUnsafeBytes { try output.write($0) }
             self.armor = armor
-            self.payload = PayloadEncryptor(sink: output, key: Stream.payloadKey(fileKey: fileKey, nonce: nonce))
+            self.output = output
+            self.payload = STREAM.Encryptor(Stream.payload(fileKey: fileKey, nonce: nonce))
         }
 
         /// Encrypts `bytes` (buffered until a batch of chunks is complete).
-        public func write(_ bytes: UnsafeRawBufferPointer) throws { try payload.write(bytes) }
+        public func write(_ bytes: UnsafeRawBufferPointer) throws {
+            precondition(!finished, "write after finish")
+            try payload.write(bytes, to: { try output.write($0) })
+        }
 
         /// Encrypts `data`.
         public func write(_ data: some DataProtocol) throws {
-            for region in data.regions { try region.withUnsafeBytes { try payload.write($0) } }
+            for region in data.regions { try region.withUnsafeBytes { try write($0) } }
         }
 
-        /// Encrypts everything `source` yields, then finishes the file.
+        /// Encrypts everything `source` yields, then finishes the file: reading, sealing on all
+        /// cores and writing overlap.
         public func encrypt(from source: ByteSource) throws {
-            try payload.write(from: source)
-            try finish()
+            precondition(!finished, "encrypt after finish")
+            finished = true
+            try payload.encrypt(reading: { try source.read(into: $0) }, writing: { try self.output.write($0) })
+            try armor?.finish()
         }
 
         /// Seals the final chunk and closes the armor. Call exactly once.
         public func finish() throws {
             guard !finished else { return }
             finished = true
-            try payload.finish()
+            try payload.finish(to: { try output.write($0) })
             try armor?.finish()
         }
     }
@@ -73,12 +82,16 @@ extension Age {
         case detect
     }
 
-    /// Streaming decryption with bounded memory (about 4 MiB). The initializer reads the header and
+    /// Streaming decryption with bounded memory (about 8 MiB). The initializer reads the header and
     /// unwraps the file key; `read(into:)` or `decrypt(to:)` then release plaintext only after its
     /// 64 KiB chunk authenticated. After an error, the plaintext already released is authentic but
-    /// incomplete, and the caller must discard it (the file helpers do).
+    /// incomplete, and the caller must discard it (the file helpers do). Payload failures follow
+    /// the STREAM rule shared with SFS1: `truncated` (cut at a chunk boundary), `trailingData`
+    /// (bytes after a full final chunk), `payloadAuthenticationFailed(chunk:)` (also for a short final
+    /// chunk with bytes after it), `emptyFinalChunk`.
     public final class Decryptor {
-        private let payload: PayloadDecryptor
+        private let payload: STREAM.Decryptor
+        private let input: ByteSource
         private var chunks: [Data] = []
         private var chunkIndex = 0
         private var chunkOffset = 0
@@ -112,7 +125,8 @@ extension Age {
             var nonce = Data(count: Stream.payloadNonceSize)
             let n = try nonce.withUnsafeMutableBytes { try input.readFully(into: $0) }
             guard n == Stream.payloadNonceSize else { throw AgeError.malformedHeader("the payload nonce is missing or short") }
-            payload = PayloadDecryptor(source: input, key: Stream.payloadKey(fileKey: fileKey, nonce: nonce))
+            self.input = input
+            payload = STREAM.Decryptor(Stream.payload(fileKey: fileKey, nonce: nonce))
         }
 
         /// Fills `buffer` with authenticated plaintext; fewer bytes than its size only at the end,
@@ -122,7 +136,7 @@ extension Age {
             while total < buffer.count {
                 if chunkIndex == chunks.count {
                     if done { break }
-                    chunks = try payload.nextBatch()
+                    chunks = try payloadErrors { try payload.nextBatch(reading: { try input.read(into: $0) }) }
                     chunkIndex = 0
                     chunkOffset = 0
                     if chunks.isEmpty { done = true }
@@ -143,14 +157,11 @@ extension Age {
             return total
         }
 
-        /// Writes all the plaintext to `sink`, chunk by chunk as each batch authenticates.
+        /// Writes all the plaintext to `sink`, chunk by chunk as each batch authenticates; reading,
+        /// opening on all cores and writing overlap.
         public func decrypt(to sink: ByteSink) throws {
             precondition(chunks.isEmpty, "decrypt(to:) after read(into:)")
-            while true {
-                let batch = try payload.nextBatch()
-                if batch.isEmpty { return }
-                for chunk in batch { try chunk.withUnsafeBytes { try sink.write($0) } }
-            }
+            try payloadErrors { try payload.decrypt(reading: { try input.read(into: $0) }, writing: { try sink.write($0) }) }
         }
     }
 }

@@ -1,23 +1,28 @@
 import Crypto
-import Dispatch
 import Foundation
 
 /// The native chunked format (`SFS1`) for data of any size in bounded memory: the envelope header,
 /// then the plaintext in 64 KiB chunks, each sealed with its own nonce (the STREAM construction, as
 /// in age), so truncation, reordering and trailing data are all detected. Layout in docs/FORMATS.md.
 ///
-/// Chunks are sealed and opened in batches on all cores; output is written in order. Decrypted
-/// plaintext is written only after its chunk authenticated, but a failing stream may already have
-/// written earlier chunks: use `FileEncryption` for all-or-nothing files.
+/// Chunks are sealed and opened by SecureCore's one STREAM engine (shared with age), in batches on
+/// all cores, with reading and writing overlapped; output is written in order. Decrypted plaintext
+/// is written only after its chunk authenticated, but a failing stream may already have written
+/// earlier chunks: use `FileEncryption` for all-or-nothing files.
+///
+/// Failures: a stream cut at a chunk boundary (or fewer than 16 bytes into a chunk) is
+/// `SecureCoreError.truncated`; bytes after a full final chunk are `.trailingData`; a modified,
+/// reordered or cut chunk, a wrong key or context, or a short final chunk with bytes after it (read
+/// together with them, as in age) is `.authenticationFailed`.
 public enum StreamEnvelope {
     /// Plaintext bytes per chunk.
-    public static let chunkSize = 1 << 16
+    public static let chunkSize = STREAM.defaultChunkSize
     static let magic: [UInt8] = Array("SFS1".utf8)
     static let chunkSizeLog2: UInt8 = 16
     static let streamSaltByteCount = 16
     static let payloadInfo = Data("SecureFoundation SFS1 payload".utf8)
     /// Chunks per batch: 2 MiB of plaintext, enough to keep two cores busy between writes.
-    static let chunksPerBatch = 32
+    static let chunksPerBatch = STREAM.defaultChunksPerBatch
 
     // MARK: Encrypting
 
@@ -52,10 +57,8 @@ public enum StreamEnvelope {
         masterKey: SymmetricKey, context: some DataProtocol
     ) throws {
         try output.write(header.encoded)
-        let sealer = ChunkSealer(header: header, masterKey: masterKey, context: Data(context))
-        try forEachBatch(of: input, chunkSize: chunkSize) { chunks, firstIndex, isFinal in
-            for chunk in try sealer.seal(chunks, firstIndex: firstIndex, lastIsFinal: isFinal) { try output.write(chunk) }
-        }
+        let encryptor = STREAM.Encryptor(stream(header: header, masterKey: masterKey, context: context))
+        try encryptor.encrypt(reading: { try input.read(into: $0) }, writing: { try output.write($0) })
     }
 
     // MARK: Decrypting
@@ -93,34 +96,23 @@ public enum StreamEnvelope {
         guard masterKey.bitCount == Envelope.keyByteCount * 8 else {
             throw SecureCoreError.invalidParameter("key must be \(Envelope.keyByteCount) bytes")
         }
-        let sealer = ChunkSealer(header: header, masterKey: masterKey, context: Data(context))
-        try forEachBatch(of: input, chunkSize: chunkSize + AEAD.tagByteCount) { chunks, firstIndex, isFinal in
-            let result = sealer.open(chunks, firstIndex: firstIndex, lastIsFinal: isFinal)
-            for chunk in result.plaintexts { try output.write(chunk) }
-            if let failure = result.failure { throw failure }
+        let decryptor = STREAM.Decryptor(stream(header: header, masterKey: masterKey, context: context))
+        do {
+            try decryptor.decrypt(reading: { try input.read(into: $0) }, writing: { try output.write($0) })
+        } catch let error as STREAMError {
+            throw SecureCoreError(error)
         }
     }
 
-    /// Reads `input` to its end in batches of `chunksPerBatch` pieces of `chunkSize` bytes (the last
-    /// piece may be shorter, and an empty input is one empty piece) and calls `body` with each batch,
-    /// the index of its first piece, and whether it is the final batch. Reading one batch ahead is
-    /// what tells the final batch apart: it is the one nothing follows.
-    private static func forEachBatch(
-        of input: borrowing FileInput, chunkSize: Int, _ body: ([Data], UInt64, Bool) throws -> Void
-    ) throws {
-        let batchBytes = chunkSize * chunksPerBatch
-        var current = try input.read(upTo: batchBytes)
-        var firstIndex: UInt64 = 0
-        while true {
-            let next = current.count == batchBytes ? try input.read(upTo: batchBytes) : Data()
-            let pieces = stride(from: 0, to: max(current.count, 1), by: chunkSize).map {
-                current[current.startIndex + $0..<current.startIndex + min($0 + chunkSize, current.count)]
-            }
-            try body(pieces, firstIndex, next.isEmpty)
-            if next.isEmpty { return }
-            firstIndex += UInt64(pieces.count)
-            current = next
-        }
+    /// The STREAM of this header: its algorithm, the payload key (HKDF-SHA256 of the master key
+    /// with the header's stream salt: a fresh salt per stream gives each stream its own key, so
+    /// counter nonces never repeat), and the header and context as associated data.
+    static func stream(header: StreamHeader, masterKey: SymmetricKey, context: some DataProtocol) -> STREAM {
+        let payloadKey = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: masterKey, salt: header.streamSalt, info: payloadInfo, outputByteCount: 32)
+        return STREAM(
+            algorithm: header.envelope.algorithm, key: payloadKey, associatedData: header.encoded + Data(context),
+            chunkSize: chunkSize, chunksPerBatch: chunksPerBatch)
     }
 
     // MARK: Header
@@ -160,101 +152,14 @@ public enum StreamEnvelope {
     }
 }
 
-/// Seals and opens batches of chunks in parallel with the per-stream payload key.
-private struct ChunkSealer: Sendable {
-    let algorithm: Envelope.Algorithm
-    let payloadKey: SymmetricKey
-    let associatedData: Data
-
-    init(header: StreamEnvelope.StreamHeader, masterKey: SymmetricKey, context: Data) {
-        algorithm = header.envelope.algorithm
-        // A fresh salt per stream gives each stream its own payload key, so counter nonces never repeat.
-        payloadKey = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: masterKey, salt: header.streamSalt, info: StreamEnvelope.payloadInfo, outputByteCount: 32)
-        associatedData = header.encoded + context
-    }
-
-    /// The 12-byte nonce of chunk `index`: an 11-byte big-endian counter and a final-chunk flag.
-    static func nonce(_ index: UInt64, final: Bool) -> [UInt8] {
-        var nonce = [UInt8](repeating: 0, count: 12)
-        withUnsafeBytes(of: index.bigEndian) { nonce.replaceSubrange(3..<11, with: $0) }
-        nonce[11] = final ? 1 : 0
-        return nonce
-    }
-
-    func seal(_ chunks: [Data], firstIndex: UInt64, lastIsFinal: Bool) throws -> [Data] {
-        let slots = Slots<Result<Data, Error>>(count: chunks.count)
-        DispatchQueue.concurrentPerform(iterations: chunks.count) { i in
-            let final = lastIsFinal && i == chunks.count - 1
-            slots[i] = Result {
-                var out = Data(capacity: chunks[i].count + AEAD.tagByteCount)
-                try AEAD.seal(
-                    algorithm, chunks[i], key: payloadKey, nonce: Self.nonce(firstIndex + UInt64(i), final: final),
-                    authenticating: associatedData, appendingTo: &out)
-                return out
-            }
-        }
-        return try slots.values.map { try $0!.get() }
-    }
-
-    /// Opens a batch; returns the plaintexts of the chunks before the first failure, and that failure.
-    func open(_ chunks: [Data], firstIndex: UInt64, lastIsFinal: Bool) -> (plaintexts: [Data], failure: Error?) {
-        let slots = Slots<Result<Data, Error>>(count: chunks.count)
-        DispatchQueue.concurrentPerform(iterations: chunks.count) { i in
-            let expectFinal = lastIsFinal && i == chunks.count - 1
-            slots[i] = Result { try openChunk(chunks[i], index: firstIndex + UInt64(i), expectFinal: expectFinal) }
-        }
-        var plaintexts = [Data]()
-        for slot in slots.values {
-            switch slot! {
-            case .success(let plaintext): plaintexts.append(plaintext)
-            case .failure(let error): return (plaintexts, error)
-            }
-        }
-        return (plaintexts, nil)
-    }
-
-    private func openChunk(_ chunk: Data, index: UInt64, expectFinal: Bool) throws -> Data {
-        guard chunk.count >= AEAD.tagByteCount else { throw SecureCoreError.truncated }
-        do {
-            let plaintext = try AEAD.open(
-                algorithm, chunk, key: payloadKey, nonce: Self.nonce(index, final: expectFinal), authenticating: associatedData)
-            if expectFinal, plaintext.isEmpty, index > 0 {
-                throw SecureCoreError.malformedEncoding("stream: empty final chunk after data")
-            }
-            return plaintext
-        } catch SecureCoreError.authenticationFailed {
-            // Tell truncation (a non-final chunk at the end) and trailing data (a final chunk
-            // followed by more) apart from tampering.
-            let opensWithOtherFlag = (try? AEAD.open(
-                algorithm, chunk, key: payloadKey, nonce: Self.nonce(index, final: !expectFinal),
-                authenticating: associatedData)) != nil
-            if opensWithOtherFlag { throw expectFinal ? SecureCoreError.truncated : SecureCoreError.trailingData }
-            throw SecureCoreError.authenticationFailed
+extension SecureCoreError {
+    /// SFS1's report of a STREAM failure.
+    init(_ error: STREAMError) {
+        switch error {
+        case .truncated: self = .truncated
+        case .trailingData: self = .trailingData
+        case .authenticationFailed: self = .authenticationFailed
+        case .emptyFinalChunk: self = .malformedEncoding("stream: empty final chunk after data")
         }
     }
-}
-
-/// Fixed-size result slots written concurrently, each index by exactly one task, and read only
-/// after `concurrentPerform` returns (which orders those writes before the reads). The buffer is
-/// allocated once, so concurrent writes to distinct indices never touch shared bookkeeping.
-final class Slots<Value>: @unchecked Sendable {
-    private let storage: UnsafeMutableBufferPointer<Value?>
-
-    init(count: Int) {
-        storage = .allocate(capacity: count)
-        storage.initialize(repeating: nil)
-    }
-
-    deinit {
-        storage.deinitialize()
-        storage.deallocate()
-    }
-
-    subscript(index: Int) -> Value? {
-        get { storage[index] }
-        set { storage[index] = newValue }
-    }
-
-    var values: [Value?] { Array(storage) }
 }

@@ -20,7 +20,8 @@ enum AgeCommandSupport {
         try body()
     }
 
-    /// swift-crypto returns every sealed or opened 64 KiB chunk in a fresh allocation. By default
+    /// swift-crypto returns every sealed or opened 64 KiB chunk in a fresh allocation (age and SFS1
+    /// streams alike: `sf seal --stream` and `sf open` call this too). By default
     /// glibc hands freed memory back to the kernel and faults it in again on the next chunk, which
     /// costs about 15% of the CPU time; keeping up to 64 MiB of freed memory avoids that churn.
     static func keepFreedMemory() {

@@ -42,6 +42,7 @@ struct SealCommand: ParsableCommand {
         let material = try keys.material(confirmPrompt: true)
         let contextBytes = Data((context ?? "").utf8)
         if stream {
+            AgeCommandSupport.keepFreedMemory()  // the same STREAM engine as `sf encrypt`, the same allocator tuning
             let source = try input.map { try FileInput(path: $0) } ?? FileInput(descriptor: 0, name: "standard input")
             try ProgressBar.following(descriptor: source.descriptor, input: input) {
                 try withOutput(output) { sink in
@@ -107,6 +108,7 @@ struct OpenCommand: ParsableCommand {
         let source = try input.map { try FileInput(path: $0) } ?? FileInput(descriptor: 0, name: "standard input")
         let encoding = SealedDataEncoding.detect(try source.peek(SealedDataEncoding.prefixLength))
         if encoding == .stream {
+            AgeCommandSupport.keepFreedMemory()  // the same STREAM engine as `sf decrypt`, the same allocator tuning
             try ProgressBar.following(descriptor: source.descriptor, input: input) {
                 try withOutput(output) { sink in
                     switch material {

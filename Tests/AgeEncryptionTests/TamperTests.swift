@@ -65,7 +65,8 @@ import Testing
             #expect(error == .trailingData)
             #expect(released == exact)
         }
-        // After a short final chunk, an extra byte makes the chunk itself fail.
+        // After a short final chunk, extra bytes are read with it and it fails to authenticate
+        // (the same rule as SFS1, and as age); the chunks before it were released.
         let (released, error) = Self.attempt(Self.file + Data([0]))
         #expect(error == .payloadAuthenticationFailed(chunk: 1))
         #expect(released == Self.plaintext.prefix(64 * 1024))

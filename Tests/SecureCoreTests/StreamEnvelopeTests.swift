@@ -52,7 +52,7 @@ import Testing
         let opened = try withFiles(sealed) { input, output in
             try StreamEnvelope.decrypt(from: FileInput(path: input), to: output, passphrase: phrase)
         }
-        #expect(opened == plaintext)
+        #expect(sameBytes(opened, plaintext))
         expectError(.authenticationFailed) {
             _ = try withFiles(sealed) { input, output in
                 try StreamEnvelope.decrypt(from: FileInput(path: input), to: output, passphrase: Data("nope".utf8))
@@ -78,8 +78,112 @@ import Testing
         let full = try encrypt(SecureRandom.bytes(count: Self.chunk))
         expectError(.trailingData) { _ = try decrypt(full + Data([0])) }
         expectError(.trailingData) { _ = try decrypt(full + full.suffix(Self.chunk + 16)) }
+        // A short final chunk followed by bytes fails to authenticate, as in age (one rule for both).
         let short = try encrypt(SecureRandom.bytes(count: 1000))
         expectError(.authenticationFailed) { _ = try decrypt(short + Data([0])) }
+    }
+
+    /// Decrypts `sealed` into a plain (non-atomic) file, as `sf open` to standard output does;
+    /// returns what was written and the error.
+    func attempt(_ sealed: Data, algorithm: Envelope.Algorithm? = nil) throws -> (Data, SecureCoreError?) {
+        let dir = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in").path, output = dir.appendingPathComponent("out").path
+        try sealed.write(to: URL(fileURLWithPath: input))
+        let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(fd >= 0)
+        var failure: SecureCoreError?
+        do {
+            try StreamEnvelope.decrypt(from: FileInput(path: input), to: FileOutput(descriptor: fd, name: "out"), key: key)
+        } catch let error {
+            failure = error as? SecureCoreError
+            #expect(failure != nil, "not a SecureCoreError: \(error)")
+        }
+        close(fd)
+        return (try Data(contentsOf: URL(fileURLWithPath: output)), failure)
+    }
+
+    static let headerLength = 6 + 1 + 16
+
+    static func sealedChunkSizes(_ size: Int) -> [Int] {
+        var sizes = [Int](repeating: chunk + 16, count: size / chunk)
+        if size % chunk > 0 || size == 0 { sizes.append(size % chunk + 16) }
+        return sizes
+    }
+
+    /// Every chunk boundary of a stream spanning three batches, and cuts inside chunks; only the
+    /// plaintext of the chunks before the cut is written.
+    @Test(arguments: Envelope.Algorithm.allCases)
+    func truncationAtEveryChunkBoundaryAndInsideChunks(algorithm: Envelope.Algorithm) throws {
+        let size = 2 * Self.batch + 2 * Self.chunk + 100
+        let plaintext = SecureRandom.bytes(count: size)
+        let sealed = try encrypt(plaintext, algorithm: algorithm)
+        let sizes = Self.sealedChunkSizes(size)
+        var start = Self.headerLength
+        for (index, sealedSize) in sizes.enumerated() {
+            let (written, error) = try attempt(sealed.prefix(start))
+            #expect(error == .truncated, "cut before chunk \(index)")
+            #expect(sameBytes(written, plaintext.prefix(index * Self.chunk)), "cut before chunk \(index)")
+            start += sealedSize
+        }
+        let sealedChunk = Self.chunk + 16, chunksPerBatch = StreamEnvelope.chunksPerBatch
+        var cuts: [(chunk: Int, offset: Int)] = [(1, 1), (1, 15), (1, 16), (1, 17), (1, 1000), (chunksPerBatch, 40_000), (sizes.count - 1, 50)]
+        cuts.append((0, sealedChunk - 1))  // the one expensive case: every shorter final chunk is tried
+        for cut in cuts {
+            let (written, error) = try attempt(sealed.prefix(Self.headerLength + cut.chunk * sealedChunk + cut.offset))
+            #expect(error == (cut.offset < 16 ? .truncated : .authenticationFailed), "cut \(cut.offset) bytes into chunk \(cut.chunk)")
+            #expect(sameBytes(written, plaintext.prefix(cut.chunk * Self.chunk)))
+        }
+    }
+
+    /// Bytes after a full final chunk: trailing data, with all the plaintext written. After a short
+    /// final chunk: that chunk fails to authenticate, with the plaintext before it written.
+    @Test(arguments: [0, 1, chunk - 1, chunk + 1, chunk, 2 * chunk, batch])
+    func trailingJunkAfterShortAndFullFinalChunks(size: Int) throws {
+        let plaintext = SecureRandom.bytes(count: size)
+        let sealedChunk = Self.chunk + 16
+        for algorithm in Envelope.Algorithm.allCases {
+            let sealed = try encrypt(plaintext, algorithm: algorithm)
+            let finalSize = Self.sealedChunkSizes(size).last!
+            let junk = finalSize == sealedChunk
+                ? [1, 16, 17, sealedChunk, 3 * sealedChunk]
+                : [1, 2, 16, 17, sealedChunk - finalSize].filter { $0 <= sealedChunk - finalSize }
+            for count in junk {
+                let (written, error) = try attempt(sealed + Data(repeating: 0x0A, count: count))
+                #expect(error == (finalSize == sealedChunk ? .trailingData : .authenticationFailed), "\(algorithm) \(size) bytes + \(count) junk")
+                let expected = finalSize == sealedChunk ? plaintext : plaintext.prefix(size / Self.chunk * Self.chunk)
+                #expect(sameBytes(written, expected), "\(algorithm) \(size) bytes + \(count) junk")
+            }
+        }
+    }
+
+    /// One flipped byte in each position class of the payload fails authentication, and only the
+    /// plaintext of the chunks before the flipped one is written.
+    @Test(arguments: Envelope.Algorithm.allCases)
+    func flippedByteInEachPositionClass(algorithm: Envelope.Algorithm) throws {
+        let size = Self.batch + Self.chunk + 500
+        let plaintext = SecureRandom.bytes(count: size)
+        let sealed = try encrypt(plaintext, algorithm: algorithm)
+        let sealedChunk = Self.chunk + 16, chunksPerBatch = StreamEnvelope.chunksPerBatch
+        let finalChunk = chunksPerBatch + 1
+        let positions: [(name: String, chunk: Int, offset: Int)] = [
+            ("first byte of the first chunk", 0, 0), ("middle of the first chunk", 0, 30_000),
+            ("tag of the first chunk", 0, sealedChunk - 1), ("first chunk of the second batch", chunksPerBatch, 5),
+            ("last chunk of a batch, tag", chunksPerBatch - 1, sealedChunk - 16),
+            ("final chunk body", finalChunk, 0), ("final chunk tag", finalChunk, 515),
+        ]
+        for position in positions {
+            var tampered = sealed
+            tampered[Self.headerLength + position.chunk * sealedChunk + position.offset] ^= 0x01
+            let (written, error) = try attempt(tampered)
+            #expect(error == .authenticationFailed, "\(position.name)")
+            #expect(sameBytes(written, plaintext.prefix(position.chunk * Self.chunk)), "\(position.name)")
+        }
+        // The header is authenticated with every chunk: a flipped stream-salt byte fails chunk 0.
+        var saltFlipped = sealed
+        saltFlipped[Self.headerLength - 1] ^= 0x01
+        let (written, error) = try attempt(saltFlipped)
+        #expect(written.isEmpty && error == .authenticationFailed)
     }
 
     @Test func flippedBytesSwappedChunksAndWrongContextAreRejected() throws {
