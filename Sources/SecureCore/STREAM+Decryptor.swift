@@ -17,8 +17,10 @@ extension STREAM {
     ///   cost any forged file could impose;
     /// - an empty final chunk after data: `.emptyFinalChunk`.
     ///
-    /// `decrypt(reading:writing:)` overlaps the stages: while the cores open batch k, the calling
-    /// thread writes the plaintext of batch k-1 and reads batch k+1 into a second buffer.
+    /// `decrypt(reading:writing:)` overlaps the stages: while the cores open batch k, one turn of the
+    /// same fork-join writes the plaintext of batch k-1 and reads batch k+1 into a second buffer.
+    /// The slots hold only ciphertext, so they are not wiped; the second one is allocated only when
+    /// a stream has a second batch.
     package final class Decryptor {
         /// One sealed chunk after opening.
         enum Outcome {
@@ -38,7 +40,7 @@ extension STREAM {
 
         private let stream: STREAM
         private var current: SlotBuffer
-        private var spare: SlotBuffer
+        private var spare: SlotBuffer?
         private var counter: UInt64 = 0
         private var finished = false
         private var pendingError: STREAMError?
@@ -47,8 +49,7 @@ extension STREAM {
         package init(_ stream: STREAM) {
             self.stream = stream
             // Each chunk lands aligned, after room for its nonce, so it can be opened in place.
-            current = SlotBuffer(slots: stream.chunksPerBatch, slotSize: stream.slotSize)
-            spare = SlotBuffer(slots: stream.chunksPerBatch, slotSize: stream.slotSize)
+            current = Self.slots(for: stream)
         }
 
         /// The next authenticated plaintext chunks in order; empty once the stream ended correctly.
@@ -79,19 +80,17 @@ extension STREAM {
             var batch = try readBatch(into: current, read)
             var authenticated = [Data]()
             while true {
-                let job = BackgroundJob { [stream, current, batch, counter] in
-                    Self.open(stream, current, batch, first: counter)
-                }
-                let next: Batch
-                do {
+                let next = batch.reachedEnd ? nil : spare ?? Self.slots(for: stream)
+                var nextBatch = Batch(lengths: [], reachedEnd: true)
+                let outcomes = ResultSlots<Outcome>(count: batch.lengths.count, initialValue: .failed)
+                try STREAM.parallel(batch.lengths.count, alongside: {
                     for chunk in authenticated { try chunk.withUnsafeBytes { try sink($0) } }
                     authenticated = []
-                    next = batch.reachedEnd ? Batch(lengths: [], reachedEnd: true) : try readBatch(into: spare, read)
-                } catch {
-                    _ = job.wait()  // the cores still use `current`
-                    throw error
+                    if let next { nextBatch = try readBatch(into: next, read) }
+                }) { [stream, current, batch, counter] i in
+                    outcomes[i] = Self.open(i, of: stream, current, batch, first: counter)
                 }
-                let (plaintexts, error) = resolve(job.wait(), batch) { !next.lengths.isEmpty }
+                let (plaintexts, error) = resolve(outcomes, batch) { !nextBatch.lengths.isEmpty }
                 if let error {
                     pendingError = error
                     for chunk in plaintexts { try chunk.withUnsafeBytes { try sink($0) } }
@@ -102,9 +101,18 @@ extension STREAM {
                     return
                 }
                 authenticated = plaintexts
-                swap(&current, &spare)
-                batch = next
+                if let next {
+                    spare = current
+                    current = next
+                }
+                batch = nextBatch
             }
+        }
+
+        /// Slots for one batch of `stream`: each chunk lands aligned, after room for its nonce, so
+        /// it can be opened in place.
+        private static func slots(for stream: STREAM) -> SlotBuffer {
+            SlotBuffer(slots: stream.chunksPerBatch, slotSize: stream.slotSize, holdsPlaintext: false)
         }
 
         /// Reads up to `chunksPerBatch` sealed chunks into the slots of `buffer`, stopping after a
@@ -131,18 +139,22 @@ extension STREAM {
         /// Opens the chunks of `batch` on all cores, numbered from `first`.
         private static func open(_ stream: STREAM, _ buffer: SlotBuffer, _ batch: Batch, first: UInt64) -> ResultSlots<Outcome> {
             let outcomes = ResultSlots<Outcome>(count: batch.lengths.count, initialValue: .failed)
-            STREAM.parallel(batch.lengths.count) { i in
-                let slot = buffer.slot(i), length = batch.lengths[i], counter = first + UInt64(i)
-                if length < STREAM.tagByteCount {
-                    outcomes[i] = .tooShort
-                } else if length == stream.sealedChunkSize, let plaintext = stream.open(slot: slot, length: length, counter: counter, final: false) {
-                    // A full chunk is normally not the final one; a short one can only be final.
-                    outcomes[i] = .opened(plaintext, final: false)
-                } else if let plaintext = stream.open(slot: slot, length: length, counter: counter, final: true) {
-                    outcomes[i] = .opened(plaintext, final: true)
-                }
-            }
+            STREAM.parallel(batch.lengths.count) { i in outcomes[i] = open(i, of: stream, buffer, batch, first: first) }
             return outcomes
+        }
+
+        /// Opens chunk `i` of `batch`, numbered `first + i`.
+        private static func open(_ i: Int, of stream: STREAM, _ buffer: SlotBuffer, _ batch: Batch, first: UInt64) -> Outcome {
+            let slot = buffer.slot(i), length = batch.lengths[i], counter = first + UInt64(i)
+            if length < STREAM.tagByteCount { return .tooShort }
+            // A full chunk is normally not the final one; a short one can only be final.
+            if length == stream.sealedChunkSize, let plaintext = stream.open(slot: slot, length: length, counter: counter, final: false) {
+                return .opened(plaintext, final: false)
+            }
+            if let plaintext = stream.open(slot: slot, length: length, counter: counter, final: true) {
+                return .opened(plaintext, final: true)
+            }
+            return .failed
         }
 
         /// Applies the reporting rule to a batch in order: the plaintexts to hand out and the error

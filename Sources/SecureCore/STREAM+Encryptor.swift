@@ -6,8 +6,8 @@ extension STREAM {
     /// cores, then written in order. `finish` seals the rest and marks the last chunk final (one
     /// empty final chunk for an empty stream).
     ///
-    /// `encrypt(reading:writing:)` overlaps the stages: while the cores seal batch k, the calling
-    /// thread writes batch k-1 and reads batch k+1 into a second buffer. Memory stays near four
+    /// `encrypt(reading:writing:)` overlaps the stages: while the cores seal batch k, one turn of the
+    /// same fork-join writes batch k-1 and reads batch k+1 into a second buffer. Memory stays near four
     /// batches (about 8 MiB with the defaults), whatever the input size; plaintext buffers are wiped
     /// when the encryptor is released.
     package final class Encryptor {
@@ -25,7 +25,7 @@ extension STREAM {
             self.stream = stream
             batchBytes = stream.chunksPerBatch * stream.chunkSize
             capacity = batchBytes + stream.chunkSize
-            current = SlotBuffer(slots: 1, slotSize: capacity)
+            current = SlotBuffer(slots: 1, slotSize: capacity, holdsPlaintext: true)
         }
 
         /// Buffers `bytes`, sealing and writing every batch that is complete.
@@ -40,35 +40,35 @@ extension STREAM {
                 let n = min(bytes.count - offset, capacity - used)
                 (current.all.baseAddress! + used).copyMemory(from: bytes.baseAddress! + offset, byteCount: n)
                 used += n
+                current.noteWritten(upTo: used)
                 offset += n
             }
         }
 
         /// Reads `read` to its end (a read of 0 bytes), seals everything and finishes the stream:
-        /// the pipelined path, with reading and writing on the calling thread while the cores seal.
+        /// the pipelined path. Each batch is one fork-join over the cores in which one turn writes
+        /// the previous batch's sealed chunks and reads the next batch while the others seal.
         package func encrypt(
             reading read: (UnsafeMutableRawBufferPointer) throws -> Int, writing sink: (UnsafeRawBufferPointer) throws -> Void
         ) throws {
             precondition(!finished, "encrypt after finish")
-            used += try STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: current.all[used...]), read)
+            used = try Self.fill(current, from: used, read)
             var sealed = [Data]()
             while used > batchBytes {
-                let next = spare ?? SlotBuffer(slots: 1, slotSize: capacity)
-                // The extra chunk is outside what the cores read: copying it now is safe.
-                let carried = carryExtraChunk(into: next)
-                let job = BackgroundJob { [stream, current, counter, batchBytes] in
-                    Result { try Self.seal(stream, current, chunks: stream.chunksPerBatch, byteCount: batchBytes, first: counter, final: false) }
-                }
-                counter += UInt64(stream.chunksPerBatch)
-                do {
+                let next = spare ?? SlotBuffer(slots: 1, slotSize: capacity, holdsPlaintext: true)
+                // The extra chunk is outside what the cores read: copying it first is safe.
+                var nextUsed = carryExtraChunk(into: next)
+                let boxes = ResultSlots<Result<Data, any Error>>(count: stream.chunksPerBatch, initialValue: .success(Data()))
+                try STREAM.parallel(stream.chunksPerBatch, alongside: {
                     try Self.write(sealed, to: sink)
                     sealed = []
-                    used = try carried + STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: next.all[carried...]), read)
-                } catch {
-                    _ = job.wait()  // the cores still use `current`: let them finish before it can be freed
-                    throw error
+                    nextUsed = try Self.fill(next, from: nextUsed, read)
+                }) { [stream, current, counter, batchBytes] i in
+                    boxes[i] = Self.sealChunk(i, of: stream, current, byteCount: batchBytes, first: counter, lastIsFinal: false)
                 }
-                sealed = try job.wait().get()
+                counter += UInt64(stream.chunksPerBatch)
+                sealed = try boxes.values()
+                used = nextUsed
                 spare = current
                 current = next
             }
@@ -90,27 +90,37 @@ extension STREAM {
         private func carryExtraChunk(into destination: SlotBuffer) -> Int {
             let extra = used - batchBytes
             destination.all.baseAddress!.copyMemory(from: current.all.baseAddress! + batchBytes, byteCount: extra)
+            destination.noteWritten(upTo: extra)
             return extra
         }
 
-        private func seal(_ buffer: SlotBuffer, chunks: Int, byteCount: Int, final: Bool) throws -> [Data] {
-            defer { counter += UInt64(chunks) }
-            return try Self.seal(stream, buffer, chunks: chunks, byteCount: byteCount, first: counter, final: final)
+        /// Reads into `buffer` from offset `start` until it is full or the input ends; returns the
+        /// new count of bytes in it.
+        private static func fill(_ buffer: SlotBuffer, from start: Int, _ read: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> Int {
+            let end = try start + STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer.all[start...]), read)
+            buffer.noteWritten(upTo: end)
+            return end
         }
 
-        /// Seals the first `byteCount` bytes of `buffer` as `chunks` chunks on all cores, numbered
-        /// from `first`; with `final`, the last one is marked final. Returns each `ciphertext || tag`.
-        private static func seal(
-            _ stream: STREAM, _ buffer: SlotBuffer, chunks: Int, byteCount: Int, first: UInt64, final: Bool
-        ) throws -> [Data] {
+        /// Seals the first `byteCount` bytes of `buffer` as `chunks` chunks on all cores, numbered from
+        /// the current counter; with `final`, the last one is marked final. Returns each `ciphertext || tag`.
+        private func seal(_ buffer: SlotBuffer, chunks: Int, byteCount: Int, final: Bool) throws -> [Data] {
             let boxes = ResultSlots<Result<Data, any Error>>(count: chunks, initialValue: .success(Data()))
-            STREAM.parallel(chunks) { i in
-                let start = i * stream.chunkSize
-                let plaintext = UnsafeRawBufferPointer(
-                    start: buffer.all.baseAddress! + start, count: min(stream.chunkSize, byteCount - start))
-                boxes[i] = Result { try stream.seal(plaintext, counter: first + UInt64(i), final: final && i == chunks - 1) }
+            STREAM.parallel(chunks) { [stream, counter] i in
+                boxes[i] = Self.sealChunk(i, of: stream, buffer, byteCount: byteCount, first: counter, lastIsFinal: final && i == chunks - 1)
             }
-            return try (0..<chunks).map { try boxes[$0].get() }
+            counter += UInt64(chunks)
+            return try boxes.values()
+        }
+
+        /// `ciphertext || tag` of chunk `i` of the first `byteCount` bytes of `buffer`, numbered from
+        /// `first`; `lastIsFinal` marks it final.
+        private static func sealChunk(
+            _ i: Int, of stream: STREAM, _ buffer: SlotBuffer, byteCount: Int, first: UInt64, lastIsFinal: Bool
+        ) -> Result<Data, any Error> {
+            let start = i * stream.chunkSize
+            let plaintext = UnsafeRawBufferPointer(start: buffer.all.baseAddress! + start, count: min(stream.chunkSize, byteCount - start))
+            return Result { try stream.seal(plaintext, counter: first + UInt64(i), final: lastIsFinal) }
         }
 
         private static func write(_ boxes: [Data], to sink: (UnsafeRawBufferPointer) throws -> Void) throws {

@@ -11,6 +11,37 @@ extension STREAM {
             DispatchQueue.concurrentPerform(iterations: count, execute: body)
         }
     }
+
+    /// Runs `io` once and `body(i)` for every i in `0..<count`, all in one fork-join over the cores,
+    /// and returns when all have finished; then rethrows what `io` threw. The pipelines pass their
+    /// reading and writing as `io`, so it takes a core's turn like any chunk: no third thread
+    /// competes with two sealing ones, and no hand-off to a background thread sits between batches.
+    /// `io` may run on another thread than the caller's, while the caller is blocked here.
+    static func parallel(_ count: Int, alongside io: () throws -> Void, _ body: @Sendable (Int) -> Void) throws {
+        try withoutActuallyEscaping(io) { io in
+            let task = SingleRun(io)
+            DispatchQueue.concurrentPerform(iterations: count + 1) { i in
+                if i == 0 { task.run() } else { body(i - 1) }
+            }
+            try task.result.get()
+        }
+    }
+}
+
+/// A closure run once by one iteration of a fork-join, and its outcome. Unchecked Sendable: exactly
+/// one iteration calls `run`, and the owner reads `result` only after the join, which orders the
+/// two; the caller that owns whatever the closure touches is blocked in the join meanwhile.
+private final class SingleRun: @unchecked Sendable {
+    private let body: () throws -> Void
+    private(set) var result: Result<Void, any Error> = .success(())
+
+    init(_ body: @escaping () throws -> Void) {
+        self.body = body
+    }
+
+    func run() {
+        result = Result { try body() }
+    }
 }
 
 /// Per-iteration results of `STREAM.parallel`. Unchecked Sendable: iteration i alone writes element
@@ -36,24 +67,40 @@ final class ResultSlots<Element>: @unchecked Sendable {
     }
 }
 
-/// A fixed set of aligned slots, reused for every batch so memory stays bounded, and wiped when
-/// released (plaintext passes through them). Unchecked Sendable: while the cores work on a buffer,
-/// each iteration touches only its own slot, and the owner touches the buffer only after the work
-/// finished.
+extension ResultSlots {
+    /// The values in order, or the first error.
+    func values<Value>() throws -> [Value] where Element == Result<Value, any Error> {
+        try (0..<count).map { try self[$0].get() }
+    }
+}
+
+/// A fixed set of aligned slots, reused for every batch so memory stays bounded. A buffer that
+/// holds plaintext is wiped when released, up to the furthest byte written (`noteWritten`), so a
+/// small stream does not pay for touching a whole batch. Unchecked Sendable: while the cores work on
+/// a buffer, each iteration touches only its own slot, and the owner touches the buffer only after
+/// the work finished.
 final class SlotBuffer: @unchecked Sendable {
     let slotSize: Int
     let count: Int
     private let storage: UnsafeMutableRawBufferPointer
+    private let holdsPlaintext: Bool
+    private var written = 0
 
-    init(slots: Int, slotSize: Int) {
+    init(slots: Int, slotSize: Int, holdsPlaintext: Bool) {
         self.slotSize = slotSize
         self.count = slots
+        self.holdsPlaintext = holdsPlaintext
         storage = .allocate(byteCount: slots * slotSize, alignment: 64)
     }
 
     deinit {
-        memset(storage.baseAddress!, 0, storage.count)
+        if holdsPlaintext { memset(storage.baseAddress!, 0, written) }
         storage.deallocate()
+    }
+
+    /// Records that bytes up to offset `end` were written, so the wipe covers them.
+    func noteWritten(upTo end: Int) {
+        written = max(written, min(end, storage.count))
     }
 
     /// Slot `i`.
@@ -63,28 +110,6 @@ final class SlotBuffer: @unchecked Sendable {
 
     /// All the slots as one region.
     var all: UnsafeMutableRawBufferPointer { storage }
-}
-
-/// Work started on a background thread (which spreads it over the cores) while the calling thread
-/// does I/O; `wait()` returns its result. Unchecked Sendable: the result is written once by the
-/// background thread before it signals, and read only after `wait()` saw the signal.
-final class BackgroundJob<Value>: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var result: Value?
-
-    /// Starts `work` at once.
-    init(_ work: @escaping @Sendable () -> Value) {
-        DispatchQueue.global(qos: .userInitiated).async {
-            self.result = work()
-            self.done.signal()
-        }
-    }
-
-    /// Waits for the work to finish and returns its result. Call once.
-    func wait() -> Value {
-        done.wait()
-        return result!
-    }
 }
 
 extension STREAM {
