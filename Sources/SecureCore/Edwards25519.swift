@@ -9,18 +9,55 @@ import Foundation
 /// (square-and-multiply with branches on the exponent and on limb comparisons): never use it on
 /// secret values.
 package enum Edwards25519 {
-    /// A field element as four little-endian 64-bit limbs, always fully reduced.
-    package typealias Element = [UInt64]
-    /// p = 2^255 − 19.
-    package static let prime: Element = [0xffff_ffff_ffff_ffed, .max, .max, 0x7fff_ffff_ffff_ffff]
-    private static let one: Element = [1, 0, 0, 0]
-    private static let zero: Element = [0, 0, 0, 0]
-    /// The curve constant d = −121665 / 121666 mod p (RFC 8032 §5.1), computed from its definition.
-    package static let d: Element = multiply(
-        subtract(zero, [121_665, 0, 0, 0]), power([121_666, 0, 0, 0], exponent: subtract(prime, [2, 0, 0, 0])))
-    /// (p − 1) / 2, the exponent of Euler's criterion.
-    private static let halfPrimeMinusOne: Element = [0xffff_ffff_ffff_fff6, .max, .max, 0x3fff_ffff_ffff_ffff]
+    /// A field element as four little-endian 64-bit limbs, always fully reduced. A fixed-size
+    /// value: the arithmetic allocates nothing.
+    package struct Element: Equatable, Sendable, ExpressibleByArrayLiteral {
+        private var limbs: (UInt64, UInt64, UInt64, UInt64)
 
+        init(_ l0: UInt64, _ l1: UInt64, _ l2: UInt64, _ l3: UInt64) {
+            limbs = (l0, l1, l2, l3)
+        }
+
+        /// Four limbs, least significant first.
+        package init(arrayLiteral elements: UInt64...) {
+            precondition(elements.count == 4, "a field element has four limbs")
+            self.init(elements[0], elements[1], elements[2], elements[3])
+        }
+
+        subscript(i: Int) -> UInt64 {
+            get {
+                switch i {
+                case 0: limbs.0
+                case 1: limbs.1
+                case 2: limbs.2
+                default: limbs.3
+                }
+            }
+            set {
+                switch i {
+                case 0: limbs.0 = newValue
+                case 1: limbs.1 = newValue
+                case 2: limbs.2 = newValue
+                default: limbs.3 = newValue
+                }
+            }
+        }
+
+        package static func == (a: Element, b: Element) -> Bool {
+            a.limbs == b.limbs
+        }
+    }
+
+    /// p = 2^255 − 19.
+    package static let prime = Element(0xffff_ffff_ffff_ffed, .max, .max, 0x7fff_ffff_ffff_ffff)
+    private static let zero = Element(0, 0, 0, 0)
+    private static let one = Element(1, 0, 0, 0)
+    /// p − 2, the exponent of inversion by Fermat's little theorem.
+    private static let primeMinusTwo = Element(0xffff_ffff_ffff_ffeb, .max, .max, 0x7fff_ffff_ffff_ffff)
+    /// The curve constant d = −121665 / 121666 mod p (RFC 8032 §5.1), computed from its definition.
+    package static let d = multiply(subtract(zero, Element(121_665, 0, 0, 0)), inverse(Element(121_666, 0, 0, 0)))
+    /// (p − 1) / 2, the exponent of Euler's criterion.
+    private static let halfPrimeMinusOne = Element(0xffff_ffff_ffff_fff6, .max, .max, 0x3fff_ffff_ffff_ffff)
     /// Why 32 bytes are not the encoding of an Ed25519 point (RFC 8032 §5.1.3).
     package enum Defect: Sendable, Equatable {
         /// The encoding is not 32 bytes long.
@@ -45,7 +82,7 @@ package enum Edwards25519 {
         let numerator = subtract(ySquared, one)
         // d·y² + 1 is never 0: −1/d is not a square mod p.
         let denominator = add(multiply(d, ySquared), one)
-        let xSquared = multiply(numerator, power(denominator, exponent: subtract(prime, [2, 0, 0, 0])))
+        let xSquared = multiply(numerator, inverse(denominator))
         if xSquared == zero { return signBit == 1 ? .signedZeroX : nil }
         // Euler's criterion: a non-zero a is a square iff a^((p−1)/2) = 1.
         return power(xSquared, exponent: halfPrimeMinusOne) == one ? nil : .notOnCurve
@@ -59,14 +96,15 @@ package enum Edwards25519 {
         let y = element(encoded)
         let denominator = subtract(one, y)
         guard denominator != zero else { return nil }
-        let u = multiply(add(one, y), power(denominator, exponent: subtract(prime, [2, 0, 0, 0])))
+        let u = multiply(add(one, y), inverse(denominator))
         return Data((0..<32).map { UInt8(truncatingIfNeeded: u[$0 / 8] >> (8 * ($0 % 8))) })
     }
 
     /// y of a 32-byte encoding: little-endian, with the top bit (the sign of x) cleared; not reduced.
     private static func element(_ encoded: Data) -> Element {
-        var y: Element = (0..<4).map { limb in
-            (0..<8).reduce(UInt64(0)) { $0 | UInt64(encoded[encoded.startIndex + limb * 8 + $1]) << (8 * $1) }
+        var y = zero
+        for limb in 0..<4 {
+            y[limb] = (0..<8).reduce(UInt64(0)) { $0 | UInt64(encoded[encoded.startIndex + limb * 8 + $1]) << (8 * $1) }
         }
         y[3] &= 0x7fff_ffff_ffff_ffff
         return y
@@ -79,7 +117,7 @@ package enum Edwards25519 {
 
     /// a + b − (p if needed), for a, b < p (the sum fits 256 bits).
     package static func add(_ a: Element, _ b: Element) -> Element {
-        var sum = Element(repeating: 0, count: 4)
+        var sum = zero
         var carry: UInt64 = 0
         for i in 0..<4 {
             let (s1, o1) = a[i].addingReportingOverflow(b[i])
@@ -98,27 +136,29 @@ package enum Edwards25519 {
 
     /// a · b mod p, using 2^256 ≡ 38.
     package static func multiply(_ a: Element, _ b: Element) -> Element {
-        var wide = [UInt64](repeating: 0, count: 8)
+        // The 512-bit product as two halves of four limbs.
+        var low = zero, high = zero
         for i in 0..<4 {
             var carry: UInt64 = 0
             for j in 0..<4 {
-                let (high, low) = a[i].multipliedFullWidth(by: b[j])
-                let (s1, o1) = wide[i + j].addingReportingOverflow(low)
+                let (productHigh, productLow) = a[i].multipliedFullWidth(by: b[j])
+                let k = i + j
+                let (s1, o1) = (k < 4 ? low[k] : high[k - 4]).addingReportingOverflow(productLow)
                 let (s2, o2) = s1.addingReportingOverflow(carry)
-                wide[i + j] = s2
-                carry = high &+ (o1 ? 1 : 0) &+ (o2 ? 1 : 0)
+                if k < 4 { low[k] = s2 } else { high[k - 4] = s2 }
+                carry = productHigh &+ (o1 ? 1 : 0) &+ (o2 ? 1 : 0)
             }
-            wide[i + 4] = carry
+            high[i] = carry
         }
         // Fold the high 256 bits: low + 38·high, then the (small) overflow limb once more.
-        var folded = Element(repeating: 0, count: 4)
+        var folded = zero
         var carry: UInt64 = 0
         for i in 0..<4 {
-            let (high, low) = wide[i + 4].multipliedFullWidth(by: 38)
-            let (s1, o1) = wide[i].addingReportingOverflow(low)
+            let (foldHigh, foldLow) = high[i].multipliedFullWidth(by: 38)
+            let (s1, o1) = low[i].addingReportingOverflow(foldLow)
             let (s2, o2) = s1.addingReportingOverflow(carry)
             folded[i] = s2
-            carry = high &+ (o1 ? 1 : 0) &+ (o2 ? 1 : 0)
+            carry = foldHigh &+ (o1 ? 1 : 0) &+ (o2 ? 1 : 0)
         }
         var addend = carry &* 38
         while addend != 0 {
@@ -136,7 +176,7 @@ package enum Edwards25519 {
 
     /// base^exponent mod p by square-and-multiply (exponent fully reduced).
     package static func power(_ base: Element, exponent: Element) -> Element {
-        var result: Element = [1, 0, 0, 0]
+        var result = one
         for bit in (0..<256).reversed() {
             result = multiply(result, result)
             if exponent[bit / 64] >> (bit % 64) & 1 == 1 { result = multiply(result, base) }
@@ -144,8 +184,13 @@ package enum Edwards25519 {
         return result
     }
 
+    /// 1 / a mod p, as a^(p − 2); a must not be 0.
+    private static func inverse(_ a: Element) -> Element {
+        power(a, exponent: primeMinusTwo)
+    }
+
     private static func rawSubtract(_ a: Element, _ b: Element) -> (Element, Bool) {
-        var out = Element(repeating: 0, count: 4)
+        var out = zero
         var borrow = false
         for i in 0..<4 {
             let (d1, o1) = a[i].subtractingReportingOverflow(b[i])
@@ -157,7 +202,7 @@ package enum Edwards25519 {
     }
 
     private static func rawAdd(_ a: Element, _ b: Element) -> Element {
-        var out = Element(repeating: 0, count: 4)
+        var out = zero
         var carry = false
         for i in 0..<4 {
             let (s1, o1) = a[i].addingReportingOverflow(b[i])
