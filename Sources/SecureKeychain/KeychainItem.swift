@@ -18,10 +18,13 @@ public struct KeychainItem: Sendable, Equatable {
     /// The NFC is the Swift standard library's, the one `String`'s `==` and hashing use, so names that
     /// are equal in memory are always the same bytes in the file.
     public struct Identity: Hashable, Sendable {
+        /// The item's class: identities of different classes never collide.
         public let itemClass: Class
         /// Groups items of one application or team; the empty string is the default group.
         public let accessGroup: String
+        /// The service the item belongs to (NFC).
         public let service: String
+        /// The account within the service (NFC).
         public let account: String
 
         /// An identity; the access group defaults to the default (empty) group.
@@ -50,7 +53,9 @@ public struct KeychainItem: Sendable, Equatable {
 
     /// Descriptive attributes, stored in clear.
     public struct Attributes: Sendable, Equatable {
+        /// A user-visible name for the item (`kSecAttrLabel`).
         public var label: String?
+        /// A user-visible remark (`kSecAttrComment`).
         public var comment: String?
         /// Application-defined bytes (`kSecAttrGeneric`).
         public var genericData: Data?
@@ -63,7 +68,9 @@ public struct KeychainItem: Sendable, Equatable {
         }
     }
 
+    /// The item's primary key.
     public var identity: Identity
+    /// The item's descriptive attributes, stored in clear.
     public var attributes: Attributes
     /// When the item was added; kept across updates.
     public var creationDate: Date
@@ -87,10 +94,15 @@ extension KeychainItem.Identity {
 
 /// Selects items: `nil` parts match anything; `limit` caps the number of results.
 public struct KeychainQuery: Sendable, Equatable {
+    /// The class searched; a query never spans classes.
     public var itemClass: KeychainItem.Class
+    /// Only items of this access group; `nil` matches every group.
     public var accessGroup: String?
+    /// Only items of this service; `nil` matches every service.
     public var service: String?
+    /// Only items of this account; `nil` matches every account.
     public var account: String?
+    /// At most this many results, in primary-key order; `nil` for all.
     public var limit: Int?
 
     /// A query over one class; by default every item of that class.

@@ -35,6 +35,7 @@ public enum VaultError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `retireKey` refused: the application key is current or still seals keychain items.
     case keyInUse(UInt32, reason: String)
 
+    /// What went wrong, in words for a user; never a secret.
     public var description: String {
         switch self {
         case .notSetUp: return "no vault is set up in this keychain (run sf vault init)"
