@@ -101,6 +101,7 @@ func advertise(_ options: Options) async throws {
     emit([
         "event": "stopped", "received": statistics.received, "malformed": statistics.malformed,
         "answered": statistics.answered, "rateLimited": statistics.rateLimited, "conflicts": statistics.conflicts, "offLink": statistics.offLink,
+        "delayed": statistics.delayed, "aggregated": statistics.aggregated,
     ])
 }
 

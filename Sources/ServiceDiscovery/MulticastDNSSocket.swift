@@ -45,6 +45,13 @@ final class MulticastDNSSocket: Sendable {
         return subnets.contains { value & $0.mask == $0.network }
     }
 
+    /// True when `address` is one of the interface's own addresses: a datagram from it is our own
+    /// multicast looped back (or another socket of this host on the interface).
+    func isOwnAddress(_ address: SocketAddress) -> Bool {
+        guard let text = address.ipAddress, let ip = IPAddress(text) else { return false }
+        return addresses.contains(ip)
+    }
+
     static func subnets(of name: String) -> [(network: UInt32, mask: UInt32)] {
         guard let devices = try? System.enumerateDevices() else { return [] }
         return devices.filter { $0.name == name }.compactMap { device in

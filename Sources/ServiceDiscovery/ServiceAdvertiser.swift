@@ -8,11 +8,17 @@ import Synchronization
 /// on conflict), announces (§8.3), answers queries until stopped (§6, with known-answer
 /// suppression, legacy unicast and the QU bit) and sends a goodbye (TTL 0) on `stop()` (§10.1).
 ///
+/// Response timing (§6): a multicast answer holding a shared record (the PTR) is sent after a
+/// random 20–120 ms (400–500 ms when the query's TC bit announces more known answers), and queries
+/// arriving meanwhile are aggregated into that one response; an answer another responder
+/// multicasts first is dropped from it (§7.4). Answers made only of unique records (SRV, TXT,
+/// A, AAAA), answers to probes, and unicast (QU) and legacy unicast replies go at once.
+///
 /// Hardening: malformed packets are counted and dropped; the same record is multicast at most
 /// once per second (§6); replies are limited to a burst of 20 and 20 per second overall; unicast
 /// replies go only to sources on the interface's subnet (§11).
 /// Limits: IPv4 socket only (AAAA records for the interface's IPv6 addresses are still published);
-/// conflicts found after announcing are not re-probed; responses are not randomly delayed.
+/// conflicts found after announcing are not re-probed.
 public final class ServiceAdvertiser: Sendable {
     /// Counters describing what the responder saw; for tests and diagnostics.
     public struct Statistics: Sendable, Equatable {
@@ -28,6 +34,13 @@ public final class ServiceAdvertiser: Sendable {
         public var conflicts = 0
         /// Unicast replies not sent because the querier was not on the interface's subnet.
         public var offLink = 0
+        /// Multicast responses sent after the random delay of RFC 6762 §6 (answers holding a
+        /// shared record); each is also counted in `answered`.
+        public var delayed = 0
+        /// Queries whose answers were folded into a delayed response already waiting (§6).
+        public var aggregated = 0
+        /// Delayed answers dropped because another responder sent the same record meanwhile (§7.4).
+        public var duplicatesSuppressed = 0
     }
 
     private enum Phase { case idle, probing, announced, stopped }
@@ -41,6 +54,19 @@ public final class ServiceAdvertiser: Sendable {
         var tokens = 20.0
         var lastRefill = ContinuousClock.now
         var statistics = Statistics()
+        /// The delayed multicast response being gathered (RFC 6762 §6), sent when its timer fires.
+        var pending: PendingResponse?
+    }
+
+    /// Answers gathered for one delayed multicast response.
+    private struct PendingResponse {
+        var answers = [DNSResourceRecord]()
+        var additionals = [DNSResourceRecord]()
+
+        mutating func merge(_ message: DNSMessage) {
+            for record in message.answers where !answers.contains(record) { answers.append(record) }
+            for record in message.additionals where !additionals.contains(record) { additionals.append(record) }
+        }
     }
 
     private let interface: String
@@ -178,7 +204,8 @@ public final class ServiceAdvertiser: Sendable {
         }
         let port = datagram.source.port ?? 0
         let onLink = socket.isOnLink(datagram.source)
-        let reply: (bytes: [UInt8], to: SocketAddress?)? = state.withLock { state in
+        let fromUs = socket.isOwnAddress(datagram.source)
+        let action: ReplyAction? = state.withLock { state in
             switch state.phase {
             case .probing:
                 let found = state.records.conflicts(with: message)
@@ -186,13 +213,22 @@ public final class ServiceAdvertiser: Sendable {
                 if found.host { state.hostConflict = true }
                 return nil
             case .announced:
+                if message.isResponse {
+                    if !fromUs { Self.suppressDuplicates(in: &state, seen: message) }
+                    return nil
+                }
                 guard let answer = state.records.response(to: message, sourcePort: port) else { return nil }
                 guard answer.delivery == .multicast || onLink else {
                     state.statistics.offLink += 1
                     return nil
                 }
-                var response = answer.message
-                let delivery = answer.delivery
+                let delay = ServiceRecords.responseDelay(to: message, answers: answer.message.answers, delivery: answer.delivery)
+                if delay != nil, state.pending != nil {
+                    // RFC 6762 §6: aggregate with the response already waiting.
+                    state.pending?.merge(answer.message)
+                    state.statistics.aggregated += 1
+                    return nil
+                }
                 let now = ContinuousClock.now
                 state.tokens = min(20, state.tokens + Double((now - state.lastRefill) / .milliseconds(50)))
                 state.lastRefill = now
@@ -200,27 +236,92 @@ public final class ServiceAdvertiser: Sendable {
                     state.statistics.rateLimited += 1
                     return nil
                 }
+                state.tokens -= 1
+                if let delay {
+                    var pending = PendingResponse()
+                    pending.merge(answer.message)
+                    state.pending = pending
+                    return .sendPending(after: Self.randomDuration(in: delay))
+                }
+                var response = answer.message
+                let delivery = answer.delivery
                 if delivery == .multicast {
-                    // RFC 6762 §6: a record is multicast at most once per second.
-                    response.answers.removeAll { record in
-                        guard let last = state.lastMulticast[record] else { return false }
-                        return now - last < .seconds(1)
-                    }
-                    guard !response.answers.isEmpty else {
-                        state.statistics.rateLimited += 1
-                        return nil
-                    }
-                    for record in response.answers { state.lastMulticast[record] = now }
+                    guard Self.dropRecentlyMulticast(&response.answers, state: &state, now: now) else { return nil }
                 }
                 guard let bytes = try? response.serialized() else { return nil }
-                state.tokens -= 1
                 state.statistics.answered += 1
-                return (bytes, delivery == .multicast ? nil : datagram.source)
+                return .send(bytes, to: delivery == .multicast ? nil : datagram.source)
             case .idle, .stopped:
                 return nil
             }
         }
-        if let reply { try? await socket.send(reply.bytes, to: reply.to) }
+        switch action {
+        case .send(let bytes, let address)?:
+            try? await socket.send(bytes, to: address)
+        case .sendPending(let delay)?:
+            Task { [self] in
+                try? await Task.sleep(for: delay)
+                await sendPending(socket: socket)
+            }
+        case nil:
+            break
+        }
+    }
+
+    private enum ReplyAction {
+        case send([UInt8], to: SocketAddress?)
+        case sendPending(after: Duration)
+    }
+
+    /// Sends the delayed multicast response gathered so far, if still announced.
+    private func sendPending(socket: MulticastDNSSocket) async {
+        let bytes: [UInt8]? = state.withLock { state in
+            guard let pending = state.pending else { return nil }
+            state.pending = nil
+            guard state.phase == .announced else { return nil }
+            var answers = pending.answers
+            guard Self.dropRecentlyMulticast(&answers, state: &state, now: .now) else { return nil }
+            let additionals = pending.additionals.filter { !answers.contains($0) }
+            let message = DNSMessage(flags: DNSMessage.responseFlags, answers: answers, additionals: additionals)
+            guard let bytes = try? message.serialized() else { return nil }
+            state.statistics.answered += 1
+            state.statistics.delayed += 1
+            return bytes
+        }
+        if let bytes { try? await socket.send(bytes) }
+    }
+
+    /// RFC 6762 §6: a record is multicast at most once per second. Removes the others from
+    /// `answers`, marks the rest as multicast now; false (and counted as rate-limited) when none is left.
+    private static func dropRecentlyMulticast(_ answers: inout [DNSResourceRecord], state: inout State, now: ContinuousClock.Instant) -> Bool {
+        answers.removeAll { record in
+            guard let last = state.lastMulticast[record] else { return false }
+            return now - last < .seconds(1)
+        }
+        guard !answers.isEmpty else {
+            state.statistics.rateLimited += 1
+            return false
+        }
+        for record in answers { state.lastMulticast[record] = now }
+        return true
+    }
+
+    /// RFC 6762 §7.4: an answer waiting to be sent is dropped when another responder multicasts
+    /// the same record with at least the TTL we would give.
+    private static func suppressDuplicates(in state: inout State, seen message: DNSMessage) {
+        guard var pending = state.pending else { return }
+        let before = pending.answers.count
+        pending.answers.removeAll { ours in
+            message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.ttl >= ours.ttl }
+        }
+        state.statistics.duplicatesSuppressed += before - pending.answers.count
+        state.pending = pending
+    }
+
+    /// A uniformly random duration in `range` (millisecond resolution).
+    static func randomDuration(in range: ClosedRange<Duration>) -> Duration {
+        let low = Int64(range.lowerBound / .milliseconds(1)), high = Int64(range.upperBound / .milliseconds(1))
+        return .milliseconds(Int64.random(in: low...high))
     }
 
     static func renamed(_ base: String, _ attempt: Int) -> String {

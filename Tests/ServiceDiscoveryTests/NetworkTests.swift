@@ -93,6 +93,36 @@ struct NetworkTests {
         #expect(stopped["malformed"] as? Int == 0)
     }
 
+    @Test("a multicast PTR answer comes no sooner than 20 ms after the query (RFC 6762 §6)", .enabled(if: canRun, Comment(rawValue: reason)))
+    func responseDelay() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Delayed", "--port", "4000", "--host", "delayed"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        // A raw socket in B sends QM queries from port 5353 and times the answers with a monotonic
+        // clock: a lower bound on the responder's behaviour, not a performance figure.
+        let result = try pair.run(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "timing", "--interface-ip", pair.addressB, "--name", "Delayed",
+             "--samples", "3"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let timing = try decode(result.stdoutText)
+        let ptr = try #require(timing["ptr"] as? [Any])
+        let srv = try #require(timing["srv"] as? [Any])
+        #expect(ptr.count == 3 && srv.count == 3)
+        for sample in ptr {
+            let seconds = try #require(sample as? Double, "a PTR query got no multicast answer: \(timing)")
+            #expect(seconds >= 0.020, "PTR answered after \(seconds) s, before the 20 ms minimum delay: \(timing)")
+        }
+        // The unique SRV record is answered too (at once; no upper bound is asserted).
+        #expect(srv.allSatisfy { $0 is Double }, "an SRV query got no answer: \(timing)")
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5))
+        #expect((stopped["delayed"] as? Int ?? 0) >= 3)
+    }
+
     @Test("a second advertiser of the same name on the link is renamed after probing", .enabled(if: canRun, Comment(rawValue: reason)))
     func conflictRenames() throws {
         let probe = try requirements()
