@@ -101,6 +101,25 @@ struct ResponderTests {
         }
     }
 
+    @Test("on-link check (RFC 6762 §11): IPv4 subnets, IPv6 prefixes and IPv6 link-local sources")
+    func onLink() throws {
+        var link = LinkPrefixes()
+        link.add(IPAddress("192.0.2.1")!, mask: IPAddress("255.255.255.0")!)
+        link.add(IPAddress("2001:db8::1")!, mask: IPAddress("ffff:ffff:ffff:ffff::")!)
+        #expect(link.contains(IPAddress("192.0.2.200")!))
+        #expect(!link.contains(IPAddress("192.0.3.1")!))
+        #expect(!link.contains(IPAddress("169.254.77.2")!))
+        #expect(link.contains(IPAddress("2001:db8::77")!))
+        #expect(!link.contains(IPAddress("2001:db8:ffff::2")!))
+        #expect(!link.contains(IPAddress("2001:db9::1")!))
+        #expect(link.contains(IPAddress("fe80::1234")!))
+        #expect(!LinkPrefixes().contains(IPAddress("192.0.2.1")!))
+        // A v4 address is never inside a v6 prefix of the same leading bytes, nor the reverse.
+        var v4Only = LinkPrefixes()
+        v4Only.add(IPAddress("32.1.13.184")!, mask: IPAddress("255.255.255.255")!)
+        #expect(!v4Only.contains(IPAddress("2001:db8::")!))
+    }
+
     @Test("probe, announcement and goodbye carry the right records")
     func lifecycleMessages() throws {
         let records = try Self.records()

@@ -13,6 +13,10 @@ written from RFC 1035 / RFC 6762, not by the code under test).
       claim, prints {"event":"claimed"}, then for S seconds answers every query naming INSTANCE
       (probes included) with the claim; prints {"event":"done","answered":N}.
 
+  mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T]
+      sends a legacy unicast query (RFC 6762 §6.7: from an ephemeral port of SOURCE, ID 0x4242)
+      for INSTANCE's SRV record to IP:5353 (IPv4 or IPv6) twice and prints {"answered": bool}.
+
 Run inside the test's network namespace (ip netns exec); every packet goes to the mDNS group
 (224.0.0.251, or ff02::fb with --family 6) out of the given interface.
 """
@@ -175,11 +179,31 @@ def claim(args):
     print(json.dumps({"event": "done", "answered": answered}), flush=True)
 
 
+def legacy(args):
+    family = socket.AF_INET6 if ":" in args.target else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    sock.bind((args.interface_ip, 0))
+    sock.settimeout(1.0)
+    packet = struct.pack("!HHHHHH", 0x4242, 0, 1, 0, 0, 0) + encode_name(args.name + "." + args.type) + struct.pack("!HH", SRV, 1)
+    answered = False
+    for _ in range(2):
+        sock.sendto(packet, (args.target, PORT))
+        try:
+            data, _ = sock.recvfrom(9000)
+            answered = answered or (data[:2] == b"\x42\x42" and bool(data[2] & 0x80))
+        except socket.timeout:
+            pass
+        if answered:
+            break
+    print(json.dumps({"answered": answered}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["timing", "claim"])
+    parser.add_argument("command", choices=["timing", "claim", "legacy"])
     parser.add_argument("--interface-ip", required=True)
     parser.add_argument("--interface")
+    parser.add_argument("--target")
     parser.add_argument("--family", type=int, default=4)
     parser.add_argument("--name", required=True)
     parser.add_argument("--type", default="_sf-channel._tcp.local.")
@@ -188,7 +212,7 @@ def main():
     parser.add_argument("--host", default="claimer")
     parser.add_argument("--duration", type=float, default=15)
     args = parser.parse_args()
-    {"timing": timing, "claim": claim}[args.command](args)
+    {"timing": timing, "claim": claim, "legacy": legacy}[args.command](args)
 
 
 if __name__ == "__main__":
