@@ -2,10 +2,11 @@
 // interface and prints JSON lines, so the ServiceDiscovery tests can run it inside network
 // namespaces with `ip netns exec`. Usage:
 //   sf-discovery-probe advertise --interface IF --name NAME --port PORT [--host LABEL] [--type T]
-//                                [--txt key=value]... [--duration SECONDS]
+//                                [--txt key=value]... [--duration SECONDS] [--family 4|6|all]
 //       prints {"event":"advertised",...} once announced, then runs until standard input closes or
-//       the duration ends, sends the goodbye and prints {"event":"stopped",...}.
-//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME]
+//       the duration ends, sends the goodbye and prints {"event":"stopped",...} (statistics and the
+//       instance name as advertised at the end, which a conflict after announcing may have changed).
+//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME] [--family 4|6|all]
 //       prints {"event":"browsed","instances":[...]}; with --name, stops as soon as NAME resolves.
 import Foundation
 import ServiceDiscovery
@@ -82,6 +83,15 @@ func serviceType(_ options: Options) throws -> ServiceType {
     return try ServiceType(text)
 }
 
+func families(_ options: Options) throws -> IPFamilies {
+    switch options.values["family"] ?? "all" {
+    case "4": .ipv4
+    case "6": .ipv6
+    case "all": .all
+    default: throw ProbeError("--family is 4, 6 or all")
+    }
+}
+
 func advertise(_ options: Options) async throws {
     guard let port = UInt16(try options.require("port")) else { throw ProbeError("bad --port") }
     let interface = try options.require("interface")
@@ -89,7 +99,8 @@ func advertise(_ options: Options) async throws {
     let type = try serviceType(options)
     let txt = try TXTRecord(options.txt)
     let advertiser = try ServiceAdvertiser(
-        interface: interface, instanceName: name, type: type, port: port, txt: txt, hostName: options.values["host"])
+        interface: interface, instanceName: name, type: type, port: port, txt: txt, hostName: options.values["host"],
+        families: try families(options))
     let records = try await advertiser.start()
     emit([
         "event": "advertised", "name": String(decoding: records.instanceName.labels[0], as: UTF8.self),
@@ -101,6 +112,8 @@ func advertise(_ options: Options) async throws {
     emit([
         "event": "stopped", "received": statistics.received, "malformed": statistics.malformed,
         "answered": statistics.answered, "rateLimited": statistics.rateLimited, "conflicts": statistics.conflicts, "offLink": statistics.offLink,
+        "delayed": statistics.delayed, "aggregated": statistics.aggregated, "lateConflicts": statistics.lateConflicts,
+        "name": String(decoding: advertiser.records.instanceName.labels[0], as: UTF8.self),
     ])
 }
 
@@ -108,7 +121,7 @@ func browse(_ options: Options) async throws {
     let interface = try options.require("interface")
     let type = try serviceType(options)
     let timeout = Duration.milliseconds(Int64((Double(options.values["timeout"] ?? "5") ?? 5) * 1000))
-    let browser = ServiceBrowser(interface: interface, type: type)
+    let browser = ServiceBrowser(interface: interface, type: type, families: try families(options))
     var found = [[String: Any]]()
     if let name = options.values["name"] {
         let result = await resolveResult(browser, name: name, timeout: timeout)

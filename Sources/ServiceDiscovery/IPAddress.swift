@@ -27,6 +27,14 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible, Comparable {
         }
     }
 
+    /// The address bytes in network order: 4 for IPv4, 16 for IPv6.
+    public var bytes: [UInt8] {
+        switch self {
+        case .v4(let a): a.bytes
+        case .v6(let a): a.bytes
+        }
+    }
+
     /// Orders IPv4 before IPv6, then by bytes.
     public static func < (lhs: IPAddress, rhs: IPAddress) -> Bool {
         switch (lhs, rhs) {
@@ -89,4 +97,21 @@ public struct IPv6Address: Hashable, Sendable, CustomStringConvertible {
         guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else { return "::" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
+}
+
+/// The IP families multicast DNS runs on: IPv4 (group 224.0.0.251) and IPv6 (group ff02::fb),
+/// both on port 5353 (RFC 6762 §3).
+public struct IPFamilies: OptionSet, Hashable, Sendable {
+    /// The bits: 1 for IPv4, 2 for IPv6.
+    public let rawValue: UInt8
+
+    /// Wraps the bits.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// IPv4 multicast DNS.
+    public static let ipv4 = IPFamilies(rawValue: 1)
+    /// IPv6 multicast DNS.
+    public static let ipv6 = IPFamilies(rawValue: 2)
+    /// Both families.
+    public static let all: IPFamilies = [.ipv4, .ipv6]
 }

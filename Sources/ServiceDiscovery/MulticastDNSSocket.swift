@@ -7,129 +7,257 @@ import NIOPosix
 struct Datagram: Sendable {
     let bytes: [UInt8]
     let source: SocketAddress
+
+    /// The family the datagram arrived on.
+    var family: IPFamilies { source.protocol == .inet6 ? .ipv6 : .ipv4 }
 }
 
-/// A UDP socket on port 5353 bound to one network interface (`SO_BINDTODEVICE`), member of the
-/// IPv4 mDNS group 224.0.0.251 on that interface only, sending multicast out of that interface
-/// only (`IP_MULTICAST_IF`) with TTL 255 (RFC 6762 §11). Received datagrams are delivered through
-/// a bounded stream (the newest 256 are kept when the reader falls behind).
+/// UDP sockets on port 5353 bound to one network interface (`SO_BINDTODEVICE`), one per family
+/// asked for: IPv4, member of 224.0.0.251 on that interface only, sending out of it only
+/// (`IP_MULTICAST_IF`) with TTL 255; IPv6 (`IPV6_V6ONLY`), member of ff02::fb on that interface
+/// (`IPV6_JOIN_GROUP` with its index), sending out of it (`IPV6_MULTICAST_IF`) with hop limit 255
+/// (RFC 6762 §11, §20). Datagrams of both are delivered through one bounded stream (the newest 256
+/// are kept when the reader falls behind).
 final class MulticastDNSSocket: Sendable {
     static let port = 5353
     static let groupV4 = try! SocketAddress(ipAddress: "224.0.0.251", port: 5353)
+    static let groupV6 = try! SocketAddress(ipAddress: "ff02::fb", port: 5353)
 
-    let channel: Channel
+    /// The IPv4 and IPv6 channels; at least one is open.
+    let v4: Channel?
+    let v6: Channel?
     let datagrams: AsyncStream<Datagram>
     /// The interface's addresses (IPv4 first), for A/AAAA records.
     let addresses: [IPAddress]
     let interfaceName: String
-    /// The interface's IPv4 subnets as (network, mask) in host byte order.
-    let subnets: [(network: UInt32, mask: UInt32)]
+    /// The interface's IPv4 subnets and IPv6 prefixes, for the on-link check.
+    let link: LinkPrefixes
+    private let continuation: AsyncStream<Datagram>.Continuation
+
+    /// The families with an open socket.
+    var families: IPFamilies {
+        var families = IPFamilies()
+        if v4 != nil { families.insert(.ipv4) }
+        if v6 != nil { families.insert(.ipv6) }
+        return families
+    }
 
     private init(
-        channel: Channel, datagrams: AsyncStream<Datagram>, addresses: [IPAddress], interfaceName: String,
-        subnets: [(network: UInt32, mask: UInt32)]
+        v4: Channel?, v6: Channel?, datagrams: AsyncStream<Datagram>, continuation: AsyncStream<Datagram>.Continuation, interface: Interface
     ) {
-        self.channel = channel
+        self.v4 = v4
+        self.v6 = v6
         self.datagrams = datagrams
-        self.addresses = addresses
-        self.interfaceName = interfaceName
-        self.subnets = subnets
+        self.continuation = continuation
+        self.addresses = interface.addresses
+        self.interfaceName = interface.name
+        self.link = interface.link
     }
 
-    /// True when `address` is an IPv4 address in one of the interface's subnets: only such
-    /// sources get unicast replies (RFC 6762 §11), so an off-link host cannot make the responder
-    /// send to a spoofed address.
+    /// True when `address` is on the interface's link: an IPv4 address in one of its subnets, an
+    /// IPv6 link-local address (the socket is bound to the interface, so it came over this link) or
+    /// an IPv6 address in one of its on-link prefixes. Only such sources get unicast replies (RFC
+    /// 6762 §11), so an off-link host cannot make the responder send to a spoofed address.
     func isOnLink(_ address: SocketAddress) -> Bool {
-        guard case .v4(let v4) = address else { return false }
-        let value = UInt32(bigEndian: v4.address.sin_addr.s_addr)
-        return subnets.contains { value & $0.mask == $0.network }
+        guard let text = address.ipAddress, let ip = IPAddress(text) else { return false }
+        return link.contains(ip)
     }
 
-    static func subnets(of name: String) -> [(network: UInt32, mask: UInt32)] {
-        guard let devices = try? System.enumerateDevices() else { return [] }
-        return devices.filter { $0.name == name }.compactMap { device in
-            guard case .v4(let address)? = device.address, case .v4(let mask)? = device.netmask else { return nil }
-            let m = UInt32(bigEndian: mask.address.sin_addr.s_addr)
-            return (UInt32(bigEndian: address.address.sin_addr.s_addr) & m, m)
-        }
+    /// True when `address` is one of the interface's own addresses: a datagram from it is our own
+    /// multicast looped back (or another socket of this host on the interface).
+    func isOwnAddress(_ address: SocketAddress) -> Bool {
+        guard let text = address.ipAddress, let ip = IPAddress(text) else { return false }
+        return addresses.contains(ip)
     }
 
-    /// The addresses of interface `name`, IPv4 first; throws when there is no such interface or it
-    /// has no IPv4 address.
-    static func interfaceAddresses(_ name: String) throws(ServiceDiscoveryError) -> (v4: in_addr, device: NIONetworkDevice, all: [IPAddress]) {
+    /// What the socket needs to know about one interface.
+    struct Interface {
+        let name: String
+        let index: Int
+        /// The device entry of its first IPv4 and first IPv6 address (for joining the groups).
+        var v4: (address: in_addr, device: NIONetworkDevice)?
+        var v6: NIONetworkDevice?
+        var addresses = [IPAddress]()
+        var link = LinkPrefixes()
+    }
+
+    /// The addresses and prefixes of interface `name`; throws `interfaceNotFound` when there is
+    /// no such interface.
+    static func interface(_ name: String) throws(ServiceDiscoveryError) -> Interface {
         let devices: [NIONetworkDevice]
         do { devices = try System.enumerateDevices() } catch { throw .socket("cannot list interfaces: \(error)") }
         let matching = devices.filter { $0.name == name }
-        guard !matching.isEmpty else { throw .interfaceNotFound(name) }
-        var all = [IPAddress]()
-        var v4: (in_addr, NIONetworkDevice)?
+        guard let first = matching.first else { throw .interfaceNotFound(name) }
+        var result = Interface(name: name, index: first.interfaceIndex)
         for device in matching {
-            switch device.address {
-            case .v4(let address)?:
-                if v4 == nil { v4 = (address.address.sin_addr, device) }
-                if let text = device.address?.ipAddress, let ip = IPAddress(text) { all.append(ip) }
-            case .v6?:
-                if let text = device.address?.ipAddress, let ip = IPAddress(text) { all.append(ip) }
+            guard let text = device.address?.ipAddress, let ip = IPAddress(text) else { continue }
+            result.addresses.append(ip)
+            let mask = device.netmask?.ipAddress.flatMap(IPAddress.init)
+            switch (device.address, ip) {
+            case (.v4(let address)?, _):
+                if result.v4 == nil { result.v4 = (address.address.sin_addr, device) }
+            case (.v6?, _):
+                if result.v6 == nil { result.v6 = device }
             default:
                 break
             }
+            if let mask { result.link.add(ip, mask: mask) }
         }
-        guard let (address, device) = v4 else { throw .interfaceHasNoIPv4Address(name) }
-        return (address, device, all.sorted())
+        result.addresses.sort()
+        return result
     }
 
-    /// Opens the socket on interface `name`.
-    static func open(interface name: String) async throws(ServiceDiscoveryError) -> MulticastDNSSocket {
-        let (v4, device, addresses) = try interfaceAddresses(name)
+    /// Opens the sockets of `families` on interface `name`. With both families, a family the
+    /// interface has no address of (or whose socket cannot be opened) is left out as long as the
+    /// other one opens; a single family asked for must open.
+    static func open(interface name: String, families: IPFamilies = .all) async throws(ServiceDiscoveryError) -> MulticastDNSSocket {
+        let info = try Self.interface(name)
+        if families == .ipv6, info.v6 == nil { throw .interfaceHasNoIPv6Address(name) }
+        if !families.contains(.ipv6) || info.v6 == nil, info.v4 == nil { throw .interfaceHasNoIPv4Address(name) }
         let (stream, continuation) = AsyncStream.makeStream(of: Datagram.self, bufferingPolicy: .bufferingNewest(256))
-        let bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(DatagramForwarder(continuation: continuation))
+        let wantV4 = families.contains(.ipv4) && info.v4 != nil
+        let wantV6 = families.contains(.ipv6) && info.v6 != nil
+        var v4: Channel?, v6: Channel?
+        do throws(ServiceDiscoveryError) {
+            if wantV4, let (address, device) = info.v4 {
+                v4 = try await openV4(interface: info, address: address, device: device, continuation: continuation)
+            }
+            if wantV6, let device = info.v6 {
+                do throws(ServiceDiscoveryError) {
+                    v6 = try await openV6(interface: info, device: device, continuation: continuation)
+                } catch {
+                    // With IPv4 open and both families asked for, IPv6 is optional.
+                    guard v4 != nil, families.contains(.ipv4) else { throw error }
                 }
             }
+        } catch {
+            try? await v4?.close()
+            try? await v6?.close()
+            continuation.finish()
+            throw error
+        }
+        return MulticastDNSSocket(v4: v4, v6: v6, datagrams: stream, continuation: continuation, interface: info)
+    }
+
+    private static func bootstrap(_ continuation: AsyncStream<Datagram>.Continuation, v6Only: Bool) -> DatagramBootstrap {
+        var bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+        if v6Only {
+            bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
+        }
+        return bootstrap.channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(DatagramForwarder(continuation: continuation))
+            }
+        }
+    }
+
+    private static func bindToDevice(_ options: SocketOptionProvider, _ name: String) async throws {
+        var deviceName = [CChar](repeating: 0, count: 16)
+        for (index, byte) in name.utf8.prefix(15).enumerated() { deviceName[index] = CChar(bitPattern: byte) }
+        try await options.unsafeSetSocketOption(
+            level: .socket, name: NIOBSDSocket.Option(rawValue: SO_BINDTODEVICE), value: InterfaceName(bytes: deviceName).tuple
+        ).get()
+    }
+
+    private static func openV4(
+        interface: Interface, address: in_addr, device: NIONetworkDevice, continuation: AsyncStream<Datagram>.Continuation
+    ) async throws(ServiceDiscoveryError) -> Channel {
         var bound: Channel?
         do {
-            let channel = try await bootstrap.bind(host: "0.0.0.0", port: port).get()
+            let channel = try await bootstrap(continuation, v6Only: false).bind(host: "0.0.0.0", port: port).get()
             bound = channel
             guard let options = channel as? SocketOptionProvider, let multicast = channel as? MulticastChannel else {
                 throw ServiceDiscoveryError.socket("channel lacks socket options")
             }
-            var deviceName = [CChar](repeating: 0, count: 16)
-            for (index, byte) in name.utf8.prefix(15).enumerated() { deviceName[index] = CChar(bitPattern: byte) }
-            let ifname = InterfaceName(bytes: deviceName)
-            try await options.unsafeSetSocketOption(
-                level: .socket, name: NIOBSDSocket.Option(rawValue: SO_BINDTODEVICE), value: ifname.tuple
-            ).get()
-            try await options.setIPMulticastIF(v4).get()
+            try await bindToDevice(options, interface.name)
+            try await options.setIPMulticastIF(address).get()
             try await options.setIPMulticastTTL(255).get()
             try await options.setIPMulticastLoop(1).get()
             try await multicast.joinGroup(groupV4, device: device).get()
-            return MulticastDNSSocket(
-                channel: channel, datagrams: stream, addresses: addresses, interfaceName: name, subnets: subnets(of: name))
+            return channel
         } catch {
             try? await bound?.close()
-            continuation.finish()
             if let error = error as? ServiceDiscoveryError { throw error }
-            throw .socket("cannot open 0.0.0.0:5353 on \(name): \(error)")
+            throw .socket("cannot open 0.0.0.0:5353 on \(interface.name): \(error)")
         }
     }
 
-    /// Sends `bytes` to the mDNS group (`nil`) or to one address.
-    func send(_ bytes: [UInt8], to address: SocketAddress? = nil) async throws(ServiceDiscoveryError) {
-        let buffer = channel.allocator.buffer(bytes: bytes)
+    private static func openV6(
+        interface: Interface, device: NIONetworkDevice, continuation: AsyncStream<Datagram>.Continuation
+    ) async throws(ServiceDiscoveryError) -> Channel {
+        var bound: Channel?
         do {
-            try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: address ?? Self.groupV4, data: buffer)).get()
+            let channel = try await bootstrap(continuation, v6Only: true).bind(host: "::", port: port).get()
+            bound = channel
+            guard let options = channel as? SocketOptionProvider, let multicast = channel as? MulticastChannel else {
+                throw ServiceDiscoveryError.socket("channel lacks socket options")
+            }
+            try await bindToDevice(options, interface.name)
+            try await options.setIPv6MulticastIF(CUnsignedInt(interface.index)).get()
+            try await options.setIPv6MulticastHops(255).get()
+            try await options.setIPv6MulticastLoop(1).get()
+            try await multicast.joinGroup(groupV6, device: device).get()
+            return channel
         } catch {
-            throw .socket("send failed: \(error)")
+            try? await bound?.close()
+            if let error = error as? ServiceDiscoveryError { throw error }
+            throw .socket("cannot open [::]:5353 on \(interface.name): \(error)")
         }
     }
 
-    /// Closes the socket; the datagram stream then ends.
+    /// Sends `bytes` to one address (over the socket of its family), or with `address` nil to the
+    /// mDNS group of each family in `families` that has a socket. Throws only when nothing could
+    /// be sent (one family may fail, e.g. while the interface's IPv6 address is still tentative).
+    func send(_ bytes: [UInt8], to address: SocketAddress? = nil, families: IPFamilies = .all) async throws(ServiceDiscoveryError) {
+        var targets = [(Channel, SocketAddress)]()
+        if let address {
+            if let channel = address.protocol == .inet6 ? v6 : v4 { targets.append((channel, address)) }
+        } else {
+            if families.contains(.ipv4), let v4 { targets.append((v4, Self.groupV4)) }
+            if families.contains(.ipv6), let v6 { targets.append((v6, Self.groupV6)) }
+        }
+        var failure: (any Error)?
+        var sent = false
+        for (channel, destination) in targets {
+            do {
+                try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: channel.allocator.buffer(bytes: bytes))).get()
+                sent = true
+            } catch {
+                failure = error
+            }
+        }
+        guard sent else { throw .socket("send failed: \(failure.map { "\($0)" } ?? "no socket of the destination's family")") }
+    }
+
+    /// Closes the sockets; the datagram stream then ends.
     func close() async {
-        try? await channel.close()
+        try? await v4?.close()
+        try? await v6?.close()
+        continuation.finish()
+    }
+}
+
+/// The on-link test of RFC 6762 §11 for one interface: its IPv4 subnets and IPv6 prefixes.
+struct LinkPrefixes: Sendable {
+    /// (network, mask) pairs, bytes in network order, 4 bytes for IPv4 and 16 for IPv6.
+    private(set) var prefixes = [(network: [UInt8], mask: [UInt8])]()
+
+    /// Adds the prefix of `address` with netmask `mask` (both of one family).
+    mutating func add(_ address: IPAddress, mask: IPAddress) {
+        let (a, m) = (address.bytes, mask.bytes)
+        guard a.count == m.count else { return }
+        prefixes.append((zip(a, m).map { $0 & $1 }, m))
+    }
+
+    /// True for an IPv6 link-local address, or an address inside one of the prefixes.
+    func contains(_ address: IPAddress) -> Bool {
+        if case .v6(let v6) = address, v6.isLinkLocal { return true }
+        let bytes = address.bytes
+        return prefixes.contains { prefix in
+            prefix.network.count == bytes.count && zip(zip(bytes, prefix.mask), prefix.network).allSatisfy { $0.0 & $0.1 == $1 }
+        }
     }
 }
 
@@ -145,8 +273,8 @@ private struct InterfaceName: Sendable {
     }
 }
 
-/// Passes each received datagram's bytes and source to an `AsyncStream`, and ends it when the
-/// channel closes.
+/// Passes each received datagram's bytes and source to the stream shared by the socket's
+/// channels (`MulticastDNSSocket.close()` ends it).
 private final class DatagramForwarder: ChannelInboundHandler, Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
@@ -157,11 +285,6 @@ private final class DatagramForwarder: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = Self.unwrapInboundIn(data)
         continuation.yield(Datagram(bytes: Array(envelope.data.readableBytesView), source: envelope.remoteAddress))
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        continuation.finish()
-        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

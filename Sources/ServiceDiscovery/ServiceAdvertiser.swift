@@ -8,11 +8,25 @@ import Synchronization
 /// on conflict), announces (§8.3), answers queries until stopped (§6, with known-answer
 /// suppression, legacy unicast and the QU bit) and sends a goodbye (TTL 0) on `stop()` (§10.1).
 ///
+/// Response timing (§6): a multicast answer holding a shared record (the PTR) is sent after a
+/// random 20–120 ms (400–500 ms when the query's TC bit announces more known answers), and queries
+/// arriving meanwhile are aggregated into that one response; an answer another responder
+/// multicasts first is dropped from it (§7.4). Answers made only of unique records (SRV, TXT,
+/// A, AAAA), answers to probes, and unicast (QU) and legacy unicast replies go at once.
+///
 /// Hardening: malformed packets are counted and dropped; the same record is multicast at most
 /// once per second (§6); replies are limited to a burst of 20 and 20 per second overall; unicast
-/// replies go only to sources on the interface's subnet (§11).
-/// Limits: IPv4 socket only (AAAA records for the interface's IPv6 addresses are still published);
-/// conflicts found after announcing are not re-probed; responses are not randomly delayed.
+/// replies go only to sources on the interface's link (§11: an IPv4 subnet of it, an IPv6
+/// link-local address, or an IPv6 on-link prefix of it).
+/// Conflicts after announcing (§9): when another responder's answer claims our instance name
+/// (SRV, TXT) or host name (A, AAAA) with different data, the advertiser goes back to probing,
+/// renames if the conflict stands and announces again (`records` then shows the new names;
+/// `Statistics.lateConflicts` counts it). If no name can be claimed in ten attempts it stops.
+///
+/// Families: by default both IPv4 (224.0.0.251) and IPv6 (ff02::fb, hop limit 255) on the
+/// interface (one family is left out when the interface has no address of it); A and AAAA records
+/// publish the interface's addresses; probes, announcements and goodbyes go to both groups, and a
+/// multicast answer goes to the group of the family the query came on.
 public final class ServiceAdvertiser: Sendable {
     /// Counters describing what the responder saw; for tests and diagnostics.
     public struct Statistics: Sendable, Equatable {
@@ -24,10 +38,20 @@ public final class ServiceAdvertiser: Sendable {
         public var answered = 0
         /// Responses not sent because of the rate limits.
         public var rateLimited = 0
-        /// Renames caused by name conflicts while probing.
+        /// Renames caused by name conflicts while probing (the first probing and every re-probing).
         public var conflicts = 0
+        /// Conflicts found after announcing (RFC 6762 §9): another responder's answer claimed one of
+        /// our unique names with different data, and the advertiser went back to probing.
+        public var lateConflicts = 0
         /// Unicast replies not sent because the querier was not on the interface's subnet.
         public var offLink = 0
+        /// Multicast responses sent after the random delay of RFC 6762 §6 (answers holding a
+        /// shared record); each is also counted in `answered`.
+        public var delayed = 0
+        /// Queries whose answers were folded into a delayed response already waiting (§6).
+        public var aggregated = 0
+        /// Delayed answers dropped because another responder sent the same record meanwhile (§7.4).
+        public var duplicatesSuppressed = 0
     }
 
     private enum Phase { case idle, probing, announced, stopped }
@@ -37,13 +61,38 @@ public final class ServiceAdvertiser: Sendable {
         var records: ServiceRecords
         var instanceConflict = false
         var hostConflict = false
-        var lastMulticast = [DNSResourceRecord: ContinuousClock.Instant]()
+        /// The rename counters: 1 is the name as given, N > 1 adds ` (N)` / `-N`.
+        var instanceAttempt = 1
+        var hostAttempt = 1
+        /// When each record was last multicast, per family (RFC 6762 §6: at most once a second).
+        var lastMulticast = [MulticastKey: ContinuousClock.Instant]()
         var tokens = 20.0
         var lastRefill = ContinuousClock.now
         var statistics = Statistics()
+        /// The delayed multicast response being gathered (RFC 6762 §6), sent when its timer fires.
+        var pending: PendingResponse?
+    }
+
+    private struct MulticastKey: Hashable {
+        let record: DNSResourceRecord
+        let family: UInt8
+    }
+
+    /// Answers gathered for one delayed multicast response, and the families the queries came on.
+    private struct PendingResponse {
+        var answers = [DNSResourceRecord]()
+        var additionals = [DNSResourceRecord]()
+        var families = IPFamilies()
+
+        mutating func merge(_ message: DNSMessage, family: IPFamilies) {
+            families.formUnion(family)
+            for record in message.answers where !answers.contains(record) { answers.append(record) }
+            for record in message.additionals where !additionals.contains(record) { additionals.append(record) }
+        }
     }
 
     private let interface: String
+    private let families: IPFamilies
     private let baseInstance: ServiceInstanceName
     private let baseHost: String
     private let state: Mutex<State>
@@ -52,15 +101,17 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Prepares to advertise `instanceName` of `type` at `port` with the TXT attributes `txt` on
     /// interface `interface`, with host name `hostName.local.` (default: this machine's host name,
-    /// reduced to letters, digits and hyphens). Nothing is sent until `start()`.
+    /// reduced to letters, digits and hyphens), over the IP `families` asked for (default both).
+    /// Nothing is sent until `start()`.
     public init(
         interface: String, instanceName: String, type: ServiceType = .secureChannel, port: UInt16, txt: TXTRecord = TXTRecord(),
-        hostName: String? = nil
+        hostName: String? = nil, families: IPFamilies = .all
     ) throws(ServiceDiscoveryError) {
         let instance = try ServiceInstanceName(instanceName)
         let host = hostName ?? Self.defaultHostLabel()
         let records = try ServiceRecords(instance: instance, type: type, hostLabel: host, port: port, txt: txt, addresses: [])
         self.interface = interface
+        self.families = families
         self.baseInstance = instance
         self.baseHost = host
         self.state = Mutex(State(records: records))
@@ -84,60 +135,81 @@ public final class ServiceAdvertiser: Sendable {
         }
         let socket: MulticastDNSSocket
         do {
-            socket = try await MulticastDNSSocket.open(interface: interface)
+            socket = try await MulticastDNSSocket.open(interface: interface, families: families)
         } catch {
             state.withLock { $0.phase = .stopped }
             throw error
         }
         socketBox.withLock { $0 = socket }
-        let addresses = socket.addresses
         let task = Task { [self] in
             for await datagram in socket.datagrams { await handle(datagram, socket: socket) }
         }
         receiveTask.withLock { $0 = task }
-        do {
-            var instanceAttempt = 1, hostAttempt = 1
-            while true {
-                let instanceName = instanceAttempt == 1 ? baseInstance.value : Self.renamed(baseInstance.value, instanceAttempt)
-                let hostLabel = hostAttempt == 1 ? baseHost : "\(baseHost.prefix(58))-\(hostAttempt)"
-                let current = state.withLock { $0.records }
-                let records = try ServiceRecords(
-                    instance: try ServiceInstanceName(instanceName), type: current.type, hostLabel: hostLabel, port: current.port,
-                    txt: current.txt, addresses: addresses)
-                state.withLock {
-                    $0.records = records
-                    $0.instanceConflict = false
-                    $0.hostConflict = false
-                }
-                var conflict = (instance: false, host: false)
-                for _ in 0..<3 {
-                    try await socket.send(try encode(records.probe()))
-                    try? await Task.sleep(for: .milliseconds(250))
-                    conflict = state.withLock { ($0.instanceConflict, $0.hostConflict) }
-                    if conflict.instance || conflict.host { break }
-                }
-                if !conflict.instance && !conflict.host { break }
-                state.withLock { $0.statistics.conflicts += 1 }
-                if conflict.instance { instanceAttempt += 1 }
-                if conflict.host { hostAttempt += 1 }
-                guard instanceAttempt <= 10, hostAttempt <= 10 else { throw ServiceDiscoveryError.nameConflict(records.instanceName.description) }
-                // RFC 6762 §8.1: after a conflict, wait before probing again.
-                try? await Task.sleep(for: .seconds(1))
-            }
-            let records = state.withLock { state in
-                state.phase = .announced
-                return state.records
-            }
-            try await socket.send(try encode(records.announcement()))
-            Task { [self] in
-                try? await Task.sleep(for: .seconds(1))
-                guard state.withLock({ $0.phase == .announced }) else { return }
-                try? await socket.send(try encode(records.announcement()))
-            }
-            return records
+        do throws(ServiceDiscoveryError) {
+            return try await probeAndAnnounce(socket: socket)
         } catch {
             await shutDown(sendGoodbye: false)
-            throw error as? ServiceDiscoveryError ?? .socket("\(error)")
+            throw error
+        }
+    }
+
+    /// Probes for the current names (RFC 6762 §8.1), renaming after each conflict, then announces
+    /// (§8.3) and returns the records as announced. Throws `nameConflict` after ten conflicting
+    /// attempts, `invalidState` when the advertiser was stopped meanwhile.
+    private func probeAndAnnounce(socket: MulticastDNSSocket) async throws(ServiceDiscoveryError) -> ServiceRecords {
+        for attempt in 1... {
+            let (instanceAttempt, hostAttempt, current) = state.withLock { ($0.instanceAttempt, $0.hostAttempt, $0.records) }
+            let instanceName = instanceAttempt == 1 ? baseInstance.value : Self.renamed(baseInstance.value, instanceAttempt)
+            let hostLabel = hostAttempt == 1 ? baseHost : "\(baseHost.prefix(58))-\(hostAttempt)"
+            let records = try ServiceRecords(
+                instance: try ServiceInstanceName(instanceName), type: current.type, hostLabel: hostLabel, port: current.port,
+                txt: current.txt, addresses: socket.addresses)
+            try state.withLock { state throws(ServiceDiscoveryError) in
+                guard state.phase == .probing else { throw .invalidState("the advertiser was stopped") }
+                state.records = records
+                state.instanceConflict = false
+                state.hostConflict = false
+            }
+            var conflict = (instance: false, host: false)
+            for _ in 0..<3 {
+                try await socket.send(try encode(records.probe()))
+                try? await Task.sleep(for: .milliseconds(250))
+                conflict = state.withLock { ($0.instanceConflict, $0.hostConflict) }
+                if conflict.instance || conflict.host { break }
+            }
+            if !conflict.instance && !conflict.host { break }
+            state.withLock { state in
+                state.statistics.conflicts += 1
+                if conflict.instance { state.instanceAttempt += 1 }
+                if conflict.host { state.hostAttempt += 1 }
+            }
+            guard attempt < 10 else { throw .nameConflict(records.instanceName.description) }
+            // RFC 6762 §8.1: after a conflict, wait before probing again.
+            try? await Task.sleep(for: .seconds(1))
+        }
+        let records = try state.withLock { state throws(ServiceDiscoveryError) in
+            guard state.phase == .probing else { throw .invalidState("the advertiser was stopped") }
+            state.phase = .announced
+            state.lastMulticast = [:]
+            return state.records
+        }
+        try await socket.send(try encode(records.announcement()))
+        Task { [self] in
+            try? await Task.sleep(for: .seconds(1))
+            guard state.withLock({ $0.phase == .announced && $0.records == records }) else { return }
+            try? await socket.send(try encode(records.announcement()))
+        }
+        return records
+    }
+
+    /// RFC 6762 §9: after a conflict found once announced, probe again (renaming if the conflict
+    /// stands) and re-announce; when no name can be claimed, the advertiser stops.
+    private func reprobe(socket: MulticastDNSSocket) async {
+        do {
+            try? await Task.sleep(for: Self.randomDuration(in: .zero ... .milliseconds(250)))  // §8.1 initial wait
+            _ = try await probeAndAnnounce(socket: socket)
+        } catch {
+            await shutDown(sendGoodbye: false)
         }
     }
 
@@ -178,7 +250,8 @@ public final class ServiceAdvertiser: Sendable {
         }
         let port = datagram.source.port ?? 0
         let onLink = socket.isOnLink(datagram.source)
-        let reply: (bytes: [UInt8], to: SocketAddress?)? = state.withLock { state in
+        let fromUs = socket.isOwnAddress(datagram.source)
+        let action: ReplyAction? = state.withLock { state in
             switch state.phase {
             case .probing:
                 let found = state.records.conflicts(with: message)
@@ -186,13 +259,30 @@ public final class ServiceAdvertiser: Sendable {
                 if found.host { state.hostConflict = true }
                 return nil
             case .announced:
+                if message.isResponse {
+                    let found = state.records.conflicts(with: message)
+                    if found.instance || found.host {
+                        // RFC 6762 §9: our unique records are disputed; back to probing.
+                        state.phase = .probing
+                        state.pending = nil
+                        state.statistics.lateConflicts += 1
+                        return .reprobe
+                    }
+                    if !fromUs { Self.suppressDuplicates(in: &state, seen: message) }
+                    return nil
+                }
                 guard let answer = state.records.response(to: message, sourcePort: port) else { return nil }
                 guard answer.delivery == .multicast || onLink else {
                     state.statistics.offLink += 1
                     return nil
                 }
-                var response = answer.message
-                let delivery = answer.delivery
+                let delay = ServiceRecords.responseDelay(to: message, answers: answer.message.answers, delivery: answer.delivery)
+                if delay != nil, state.pending != nil {
+                    // RFC 6762 §6: aggregate with the response already waiting.
+                    state.pending?.merge(answer.message, family: datagram.family)
+                    state.statistics.aggregated += 1
+                    return nil
+                }
                 let now = ContinuousClock.now
                 state.tokens = min(20, state.tokens + Double((now - state.lastRefill) / .milliseconds(50)))
                 state.lastRefill = now
@@ -200,27 +290,105 @@ public final class ServiceAdvertiser: Sendable {
                     state.statistics.rateLimited += 1
                     return nil
                 }
+                state.tokens -= 1
+                if let delay {
+                    var pending = PendingResponse()
+                    pending.merge(answer.message, family: datagram.family)
+                    state.pending = pending
+                    return .sendPending(after: Self.randomDuration(in: delay))
+                }
+                var response = answer.message
+                let delivery = answer.delivery
                 if delivery == .multicast {
-                    // RFC 6762 §6: a record is multicast at most once per second.
-                    response.answers.removeAll { record in
-                        guard let last = state.lastMulticast[record] else { return false }
-                        return now - last < .seconds(1)
-                    }
-                    guard !response.answers.isEmpty else {
-                        state.statistics.rateLimited += 1
-                        return nil
-                    }
-                    for record in response.answers { state.lastMulticast[record] = now }
+                    guard Self.dropRecentlyMulticast(&response.answers, family: datagram.family, state: &state, now: now) else { return nil }
                 }
                 guard let bytes = try? response.serialized() else { return nil }
-                state.tokens -= 1
                 state.statistics.answered += 1
-                return (bytes, delivery == .multicast ? nil : datagram.source)
+                return .send(bytes, to: delivery == .multicast ? nil : datagram.source, families: datagram.family)
             case .idle, .stopped:
                 return nil
             }
         }
-        if let reply { try? await socket.send(reply.bytes, to: reply.to) }
+        switch action {
+        case .send(let bytes, let address, let families)?:
+            try? await socket.send(bytes, to: address, families: families)
+        case .sendPending(let delay)?:
+            Task { [self] in
+                try? await Task.sleep(for: delay)
+                await sendPending(socket: socket)
+            }
+        case .reprobe?:
+            Task { [self] in await reprobe(socket: socket) }
+        case nil:
+            break
+        }
+    }
+
+    private enum ReplyAction {
+        case send([UInt8], to: SocketAddress?, families: IPFamilies)
+        case sendPending(after: Duration)
+        case reprobe
+    }
+
+    /// Sends the delayed multicast response gathered so far, if still announced, on each family
+    /// a query came on.
+    private func sendPending(socket: MulticastDNSSocket) async {
+        let messages: [(bytes: [UInt8], family: IPFamilies)] = state.withLock { state in
+            guard let pending = state.pending else { return [] }
+            state.pending = nil
+            guard state.phase == .announced else { return [] }
+            var messages = [(bytes: [UInt8], family: IPFamilies)]()
+            for family in [IPFamilies.ipv4, .ipv6] where pending.families.contains(family) {
+                var answers = pending.answers
+                guard Self.dropRecentlyMulticast(&answers, family: family, state: &state, now: .now) else { continue }
+                let additionals = pending.additionals.filter { !answers.contains($0) }
+                let message = DNSMessage(flags: DNSMessage.responseFlags, answers: answers, additionals: additionals)
+                guard let bytes = try? message.serialized() else { continue }
+                messages.append((bytes, family))
+            }
+            if !messages.isEmpty {
+                state.statistics.answered += 1
+                state.statistics.delayed += 1
+            }
+            return messages
+        }
+        for message in messages { try? await socket.send(message.bytes, families: message.family) }
+    }
+
+    /// RFC 6762 §6: a record is multicast at most once per second on each family. Removes the
+    /// others from `answers`, marks the rest as multicast now; false (and counted as rate-limited)
+    /// when none is left.
+    private static func dropRecentlyMulticast(
+        _ answers: inout [DNSResourceRecord], family: IPFamilies, state: inout State, now: ContinuousClock.Instant
+    ) -> Bool {
+        answers.removeAll { record in
+            guard let last = state.lastMulticast[MulticastKey(record: record, family: family.rawValue)] else { return false }
+            return now - last < .seconds(1)
+        }
+        guard !answers.isEmpty else {
+            state.statistics.rateLimited += 1
+            return false
+        }
+        for record in answers { state.lastMulticast[MulticastKey(record: record, family: family.rawValue)] = now }
+        return true
+    }
+
+    /// RFC 6762 §7.4: an answer waiting to be sent is dropped when another responder multicasts
+    /// the same record with at least the TTL we would give.
+    private static func suppressDuplicates(in state: inout State, seen message: DNSMessage) {
+        guard var pending = state.pending else { return }
+        let before = pending.answers.count
+        pending.answers.removeAll { ours in
+            message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.ttl >= ours.ttl }
+        }
+        state.statistics.duplicatesSuppressed += before - pending.answers.count
+        state.pending = pending
+    }
+
+    /// A uniformly random duration in `range` (millisecond resolution).
+    static func randomDuration(in range: ClosedRange<Duration>) -> Duration {
+        let low = Int64(range.lowerBound / .milliseconds(1)), high = Int64(range.upperBound / .milliseconds(1))
+        return .milliseconds(Int64.random(in: low...high))
     }
 
     static func renamed(_ base: String, _ attempt: Int) -> String {

@@ -5,18 +5,24 @@ import Synchronization
 /// Finds DNS-SD instances of one service type on one network interface with multicast DNS (Linux,
 /// SwiftNIO UDP multicast): sends PTR queries (RFC 6763 §4.1) at 0, 1, 2, 4… seconds, asks for
 /// missing SRV, TXT and address records, collects answers in a bounded `DiscoveryCache`, and
-/// returns instances whose SRV, TXT and at least one address are known.
+/// returns instances whose SRV, TXT and at least one address are known. By default it queries
+/// over IPv4 (224.0.0.251) and IPv6 (ff02::fb) both, and collects A and AAAA records, so an
+/// instance resolves to its IPv4 and IPv6 addresses.
 ///
 /// Everything returned is untrusted input: a name, address, port or TXT value proves nothing about
 /// who answers there. Only the SecureChannel handshake authenticates a peer.
 public final class ServiceBrowser: Sendable {
     private let interface: String
     private let type: ServiceType
+    private let families: IPFamilies
 
-    /// A browser for `type` on interface `interface`. Nothing is sent until `browse` or `resolve`.
-    public init(interface: String, type: ServiceType = .secureChannel) {
+    /// A browser for `type` on interface `interface`, over the IP `families` asked for (default
+    /// both; one is left out when the interface has no address of it). Nothing is sent until
+    /// `browse` or `resolve`.
+    public init(interface: String, type: ServiceType = .secureChannel, families: IPFamilies = .all) {
         self.interface = interface
         self.type = type
+        self.families = families
     }
 
     /// Browses for `timeout` and returns every instance resolved by then, sorted by name.
@@ -38,7 +44,7 @@ public final class ServiceBrowser: Sendable {
     private func run(
         timeout: Duration, extraNames: [DNSName] = [], done: @escaping @Sendable (DiscoveryCache) -> Bool
     ) async throws(ServiceDiscoveryError) -> DiscoveryCache {
-        let socket = try await MulticastDNSSocket.open(interface: interface)
+        let socket = try await MulticastDNSSocket.open(interface: interface, families: families)
         let cache = CacheBox()
         let type = self.type
         let querier = Task {

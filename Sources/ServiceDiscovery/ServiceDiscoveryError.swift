@@ -10,8 +10,11 @@ public enum ServiceDiscoveryError: Error, Equatable, Sendable, CustomStringConve
     case invalidHostName(String)
     /// No network interface has this name.
     case interfaceNotFound(String)
-    /// The interface has no IPv4 address to send multicast from.
+    /// The interface has no IPv4 address to send multicast from (IPv4 asked for, or both families
+    /// asked for and the interface has neither).
     case interfaceHasNoIPv4Address(String)
+    /// Only IPv6 was asked for and the interface has no IPv6 address.
+    case interfaceHasNoIPv6Address(String)
     /// Opening, configuring or using the multicast socket failed.
     case socket(String)
     /// Another responder on the link already uses the name and every renamed alternative tried.
@@ -32,6 +35,7 @@ public enum ServiceDiscoveryError: Error, Equatable, Sendable, CustomStringConve
         case .invalidHostName(let detail): "invalid host name: \(detail)"
         case .interfaceNotFound(let name): "no network interface named \(name)"
         case .interfaceHasNoIPv4Address(let name): "network interface \(name) has no IPv4 address"
+        case .interfaceHasNoIPv6Address(let name): "network interface \(name) has no IPv6 address"
         case .socket(let detail): "multicast DNS socket error: \(detail)"
         case .nameConflict(let name): "the name \(name) is already in use on the network"
         case .notFound(let name): "no service instance named \(name) was found"

@@ -158,6 +158,20 @@ public struct ServiceRecords: Hashable, Sendable {
         return (message, unicast ? .unicast : .multicast)
     }
 
+    /// How long a responder waits before sending `response` to `query` (RFC 6762 §6), as a range
+    /// to draw from uniformly; nil to send at once.
+    ///
+    /// Unicast and legacy unicast replies, answers to probes (queries with proposed records in the
+    /// authority section) and answers made only of unique records (cache-flush set: SRV, TXT, A,
+    /// AAAA, which no other responder may also hold) go at once. An answer holding a shared record
+    /// (a PTR, which every instance of the type answers) waits 20–120 ms, so that the responses of
+    /// several responders do not collide and the responder can aggregate queries arriving meanwhile;
+    /// 400–500 ms when the query's TC bit says more known answers follow (RFC 6762 §7.2).
+    static func responseDelay(to query: DNSMessage, answers: [DNSResourceRecord], delivery: Delivery) -> ClosedRange<Duration>? {
+        guard delivery == .multicast, query.authorities.isEmpty, answers.contains(where: { !$0.cacheFlush }) else { return nil }
+        return query.isTruncated ? .milliseconds(400) ... .milliseconds(500) : .milliseconds(20) ... .milliseconds(120)
+    }
+
     /// True when `message` from another responder claims one of this instance's unique names with
     /// different data (RFC 6762 §9), or, for a probe from another host for the same name, when that
     /// host wins the simultaneous-probe tie-break (RFC 6762 §8.2). Messages identical to ours (our

@@ -93,6 +93,36 @@ struct NetworkTests {
         #expect(stopped["malformed"] as? Int == 0)
     }
 
+    @Test("a multicast PTR answer comes no sooner than 20 ms after the query (RFC 6762 §6)", .enabled(if: canRun, Comment(rawValue: reason)))
+    func responseDelay() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Delayed", "--port", "4000", "--host", "delayed"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        // A raw socket in B sends QM queries from port 5353 and times the answers with a monotonic
+        // clock: a lower bound on the responder's behaviour, not a performance figure.
+        let result = try pair.run(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "timing", "--interface-ip", pair.addressB, "--name", "Delayed",
+             "--samples", "3"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let timing = try decode(result.stdoutText)
+        let ptr = try #require(timing["ptr"] as? [Any])
+        let srv = try #require(timing["srv"] as? [Any])
+        #expect(ptr.count == 3 && srv.count == 3)
+        for sample in ptr {
+            let seconds = try #require(sample as? Double, "a PTR query got no multicast answer: \(timing)")
+            #expect(seconds >= 0.020, "PTR answered after \(seconds) s, before the 20 ms minimum delay: \(timing)")
+        }
+        // The unique SRV record is answered too (at once; no upper bound is asserted).
+        #expect(srv.allSatisfy { $0 is Double }, "an SRV query got no answer: \(timing)")
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5))
+        #expect((stopped["delayed"] as? Int ?? 0) >= 3)
+    }
+
     @Test("a second advertiser of the same name on the link is renamed after probing", .enabled(if: canRun, Comment(rawValue: reason)))
     func conflictRenames() throws {
         let probe = try requirements()
@@ -103,6 +133,114 @@ struct NetworkTests {
         let second = try pair.spawn(in: pair.b, [probe, "advertise", "--interface", pair.interfaceB, "--name", "Printer", "--port", "2", "--host", "two"])
         let renamed = try #require(second.waitForEvent("advertised"), "\(second.standardError)")
         #expect(renamed["name"] as? String == "Printer (2)")
+    }
+
+    @Test("a conflict after announcing: our advertiser re-probes, renames to `Name (2)` and a browser resolves it (RFC 6762 §9)", .enabled(if: canRun, Comment(rawValue: reason)))
+    func lateConflictReprobes() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Shared", "--port", "4433", "--host", "ours"])
+        let advertised = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        #expect(advertised["name"] as? String == "Shared")
+        // A second responder in B (raw packets) claims "Shared" with other SRV/TXT data, and keeps
+        // defending it: it answers every query naming it, our re-probes included.
+        let claimer = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "claim", "--interface-ip", pair.addressB, "--name", "Shared",
+             "--port", "9", "--host", "claimer", "--duration", "12"])
+        _ = try #require(claimer.waitForEvent("claimed", timeout: 20), "\(claimer.standardError)")
+        let resolved = try decode(
+            try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--name", "Shared (2)", "--timeout", "15"]).stdoutText)
+        let instance = try #require((resolved["instances"] as? [[String: Any]])?.first, "Shared (2) not resolved: \(resolved)")
+        #expect(instance["port"] as? Int == 4433)
+        #expect(instance["host"] as? String == "ours.local.")
+        #expect((instance["addresses"] as? [String])?.first == pair.addressA)
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5), "\(advertiser.standardError)")
+        #expect(stopped["name"] as? String == "Shared (2)")
+        #expect((stopped["lateConflicts"] as? Int ?? 0) >= 1)
+        #expect((stopped["conflicts"] as? Int ?? 0) >= 1, "the re-probe found the claim standing and renamed")
+    }
+
+    /// Gives both veth ends an IPv6 address of the documentation prefix 2001:db8::/64 (usable at
+    /// once: `nodad`) and returns (A's, B's) addresses.
+    func addIPv6(_ pair: NamespacePair) throws -> (a: String, b: String) {
+        for (ns, interface, address) in [(pair.a, pair.interfaceA, "2001:db8::1/64"), (pair.b, pair.interfaceB, "2001:db8::2/64")] {
+            let result = try pair.run(in: ns, ["ip", "-6", "addr", "add", address, "dev", interface, "nodad"])
+            try #require(result.status == 0, "\(result.stderrText)")
+        }
+        return ("2001:db8::1", "2001:db8::2")
+    }
+
+    @Test("IPv6: a browser on IPv6 only resolves our advertiser's AAAA records over ff02::fb", .enabled(if: canRun, Comment(rawValue: reason)))
+    func ipv6Browse() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let (addressA, addressB) = try addIPv6(pair)
+        // B also gets an address in another IPv6 prefix: a unicast query from it is off-link.
+        #expect(try pair.run(in: pair.b, ["ip", "-6", "addr", "add", "2001:db8:ffff::2/64", "dev", pair.interfaceB, "nodad"]).status == 0)
+        // A can route to it, so only the responder's on-link check keeps a reply from going there.
+        #expect(try pair.run(in: pair.a, ["ip", "-6", "route", "add", "2001:db8:ffff::/64", "dev", pair.interfaceA]).status == 0)
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Six", "--port", "6666", "--host", "six"] + Self.txtArguments)
+        let advertised = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        #expect((advertised["addresses"] as? [String])?.contains(addressA) == true)
+
+        let resolved = try decode(
+            try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--family", "6", "--name", "Six", "--timeout", "10"]).stdoutText)
+        let instance = try #require((resolved["instances"] as? [[String: Any]])?.first, "not resolved over IPv6: \(resolved)")
+        #expect(instance["port"] as? Int == 6666)
+        #expect(instance["host"] as? String == "six.local.")
+        let addresses = instance["addresses"] as? [String] ?? []
+        #expect(addresses.contains(addressA) && addresses.contains(pair.addressA), "\(addresses)")
+        #expect(instance["txt"] as? [String: String] == ["fp": "3f1c9a0b", "proto": "Noise_XX_25519_ChaChaPoly_SHA256", "v": "1"])
+
+        // Unicast replies over IPv6 go only to on-link sources (RFC 6762 §11).
+        func legacy(from source: String) throws -> Bool? {
+            let result = try pair.run(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", source, "--target", addressA, "--name", "Six"])
+            return try decode(result.stdoutText)["answered"] as? Bool
+        }
+        #expect(try legacy(from: addressB) == true)
+        #expect(try legacy(from: "2001:db8:ffff::2") == false)
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5))
+        #expect((stopped["offLink"] as? Int ?? 0) > 0)
+    }
+
+    @Test("IPv6 with Python zeroconf (IPVersion.V6Only): it finds us and we find it", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))
+    func ipv6Zeroconf() throws {
+        let probe = try requirements(zeroconf: true)
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let (addressA, addressB) = try addIPv6(pair)
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Six Z", "--port", "6001", "--host", "sixz"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let result = try pair.run(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("zeroconf_peer.py"), "browse", "--interface-ip", addressB, "--name", "Six Z", "--timeout", "10"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let found = try decode(result.stdoutText)
+        let instance = try #require(found["instance"] as? [String: Any], "zeroconf (IPv6) did not resolve us: \(found)")
+        #expect(instance["port"] as? Int == 6001)
+        #expect((instance["addresses"] as? [String])?.contains(addressA) == true, "\(instance)")
+
+        let peer = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("zeroconf_peer.py"), "register", "--interface-ip", addressB, "--name", "Py Six",
+             "--port", "9446", "--host", "pysix", "--txt", "v=1"])
+        _ = try #require(peer.waitForEvent("registered", timeout: 30), "zeroconf did not register on IPv6: \(peer.standardError)")
+        let resolved = try decode(
+            try pair.run(in: pair.a, [probe, "browse", "--interface", pair.interfaceA, "--family", "6", "--name", "Py Six", "--timeout", "10"]).stdoutText)
+        let theirs = try #require((resolved["instances"] as? [[String: Any]])?.first, "not resolved: \(resolved)")
+        #expect(theirs["port"] as? Int == 9446)
+        #expect(theirs["addresses"] as? [String] == [addressB])
+        peer.finish()
     }
 
     @Test("Python zeroconf discovers our advertisement", .enabled(if: canRunWithZeroconf, Comment(rawValue: zeroconfReason)))

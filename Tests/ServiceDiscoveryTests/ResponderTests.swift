@@ -71,6 +71,55 @@ struct ResponderTests {
         #expect(response.allRecords.allSatisfy { $0.ttl <= 10 && !$0.cacheFlush })
     }
 
+    @Test("response delay (RFC 6762 §6): shared answers wait 20–120 ms, unique, probe and unicast answers do not")
+    func responseDelay() throws {
+        let records = try Self.records()
+        func delay(_ query: DNSMessage, port: Int = 5353) throws -> ClosedRange<Duration>? {
+            let (response, delivery) = try #require(records.response(to: query, sourcePort: port))
+            return ServiceRecords.responseDelay(to: query, answers: response.answers, delivery: delivery)
+        }
+        let ptr = DNSQuestion(name: ServiceType.secureChannel.domainName, type: .ptr)
+        #expect(try delay(DNSMessage(questions: [ptr])) == .milliseconds(20) ... .milliseconds(120))
+        // A PTR and an SRV asked together: the answer holds a shared record, so it waits.
+        #expect(try delay(DNSMessage(questions: [ptr, DNSQuestion(name: records.instanceName, type: .srv)])) == .milliseconds(20) ... .milliseconds(120))
+        // More known answers follow (TC): 400–500 ms.
+        #expect(try delay(DNSMessage(flags: 0x0200, questions: [ptr])) == .milliseconds(400) ... .milliseconds(500))
+        // Unique answers only (SRV, TXT, A, AAAA): at once.
+        #expect(try delay(DNSMessage(questions: [DNSQuestion(name: records.instanceName, type: .any)])) == nil)
+        #expect(try delay(DNSMessage(questions: [DNSQuestion(name: records.host, type: .a)])) == nil)
+        // QU (unicast) and legacy unicast replies: at once, even for a PTR.
+        #expect(try delay(DNSMessage(questions: [DNSQuestion(name: ptr.name, type: .ptr, unicastResponse: true)])) == nil)
+        #expect(try delay(DNSMessage(questions: [ptr]), port: 40000) == nil)
+        // A probe from another host (proposed records in the authority section): at once.
+        var probe = records.probe()
+        probe.questions = probe.questions.map { var q = $0; q.unicastResponse = false; return q } + [ptr]
+        #expect(try delay(probe) == nil)
+        // The random draw stays inside the range.
+        for _ in 0..<200 {
+            let drawn = ServiceAdvertiser.randomDuration(in: .milliseconds(20) ... .milliseconds(120))
+            #expect(drawn >= .milliseconds(20) && drawn <= .milliseconds(120))
+        }
+    }
+
+    @Test("on-link check (RFC 6762 §11): IPv4 subnets, IPv6 prefixes and IPv6 link-local sources")
+    func onLink() throws {
+        var link = LinkPrefixes()
+        link.add(IPAddress("192.0.2.1")!, mask: IPAddress("255.255.255.0")!)
+        link.add(IPAddress("2001:db8::1")!, mask: IPAddress("ffff:ffff:ffff:ffff::")!)
+        #expect(link.contains(IPAddress("192.0.2.200")!))
+        #expect(!link.contains(IPAddress("192.0.3.1")!))
+        #expect(!link.contains(IPAddress("169.254.77.2")!))
+        #expect(link.contains(IPAddress("2001:db8::77")!))
+        #expect(!link.contains(IPAddress("2001:db8:ffff::2")!))
+        #expect(!link.contains(IPAddress("2001:db9::1")!))
+        #expect(link.contains(IPAddress("fe80::1234")!))
+        #expect(!LinkPrefixes().contains(IPAddress("192.0.2.1")!))
+        // A v4 address is never inside a v6 prefix of the same leading bytes, nor the reverse.
+        var v4Only = LinkPrefixes()
+        v4Only.add(IPAddress("32.1.13.184")!, mask: IPAddress("255.255.255.255")!)
+        #expect(!v4Only.contains(IPAddress("2001:db8::")!))
+    }
+
     @Test("probe, announcement and goodbye carry the right records")
     func lifecycleMessages() throws {
         let records = try Self.records()

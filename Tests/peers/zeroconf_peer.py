@@ -14,7 +14,8 @@
       duration ends, then unregisters (goodbye).
 
 The network commands must run inside the test's network namespace (ip netns exec); zeroconf is
-pinned to the given interface address there.
+pinned to the given interface address there, IPv4 only for an IPv4 address and IPv6 only
+(IPVersion.V6Only, group ff02::fb) for an IPv6 one.
 """
 import argparse
 import json
@@ -75,8 +76,12 @@ def instance_json(info):
             "txt": properties}
 
 
+def ip_version(address):
+    return IPVersion.V6Only if ":" in address else IPVersion.V4Only
+
+
 def browse(args):
-    zc = Zeroconf(interfaces=[args.interface_ip], ip_version=IPVersion.V4Only)
+    zc = Zeroconf(interfaces=[args.interface_ip], ip_version=ip_version(args.interface_ip))
     full = args.name + "." + args.type
     seen = threading.Event()
     removed = threading.Event()
@@ -109,13 +114,13 @@ def browse(args):
 
 
 def register(args):
-    zc = Zeroconf(interfaces=[args.interface_ip], ip_version=IPVersion.V4Only)
+    zc = Zeroconf(interfaces=[args.interface_ip], ip_version=ip_version(args.interface_ip))
     properties = {}
     for item in args.txt:
         key, _, value = item.partition("=")
         properties[key] = value
     info = ServiceInfo(args.type, args.name + "." + args.type, port=args.port, properties=properties,
-                       server=args.host + ".local.", addresses=[socket.inet_aton(args.interface_ip)])
+                       server=args.host + ".local.", addresses=[socket.inet_pton(socket.AF_INET6 if ":" in args.interface_ip else socket.AF_INET, args.interface_ip)])
     zc.register_service(info)
     print(json.dumps({"event": "registered", "name": info.name}), flush=True)
     done = threading.Event()

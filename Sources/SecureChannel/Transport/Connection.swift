@@ -7,14 +7,19 @@ extension SecureChannel {
     /// An authenticated channel: the peer proved it holds `peerStaticKey` and the trust policy
     /// accepted it. Application messages come in through `inbound` and go out through `outbound`
     /// (inside `executeThenClose`), each of any size up to the configured maximum, with
-    /// backpressure in both directions (NIOAsyncChannel's watermarks and writability).
+    /// backpressure in both directions: inbound, NIOAsyncChannel's watermarks; outbound, the
+    /// `OutboundWriter` suspends while `Configuration.maxBufferedOutboundBytes` of written messages
+    /// are still in the process.
     public struct Connection: Sendable {
         /// The peer's verified static public key; nil for patterns without one (NN).
         public let peerStaticKey: Curve25519.KeyAgreement.PublicKey?
         /// The handshake hash, identical at both ends, for channel binding.
         public let handshakeHash: Data
-        /// The underlying channel carrying application messages.
+        /// The underlying channel carrying application messages. (Writing through its own
+        /// outbound writer bypasses the pacing of `executeThenClose`'s `OutboundWriter`.)
         public let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        /// The outbound byte count the writer is paced by.
+        let pacing: OutboundPacing
 
         /// The SHA-256 SPKI fingerprint of `peerStaticKey` (what `sf key fingerprint` shows).
         public var peerFingerprint: KeyFingerprint? { peerStaticKey.map(SecureChannel.fingerprint(of:)) }
@@ -24,18 +29,23 @@ extension SecureChannel {
         init(wrapping channel: Channel, _ established: Established) throws {
             peerStaticKey = established.peerStaticKey
             handshakeHash = established.handshakeHash
+            pacing = established.pacing
             self.channel = try NIOAsyncChannel(wrappingChannelSynchronously: channel)
         }
 
-        /// Runs `body` with the inbound messages and the outbound writer, then closes the
+        /// Runs `body` with the inbound messages and the paced outbound writer, then closes the
         /// connection. The inbound sequence ends when the peer closes and throws a
-        /// `SecureChannelError` when a message fails authentication or framing.
+        /// `SecureChannelError` when a message fails authentication or framing. Messages the
+        /// writer accepted may still be buffered when `body` returns; closing then sends what was
+        /// flushed to the socket, so a body that must know its messages arrived waits for the
+        /// peer's answer.
         public func executeThenClose<Result>(
-            _ body: (
-                _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
-            ) async throws -> Result
+            _ body: (_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, _ outbound: OutboundWriter) async throws -> Result
         ) async throws -> Result {
-            try await channel.executeThenClose(body)
+            let pacing = self.pacing
+            return try await channel.executeThenClose { inbound, outbound in
+                try await body(inbound, OutboundWriter(writer: outbound, pacing: pacing))
+            }
         }
     }
 

@@ -9,6 +9,7 @@ extension SecureChannel {
     struct Established: Sendable {
         let peerStaticKey: Curve25519.KeyAgreement.PublicKey?
         let handshakeHash: Data
+        let pacing: OutboundPacing
     }
 
     /// Runs the Noise handshake over frames (writing its own frames), within the timeout, checking the peer's static key
@@ -145,11 +146,12 @@ extension SecureChannel {
                 }
             }
             timeout?.cancel()
+            let pacing = OutboundPacing(limit: configuration.maxBufferedOutboundBytes)
             try context.pipeline.syncOperations.addHandler(
-                TransportHandler(transport: transport, maxMessageLength: configuration.maxMessageLength),
+                TransportHandler(transport: transport, maxMessageLength: configuration.maxMessageLength, pacing: pacing),
                 position: .after(self))
             phase = .established
-            established.succeed(Established(peerStaticKey: transport.remoteStaticKey, handshakeHash: transport.handshakeHash))
+            established.succeed(Established(peerStaticKey: transport.remoteStaticKey, handshakeHash: transport.handshakeHash, pacing: pacing))
         }
 
         private func fail(context: ChannelHandlerContext, error: SecureChannelError) {

@@ -35,17 +35,23 @@ public enum SecureChannel {
         /// Server only: authenticated connections waiting to be taken from `connections`; further
         /// ones are closed.
         public var maxPendingConnections: Int
+        /// The most bytes of written application messages a connection holds in this process
+        /// (queued, being sealed, or sealed and not yet taken by the socket) before
+        /// `OutboundWriter.write` suspends; a single larger message is still let through alone.
+        public var maxBufferedOutboundBytes: Int
 
         /// The default prologue: `SecureChannel/1`.
         public static let defaultPrologue = Data("SecureChannel/1".utf8)
 
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
-        /// timeout, 65,535-byte frames, 16 MiB messages, 64 handshakes and 128 pending connections.
+        /// timeout, 65,535-byte frames, 16 MiB messages, 64 handshakes, 128 pending connections and
+        /// 1 MiB of buffered outbound bytes.
         public init(
             protocolName: Noise.ProtocolName = try! Noise.ProtocolName(parsing: "Noise_XX_25519_ChaChaPoly_SHA256"),
             prologue: Data = defaultPrologue, presharedKeys: [SymmetricKey] = [],
             handshakeTimeout: TimeAmount = .seconds(10), maxFrameLength: Int = Noise.maxMessageLength,
-            maxMessageLength: Int = 16 << 20, maxHandshakesInProgress: Int = 64, maxPendingConnections: Int = 128
+            maxMessageLength: Int = 16 << 20, maxHandshakesInProgress: Int = 64, maxPendingConnections: Int = 128,
+            maxBufferedOutboundBytes: Int = 1 << 20
         ) {
             self.protocolName = protocolName
             self.prologue = prologue
@@ -55,6 +61,7 @@ public enum SecureChannel {
             self.maxMessageLength = maxMessageLength
             self.maxHandshakesInProgress = maxHandshakesInProgress
             self.maxPendingConnections = maxPendingConnections
+            self.maxBufferedOutboundBytes = max(1, maxBufferedOutboundBytes)
         }
     }
 }

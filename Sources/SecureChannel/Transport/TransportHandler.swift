@@ -11,6 +11,8 @@ extension SecureChannel {
     /// wait, unsealed, until the socket has drained below the low watermark. So a writer that runs
     /// ahead (the async writer hops to the event loop without waiting) does not pile up sealed
     /// copies, and the few frame buffers in flight are reused (`ApplicationFraming.SendBuffers`).
+    /// Each message's bytes are released from the connection's `OutboundPacing` when its last
+    /// frame has been written to the socket (or failed), which is what paces `OutboundWriter`.
     final class TransportHandler: ChannelDuplexHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -18,6 +20,7 @@ extension SecureChannel {
         typealias OutboundOut = ByteBuffer
 
         private let transport: Noise.TransportState
+        private let pacing: OutboundPacing
         private var reassembler: ApplicationFraming.Reassembler
         private var failed = false
         /// Messages written and not sealed yet, in order; the first `flushedCount` were flushed.
@@ -30,8 +33,9 @@ extension SecureChannel {
         /// How long the connection sends nothing before its kept send buffers are freed.
         static let sendBufferIdleTime = TimeAmount.seconds(1)
 
-        init(transport: Noise.TransportState, maxMessageLength: Int) {
+        init(transport: Noise.TransportState, maxMessageLength: Int, pacing: OutboundPacing) {
             self.transport = transport
+            self.pacing = pacing
             reassembler = ApplicationFraming.Reassembler(limit: maxMessageLength)
         }
 
@@ -75,11 +79,13 @@ extension SecureChannel {
 
         func channelInactive(context: ChannelHandlerContext) {
             failQueued(ChannelError.ioOnClosedChannel)
+            pacing.close()
             context.fireChannelInactive()
         }
 
         func handlerRemoved(context: ChannelHandlerContext) {
             failQueued(ChannelError.ioOnClosedChannel)
+            pacing.close()
             releaseSendBuffers?.cancel()
             releaseSendBuffers = nil
             sendBuffers.removeAll()
@@ -111,14 +117,20 @@ extension SecureChannel {
         }
 
         private func seal(_ message: ByteBuffer, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
+            let count = message.readableBytes
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { [pacing] result in
+                pacing.release(count)
+                promise?.completeWith(result)
+            }
             do {
                 try ApplicationFraming.seal(
                     message, with: transport, buffers: &sendBuffers, allocator: context.channel.allocator
                 ) { frames, isLast in
-                    context.write(wrapOutboundOut(frames), promise: isLast ? promise : nil)
+                    context.write(wrapOutboundOut(frames), promise: isLast ? written : nil)
                 }
             } catch {
-                promise?.fail(HandshakeHandler.channelError(error))
+                written.fail(HandshakeHandler.channelError(error))
             }
             if !sendBuffers.isEmpty {
                 lastWrite = .now()
@@ -128,7 +140,10 @@ extension SecureChannel {
 
         private func failQueued(_ error: any Error) {
             flushedCount = 0
-            while let (_, promise) = queued.popFirst() { promise?.fail(error) }
+            while let (message, promise) = queued.popFirst() {
+                pacing.release(message.readableBytes)
+                promise?.fail(error)
+            }
         }
 
         /// Frees the kept send buffers once nothing has been written for `sendBufferIdleTime`, so

@@ -1,0 +1,134 @@
+import NIOCore
+import Synchronization
+
+extension SecureChannel {
+    /// Writes application messages to a `Connection`, paced by the connection: `write` suspends
+    /// while more than `Configuration.maxBufferedOutboundBytes` of earlier messages are still in
+    /// this process (queued, being sealed, or sealed and waiting for the socket), and resumes as
+    /// the socket drains them (NIO's writability and write completions). So a writer faster than
+    /// the network or the peer is backpressured and never queues more than that bound (or one
+    /// message, if a single message is larger), whatever the scheduling.
+    public struct OutboundWriter: Sendable {
+        let writer: NIOAsyncChannelOutboundWriter<ByteBuffer>
+        let pacing: OutboundPacing
+
+        /// Writes one application message (of any size up to the peer's maximum), waiting first
+        /// until the bytes buffered in this process are below the bound. Throws when the
+        /// connection is closed (`ChannelError.ioOnClosedChannel`, or the writer's own error) or
+        /// the task is cancelled while waiting; the message is then not sent.
+        public func write(_ message: ByteBuffer) async throws {
+            let count = message.readableBytes
+            try await pacing.reserve(count)
+            do {
+                try await writer.write(message)
+            } catch {
+                pacing.release(count)
+                throw error
+            }
+        }
+
+        /// Writes the messages in order, each paced as `write(_:)`.
+        public func write<Messages: Sequence<ByteBuffer>>(contentsOf messages: Messages) async throws {
+            for message in messages { try await write(message) }
+        }
+
+        /// Ends the outbound direction: no more messages will be written.
+        public func finish() {
+            writer.finish()
+        }
+    }
+
+    /// The byte count behind `OutboundWriter`'s pacing: bytes handed to the connection and not yet
+    /// written to the socket. Writers reserve before writing; `TransportHandler` releases when a
+    /// message's last frame has been written (or failed), and closes it when the connection ends.
+    final class OutboundPacing: Sendable {
+        /// The bound on buffered bytes (a single larger message is still let through alone).
+        let limit: Int
+
+        private struct Waiter {
+            let id: UInt64
+            let count: Int
+            let continuation: CheckedContinuation<Void, any Error>
+        }
+
+        private struct State {
+            var queued = 0
+            var peak = 0
+            var closed = false
+            var nextID: UInt64 = 0
+            var waiters = [Waiter]()
+
+            /// Admits `count` bytes when nothing waits before it and they fit (or nothing is queued).
+            mutating func admit(_ count: Int, limit: Int) -> Bool {
+                guard queued == 0 || queued + count <= limit else { return false }
+                queued += count
+                peak = max(peak, queued)
+                return true
+            }
+        }
+
+        private let state = Mutex(State())
+
+        init(limit: Int) { self.limit = max(1, limit) }
+
+        /// The bytes buffered now.
+        var queuedBytes: Int { state.withLock { $0.queued } }
+        /// The most bytes ever buffered at once on this connection.
+        var peakQueuedBytes: Int { state.withLock { $0.peak } }
+
+        /// Waits until `count` more bytes may be buffered, then counts them.
+        func reserve(_ count: Int) async throws {
+            let id = state.withLock { state in
+                defer { state.nextID += 1 }
+                return state.nextID
+            }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    enum Decision { case go, closed, cancelled, wait }
+                    let decision = state.withLock { state -> Decision in
+                        if state.closed { return .closed }
+                        if Task.isCancelled { return .cancelled }
+                        if state.waiters.isEmpty && state.admit(count, limit: limit) { return .go }
+                        state.waiters.append(Waiter(id: id, count: count, continuation: continuation))
+                        return .wait
+                    }
+                    switch decision {
+                    case .go: continuation.resume()
+                    case .closed: continuation.resume(throwing: ChannelError.ioOnClosedChannel)
+                    case .cancelled: continuation.resume(throwing: CancellationError())
+                    case .wait: break
+                    }
+                }
+            } onCancel: {
+                let waiter = state.withLock { state -> Waiter? in
+                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.waiters.remove(at: index)
+                }
+                waiter?.continuation.resume(throwing: CancellationError())
+            }
+        }
+
+        /// Uncounts `count` bytes (written to the socket, or failed) and lets waiting writers on.
+        func release(_ count: Int) {
+            let ready = state.withLock { state -> [Waiter] in
+                state.queued = max(0, state.queued - count)
+                var ready = [Waiter]()
+                while let first = state.waiters.first, state.admit(first.count, limit: limit) {
+                    ready.append(state.waiters.removeFirst())
+                }
+                return ready
+            }
+            for waiter in ready { waiter.continuation.resume() }
+        }
+
+        /// The connection ended: waiting and later writers fail with `ioOnClosedChannel`.
+        func close() {
+            let waiters = state.withLock { state -> [Waiter] in
+                state.closed = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.continuation.resume(throwing: ChannelError.ioOnClosedChannel) }
+        }
+    }
+}

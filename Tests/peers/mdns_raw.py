@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""A raw-socket mDNS peer for the ServiceDiscovery network tests (standard library only; packets
+written from RFC 1035 / RFC 6762, not by the code under test).
+
+  mdns_raw.py timing --interface-ip IP --name INSTANCE [--type T] [--samples N] [--family 4|6] [--interface IF]
+      waits 2.5 s (the responder's announcements end), then N times, 1.2 s apart (a record is
+      multicast at most once per second): sends a multicast (QM) PTR query for T from port 5353
+      and measures, with time.monotonic(), the time until the multicast response carrying the
+      PTR to INSTANCE arrives; then the same for an SRV query of INSTANCE (a unique record).
+      Prints {"ptr": [seconds...], "srv": [seconds...]}; a sample without an answer is null.
+  mdns_raw.py claim --interface-ip IP --name INSTANCE --port P --host H [--type T] [--duration S]
+      acts as a second responder claiming INSTANCE (SRV to H.local.:P, TXT, A IP): multicasts the
+      claim, prints {"event":"claimed"}, then for S seconds answers every query naming INSTANCE
+      (probes included) with the claim; prints {"event":"done","answered":N}.
+
+  mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T]
+      sends a legacy unicast query (RFC 6762 §6.7: from an ephemeral port of SOURCE, ID 0x4242)
+      for INSTANCE's SRV record to IP:5353 (IPv4 or IPv6) twice and prints {"answered": bool}.
+
+Run inside the test's network namespace (ip netns exec); every packet goes to the mDNS group
+(224.0.0.251, or ff02::fb with --family 6) out of the given interface.
+"""
+import argparse
+import json
+import select
+import socket
+import struct
+import sys
+import time
+
+GROUP4, GROUP6, PORT = "224.0.0.251", "ff02::fb", 5353
+PTR, TXT, SRV, A = 12, 16, 33, 1
+
+
+def encode_name(text):
+    out = b""
+    for label in text.rstrip(".").split("."):
+        data = label.encode()
+        out += bytes([len(data)]) + data
+    return out + b"\0"
+
+
+def read_name(data, offset):
+    """Returns (lower-case dotted name, offset after the name in place)."""
+    labels, end, jumps = [], None, 0
+    while True:
+        length = data[offset]
+        if length & 0xC0 == 0xC0:
+            if end is None:
+                end = offset + 2
+            offset = ((length & 0x3F) << 8) | data[offset + 1]
+            jumps += 1
+            if jumps > 64:
+                raise ValueError("pointer loop")
+            continue
+        offset += 1
+        if length == 0:
+            break
+        labels.append(data[offset:offset + length].decode("utf-8", "replace").lower())
+        offset += length
+    return ".".join(labels) + ".", (end if end is not None else offset)
+
+
+def parse(data):
+    """Returns (flags, questions [(name, type)], records [(name, type, rdata_offset, rdata)])."""
+    _, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", data[:12])
+    offset, questions, records = 12, [], []
+    for _ in range(qd):
+        name, offset = read_name(data, offset)
+        qtype, _ = struct.unpack("!HH", data[offset:offset + 4])
+        offset += 4
+        questions.append((name, qtype))
+    for _ in range(an + ns + ar):
+        name, offset = read_name(data, offset)
+        rtype, _, _, length = struct.unpack("!HHIH", data[offset:offset + 10])
+        offset += 10
+        records.append((name, rtype, offset, data[offset:offset + length]))
+        offset += length
+    return flags, questions, records, an
+
+
+def open_socket(family, interface_ip, interface):
+    if family == 6:
+        index = socket.if_nametoindex(interface)
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(("::", PORT))
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, socket.inet_pton(socket.AF_INET6, GROUP6) + struct.pack("@I", index))
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, index)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+        return sock, (GROUP6, PORT, 0, index)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("0.0.0.0", PORT))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(GROUP4) + socket.inet_aton(interface_ip))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(interface_ip))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
+    return sock, (GROUP4, PORT)
+
+
+def query(name, qtype):
+    return struct.pack("!HHHHHH", 0, 0, 1, 0, 0, 0) + encode_name(name) + struct.pack("!HH", qtype, 1)
+
+
+def timing(args):
+    sock, group = open_socket(args.family, args.interface_ip, args.interface)
+    instance = (args.name + "." + args.type).lower()
+    service_type = args.type.lower()
+    time.sleep(2.5)
+
+    def measure(packet, wanted):
+        # Drop what arrived before the query (a late announcement must not count as its answer).
+        while select.select([sock], [], [], 0)[0]:
+            sock.recvfrom(9000)
+        sock.sendto(packet, group)
+        start = time.monotonic()
+        while True:
+            left = start + 2.0 - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                return None
+            data, _ = sock.recvfrom(9000)
+            arrived = time.monotonic()
+            try:
+                flags, _, records, answers = parse(data)
+            except (ValueError, IndexError, struct.error):
+                continue
+            # An announcement (every record in the answer section) is not an answer to the query.
+            if flags & 0x8000 and any(wanted(data, record) for record in records[:answers]) and not announcement(records[:answers]):
+                return arrived - start
+
+    def announcement(answers):
+        return {PTR, SRV, TXT} <= {record[1] for record in answers}
+
+    def is_ptr(data, record):
+        return record[0] == service_type and record[1] == PTR and read_name(data, record[2])[0] == instance
+
+    def is_srv(data, record):
+        return record[0] == instance and record[1] == SRV
+
+    result = {"ptr": [], "srv": []}
+    for _ in range(args.samples):
+        result["ptr"].append(measure(query(service_type, PTR), is_ptr))
+        time.sleep(0.2)
+        result["srv"].append(measure(query(instance, SRV), is_srv))
+        time.sleep(1.2)
+    print(json.dumps(result), flush=True)
+
+
+def claim(args):
+    sock, group = open_socket(4, args.interface_ip, None)
+    instance = args.name + "." + args.type
+    host = args.host + ".local."
+    unique = 0x8001
+    answers = [
+        encode_name(instance) + struct.pack("!HHIH", SRV, unique, 120, 6 + len(encode_name(host)))
+        + struct.pack("!HHH", 0, 0, args.port) + encode_name(host),
+        encode_name(instance) + struct.pack("!HHIH", TXT, unique, 4500, 8) + b"\x07claim=1",
+        encode_name(host) + struct.pack("!HHIH", A, unique, 120, 4) + socket.inet_aton(args.interface_ip),
+    ]
+    response = struct.pack("!HHHHHH", 0, 0x8400, 0, len(answers), 0, 0) + b"".join(answers)
+    sock.sendto(response, group)
+    print(json.dumps({"event": "claimed"}), flush=True)
+    answered = 0
+    deadline = time.monotonic() + args.duration
+    while time.monotonic() < deadline:
+        if not select.select([sock], [], [], 0.1)[0]:
+            continue
+        data, _ = sock.recvfrom(9000)
+        try:
+            flags, questions, _, _ = parse(data)
+        except (ValueError, IndexError, struct.error):
+            continue
+        if not flags & 0x8000 and any(name == instance.lower() for name, _ in questions):
+            sock.sendto(response, group)
+            answered += 1
+    print(json.dumps({"event": "done", "answered": answered}), flush=True)
+
+
+def legacy(args):
+    family = socket.AF_INET6 if ":" in args.target else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    sock.bind((args.interface_ip, 0))
+    sock.settimeout(1.0)
+    packet = struct.pack("!HHHHHH", 0x4242, 0, 1, 0, 0, 0) + encode_name(args.name + "." + args.type) + struct.pack("!HH", SRV, 1)
+    answered = False
+    for _ in range(2):
+        sock.sendto(packet, (args.target, PORT))
+        try:
+            data, _ = sock.recvfrom(9000)
+            answered = answered or (data[:2] == b"\x42\x42" and bool(data[2] & 0x80))
+        except socket.timeout:
+            pass
+        if answered:
+            break
+    print(json.dumps({"answered": answered}), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["timing", "claim", "legacy"])
+    parser.add_argument("--interface-ip", required=True)
+    parser.add_argument("--interface")
+    parser.add_argument("--target")
+    parser.add_argument("--family", type=int, default=4)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--type", default="_sf-channel._tcp.local.")
+    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--port", type=int, default=9)
+    parser.add_argument("--host", default="claimer")
+    parser.add_argument("--duration", type=float, default=15)
+    args = parser.parse_args()
+    {"timing": timing, "claim": claim, "legacy": legacy}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
