@@ -49,6 +49,7 @@ public enum Base64 {
     }
 
     /// Decodes padded standard base64. Rejects whitespace, missing padding and non-zero pad bits.
+    /// Throws `SecureCoreError.malformedEncoding`.
     public static func decode(_ text: String) throws(SecureCoreError) -> Data {
         guard let data = Data(base64Encoded: text), data.base64EncodedString() == text else {
             throw SecureCoreError.malformedEncoding("not canonical base64")
@@ -67,6 +68,7 @@ public enum Base64URL {
     }
 
     /// Decodes unpadded base64url. Rejects padding, `+`, `/`, whitespace and non-zero pad bits.
+    /// Throws `SecureCoreError.malformedEncoding`.
     public static func decode(_ text: String) throws(SecureCoreError) -> Data {
         guard !text.contains("="), !text.contains("+"), !text.contains("/"), text.utf8.count % 4 != 1 else {
             throw SecureCoreError.malformedEncoding("not canonical unpadded base64url")

@@ -31,6 +31,7 @@ extension Envelope {
         }
 
         /// Seals `plaintext` bound to `context` under a fresh random nonce.
+        /// Throws `SecureCoreError.invalidParameter` only if the AEAD refuses the key.
         public mutating func seal(_ plaintext: some DataProtocol, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
             if nextNonce == nonces.count {
                 nonces = SecureRandom.bytes(count: nonceBlock)

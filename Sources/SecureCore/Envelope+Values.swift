@@ -6,23 +6,27 @@ import Foundation
 extension Envelope {
     /// Seals a property-list object (dictionary, array, string, data, date, number, boolean),
     /// serialized as a binary property list.
+    /// Throws `SecureCoreError.invalidParameter` (not a property list, or not a 32-byte key).
     public static func seal(propertyList: Any, key: SymmetricKey, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
         try seal(try serialize(propertyList: propertyList), key: key, context: context)
     }
 
     /// Seals a property-list object under a passphrase.
     public static func seal<S: DataProtocol>(
+        /// Throws `SecureCoreError.invalidParameter` (not a property list, or KDF parameters the format cannot store).
         propertyList: Any, passphrase: S, kdf: PasswordKDF = .default, context: some DataProtocol = Data()
     ) throws(SecureCoreError) -> Data {
         try seal(try serialize(propertyList: propertyList), passphrase: passphrase, kdf: kdf, context: context)
     }
 
     /// Opens a sealed property-list object.
+    /// Throws as `open(_:key:context:)`, or `malformedEncoding` when the content is not a property list.
     public static func openPropertyList<E: DataProtocol>(_ envelope: E, key: SymmetricKey, context: some DataProtocol = Data()) throws(SecureCoreError) -> Any {
         try deserializePropertyList(try open(envelope, key: key, context: context))
     }
 
     /// Opens a property-list object sealed under a passphrase.
+    /// Throws as `open(_:passphrase:context:limits:)`, or `malformedEncoding` when the content is not a property list.
     public static func openPropertyList<E: DataProtocol, S: DataProtocol>(
         _ envelope: E, passphrase: S, context: some DataProtocol = Data(), limits: KDFLimits = .default
     ) throws(SecureCoreError) -> Any {
@@ -30,11 +34,13 @@ extension Envelope {
     }
 
     /// Seals a `Codable` value, encoded as a binary property list.
+    /// Throws `SecureCoreError.invalidParameter` (the value does not encode, or not a 32-byte key).
     public static func seal<T: Encodable>(encodable value: T, key: SymmetricKey, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
         try seal(try encode(value), key: key, context: context)
     }
 
     /// Opens a sealed `Codable` value of type `type`.
+    /// Throws as `open(_:key:context:)`, or `malformedEncoding` when the content is not a `T`.
     public static func open<T: Decodable, E: DataProtocol>(
         _ type: T.Type, from envelope: E, key: SymmetricKey, context: some DataProtocol = Data()
     ) throws(SecureCoreError) -> T {
@@ -42,6 +48,7 @@ extension Envelope {
     }
 
     /// Seals a `Codable` value under a passphrase.
+    /// Throws `SecureCoreError.invalidParameter` (the value does not encode, or KDF parameters the format cannot store).
     public static func seal<T: Encodable, S: DataProtocol>(
         encodable value: T, passphrase: S, kdf: PasswordKDF = .default, context: some DataProtocol = Data()
     ) throws(SecureCoreError) -> Data {
@@ -49,6 +56,7 @@ extension Envelope {
     }
 
     /// Opens a `Codable` value sealed under a passphrase.
+    /// Throws as `open(_:passphrase:context:limits:)`, or `malformedEncoding` when the content is not a `T`.
     public static func open<T: Decodable, E: DataProtocol, S: DataProtocol>(
         _ type: T.Type, from envelope: E, passphrase: S, context: some DataProtocol = Data(), limits: KDFLimits = .default
     ) throws(SecureCoreError) -> T {

@@ -36,6 +36,7 @@ public enum Envelope {
     // MARK: Sealing
 
     /// Seals `plaintext` under a 32-byte raw key.
+    /// Throws `SecureCoreError.invalidParameter` when the key is not 32 bytes.
     public static func seal<P: DataProtocol>(
         _ plaintext: P, key: SymmetricKey, algorithm: Algorithm = .aes256GCM, context: some DataProtocol = Data()
     ) throws(SecureCoreError) -> Data {
@@ -46,6 +47,7 @@ public enum Envelope {
     }
 
     /// Seals `plaintext` under a 32-byte raw key held as `SecretBytes`.
+    /// Throws `SecureCoreError.invalidParameter` when the key is not 32 bytes.
     public static func seal<P: DataProtocol>(
         _ plaintext: P, key: SecretBytes, algorithm: Algorithm = .aes256GCM, context: some DataProtocol = Data()
     ) throws(SecureCoreError) -> Data {
@@ -53,6 +55,7 @@ public enum Envelope {
     }
 
     /// Seals `plaintext` under a key derived from `passphrase` with `kdf` and a fresh random salt.
+    /// Throws `SecureCoreError.invalidParameter` for KDF parameters the format cannot store, `costAboveCeiling`/`outOfMemory` from the KDF.
     public static func seal<P: DataProtocol, S: DataProtocol>(
         _ plaintext: P, passphrase: S, kdf: PasswordKDF = .default, algorithm: Algorithm = .aes256GCM,
         context: some DataProtocol = Data()
@@ -91,11 +94,13 @@ public enum Envelope {
     }
 
     /// Opens a raw-key envelope with a key held as `SecretBytes`.
+    /// Throws as `open(_:key:context:)` with a `SymmetricKey`.
     public static func open<E: DataProtocol>(_ envelope: E, key: SecretBytes, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
         try open(envelope, key: key.symmetricKey, context: context)
     }
 
     /// Opens a passphrase envelope. KDF parameters above `limits` are rejected before any KDF work.
+    /// Throws `authenticationFailed` (wrong passphrase or context, modified data), `costAboveCeiling`, `secretKindMismatch` for a raw-key envelope, or a header error (`truncated`, `unrecognizedFormat`, `unsupportedAlgorithm`, `unsupportedKDF`).
     public static func open<E: DataProtocol, S: DataProtocol>(
         _ envelope: E, passphrase: S, context: some DataProtocol = Data(), limits: KDFLimits = .default
     ) throws(SecureCoreError) -> Data {
@@ -113,6 +118,7 @@ public enum Envelope {
     }
 
     /// Reads the header of `envelope` without a key (to show what it needs, or to choose a key).
+    /// Throws `truncated`, `unrecognizedFormat`, `unsupportedAlgorithm` or `unsupportedKDF`.
     public static func header<E: DataProtocol>(of envelope: E) throws(SecureCoreError) -> Header {
         try parseHeader(contiguous(envelope))
     }

@@ -7,6 +7,7 @@ import Foundation
 /// pipe destination is written in place, never replaced (see `OutputDestination`).
 public enum FileEncryption {
     /// Encrypts the file at `source` to `destination` under a 32-byte key.
+    /// Throws `SecureCoreError`: `.io`/`.fileExists` for the files, `invalidParameter` for a bad key or KDF.
     public static func encryptFile(
         at source: String, to destination: String, key: SymmetricKey,
         algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
@@ -18,6 +19,7 @@ public enum FileEncryption {
     }
 
     /// Encrypts the file at `source` to `destination` under a passphrase.
+    /// Throws `SecureCoreError`: `.io`/`.fileExists` for the files, `invalidParameter` for a bad key or KDF.
     public static func encryptFile<S: DataProtocol>(
         at source: String, to destination: String, passphrase: S, kdf: PasswordKDF = .default,
         algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
@@ -30,6 +32,7 @@ public enum FileEncryption {
     }
 
     /// Decrypts the file at `source` to `destination` under a 32-byte key; all or nothing.
+    /// Throws `SecureCoreError`: `.io` for the files, or as `StreamEnvelope.decrypt` (`authenticationFailed`, `truncated`, `trailingData`, ...).
     public static func decryptFile(
         at source: String, to destination: String, key: SymmetricKey, context: some DataProtocol = Data()
     ) throws(SecureCoreError) {
@@ -40,6 +43,7 @@ public enum FileEncryption {
     }
 
     /// Decrypts the file at `source` to `destination` under a passphrase; all or nothing.
+    /// Throws `SecureCoreError`: `.io` for the files, or as `StreamEnvelope.decrypt` (`authenticationFailed`, `truncated`, `trailingData`, ...).
     public static func decryptFile<S: DataProtocol>(
         at source: String, to destination: String, passphrase: S, context: some DataProtocol = Data(),
         limits: KDFLimits = .default

@@ -15,6 +15,7 @@ public struct FileInput: ~Copyable {
     public let path: String
 
     /// Opens `path` for reading.
+    /// Throws `SecureCoreError.io` when it cannot be opened.
     public init(path: String) throws(SecureCoreError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
@@ -36,6 +37,7 @@ public struct FileInput: ~Copyable {
     private let peeked = PeekBuffer()
 
     /// Returns up to `count` upcoming bytes without consuming them (to detect a format on a pipe).
+    /// Throws `SecureCoreError.io` when the read fails.
     public func peek(_ count: Int) throws(SecureCoreError) -> Data {
         if peeked.bytes.count < count {
             var more = Data(count: count - peeked.bytes.count)
@@ -47,6 +49,7 @@ public struct FileInput: ~Copyable {
 
     /// Fills `buffer` as far as the input allows; returns the byte count, less than the buffer's
     /// size only at end of input.
+    /// Throws `SecureCoreError.io` when the read fails.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) -> Int {
         var total = 0
         if !peeked.bytes.isEmpty {
@@ -72,6 +75,7 @@ public struct FileInput: ~Copyable {
     }
 
     /// Reads up to `count` bytes; fewer only at end of input.
+    /// Throws `SecureCoreError.io` when the read fails.
     public func read(upTo count: Int) throws(SecureCoreError) -> Data {
         var data = Data(count: count)
         let n = try data.withUnsafeMutableBytes { buffer in Result { () throws(SecureCoreError) in try read(into: buffer) } }.get()
@@ -80,6 +84,7 @@ public struct FileInput: ~Copyable {
     }
 
     /// Reads everything that remains.
+    /// Throws `SecureCoreError.io` when a read fails.
     public func readToEnd(chunkSize: Int = 1 << 20) throws(SecureCoreError) -> Data {
         var all = Data()
         while true {
@@ -118,6 +123,7 @@ public struct FileOutput: ~Copyable {
     deinit { if ownsDescriptor { close(descriptor) } }
 
     /// Writes all of `bytes`.
+    /// Throws `SecureCoreError.io` when the write fails (for example a full disk).
     public func write(_ bytes: UnsafeRawBufferPointer) throws(SecureCoreError) {
         var offset = 0
         while offset < bytes.count {
@@ -131,11 +137,13 @@ public struct FileOutput: ~Copyable {
     }
 
     /// Writes all of `data`.
+    /// Writes all of `data`. Throws `SecureCoreError.io` when the write fails.
     public func write<D: ContiguousBytes>(_ data: D) throws(SecureCoreError) {
         try data.withUnsafeBytes { bytes in Result { () throws(SecureCoreError) in try write(bytes) } }.get()
     }
 
     /// Forces written data to stable storage.
+    /// Throws `SecureCoreError.io` when fsync fails.
     public func sync() throws(SecureCoreError) {
         guard fsync(descriptor) == 0 else {
             throw SecureCoreError.io(path: path, reason: "fsync: " + String(cString: strerror(errno)))

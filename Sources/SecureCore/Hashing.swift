@@ -74,6 +74,7 @@ public enum Hashing {
     }
 
     /// The digest of the file at `path`, in bounded memory.
+    /// Throws `SecureCoreError.io` when the file cannot be opened or read.
     public static func hash(fileAt path: String, with function: HashFunction = .sha256) throws(SecureCoreError) -> Data {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw SecureCoreError.io(path: path, reason: "cannot open for reading")
@@ -84,12 +85,14 @@ public enum Hashing {
 
     /// The digest of the canonical encoding of `value`: JSON with sorted keys (see docs/FORMATS.md),
     /// so equal values hash equally whatever the order their dictionaries were built in.
+    /// Throws `SecureCoreError.invalidParameter` when the value does not encode.
     public static func hash<T: Encodable>(encodable value: T, with function: HashFunction = .sha256) throws(SecureCoreError) -> Data {
         hash(try CanonicalEncoding.json(value), with: function)
     }
 
     /// The digest of the canonical encoding of a property-list object (dictionary, array, string,
     /// data, date, number or boolean), independent of dictionary order.
+    /// Throws `SecureCoreError.invalidParameter` for a value that is not a property list.
     public static func hash(propertyList: Any, with function: HashFunction = .sha256) throws(SecureCoreError) -> Data {
         hash(try CanonicalEncoding.propertyList(propertyList), with: function)
     }

@@ -8,8 +8,10 @@ import Foundation
 /// A sealer that cannot currently work (a locked vault) throws `SecureCoreError.locked`.
 public protocol ItemSealer: Sendable {
     /// Seals `plaintext`, binding `context`.
+    /// Throws `SecureCoreError.locked` when the sealer cannot currently work, another case otherwise.
     func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data
     /// Opens what `seal` produced with the same `context`.
+    /// Throws `authenticationFailed` (wrong context or key, modified value) or `locked`.
     func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data
 }
 
@@ -20,6 +22,7 @@ public struct KeyItemSealer: ItemSealer {
     private let algorithm: Envelope.Algorithm
 
     /// A sealer using `key` (32 bytes) with `algorithm`.
+    /// Throws `SecureCoreError.invalidParameter` when `key` is not 32 bytes.
     public init(key: SecretBytes, algorithm: Envelope.Algorithm = .aes256GCM) throws(SecureCoreError) {
         guard key.count == Envelope.keyByteCount else {
             throw SecureCoreError.invalidParameter("key must be \(Envelope.keyByteCount) bytes")
@@ -28,10 +31,12 @@ public struct KeyItemSealer: ItemSealer {
         self.algorithm = algorithm
     }
 
+    /// Seals as `Envelope.seal`; throws as it does.
     public func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data {
         try Envelope.seal(plaintext, key: key, algorithm: algorithm, context: context)
     }
 
+    /// Opens as `Envelope.open`; throws `authenticationFailed` for a wrong context or modified value.
     public func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data {
         try Envelope.open(sealed, key: key, context: context)
     }
@@ -46,6 +51,7 @@ public struct PassphraseItemSealer: ItemSealer {
     private let limits: KDFLimits
 
     /// A sealer for `passphrase`; new values use `kdf`, stored values are opened within `limits`.
+    /// Throws `SecureCoreError.invalidParameter` for an empty passphrase, `costAboveCeiling` for a KDF above `limits`.
     public init(passphrase: SecretBytes, kdf: PasswordKDF = .default, limits: KDFLimits = .default) throws(SecureCoreError) {
         guard passphrase.count > 0 else { throw SecureCoreError.invalidParameter("the passphrase is empty") }
         try kdf.validate(within: limits)
@@ -54,10 +60,12 @@ public struct PassphraseItemSealer: ItemSealer {
         self.limits = limits
     }
 
+    /// Seals as a passphrase `Envelope`; throws as `Envelope.seal(_:passphrase:kdf:algorithm:context:)`.
     public func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data {
         try passphrase.withUnsafeBytes { bytes throws(SecureCoreError) in try Envelope.seal(plaintext, passphrase: bytes, kdf: kdf, context: context) }
     }
 
+    /// Opens within `limits`; throws `authenticationFailed`, `costAboveCeiling` or a header error.
     public func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data {
         try passphrase.withUnsafeBytes { bytes throws(SecureCoreError) in try Envelope.open(sealed, passphrase: bytes, context: context, limits: limits) }
     }

@@ -11,6 +11,7 @@ import Foundation
 /// probability about 1 − 1/65,536, and modified data may go unnoticed. Re-seal with `Envelope`.
 public enum LegacyIMAS {
     /// The seed's key derivation: PBKDF2-HMAC-SHA256, 1000 rounds, 32-byte key, from the app's salt.
+    /// Throws `SecureCoreError` only as `PasswordKDF.deriveKey` does (not for these fixed parameters).
     public static func deriveKey<P: DataProtocol, S: DataProtocol>(password: P, salt: S) throws(SecureCoreError) -> SecretBytes {
         try PasswordKDF.pbkdf2(hash: .sha256, rounds: 1000).deriveKey(from: password, salt: salt, outputByteCount: 32)
     }

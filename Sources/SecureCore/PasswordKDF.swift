@@ -98,6 +98,7 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     /// The scrypt cost (r 8, p 1) whose derivation takes closest to, without exceeding by more than
     /// a factor of two, `target` on this machine, capped by `limits`. Measures logN 12 and
     /// extrapolates (scrypt time doubles with each logN step), then confirms with one run.
+    /// Throws `SecureCoreError.outOfMemory` when the probe derivation cannot allocate.
     public static func calibrateScrypt(target: Duration, limits: KDFLimits = .default) throws(SecureCoreError) -> PasswordKDF {
         let clock = ContinuousClock()
         let probeLogN: UInt8 = 12
@@ -114,6 +115,7 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The PBKDF2-HMAC-SHA256 round count that takes about `target` on this machine, capped by `limits`.
+    /// Throws `SecureCoreError` only as `deriveKey` does (not for the probe parameters).
     public static func calibratePBKDF2(target: Duration, limits: KDFLimits = .default) throws(SecureCoreError) -> PasswordKDF {
         let probeRounds: UInt32 = 50_000
         let clock = ContinuousClock()

@@ -19,13 +19,16 @@ public struct SSHWireReader: Sendable {
     }
 
     /// A big-endian uint32.
+    /// Throws `OpenSSHKeyFileError.malformed` when fewer than 4 bytes remain.
     public mutating func uint32() throws(OpenSSHKeyFileError) -> UInt32 { try bytes(4).reduce(0) { $0 << 8 | UInt32($1) } }
 
     /// A length-prefixed `string` (arbitrary bytes).
+    /// Throws `OpenSSHKeyFileError.malformed` when the length runs past the end.
     public mutating func string() throws(OpenSSHKeyFileError) -> Data { try bytes(Int(uint32())) }
 
     /// A non-negative `mpint` as unsigned big-endian bytes without leading zeros; negative values
     /// are refused.
+    /// Throws `OpenSSHKeyFileError.malformed` when truncated or negative.
     public mutating func unsignedMPInt() throws(OpenSSHKeyFileError) -> Data {
         let raw = try string()
         guard raw.first.map({ $0 < 0x80 }) ?? true else { throw OpenSSHKeyFileError.malformed("negative mpint") }
@@ -33,6 +36,7 @@ public struct SSHWireReader: Sendable {
     }
 
     /// Every remaining byte.
+    /// Never fails in practice (typed as the other reads).
     public mutating func rest() throws(OpenSSHKeyFileError) -> Data { try bytes(data.count - offset) }
 }
 

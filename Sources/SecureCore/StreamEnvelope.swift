@@ -27,6 +27,7 @@ public enum StreamEnvelope {
     // MARK: Encrypting
 
     /// Reads `input` to its end and writes the sealed stream to `output`, under a 32-byte key.
+    /// Throws `SecureCoreError`: `invalidParameter` for a key that is not 32 bytes, `.io` from the input or output.
     public static func encrypt(
         from input: borrowing FileInput, to output: borrowing FileOutput, key: SymmetricKey,
         algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
@@ -39,6 +40,7 @@ public enum StreamEnvelope {
     }
 
     /// Reads `input` to its end and writes the sealed stream to `output`, under a passphrase.
+    /// Throws `SecureCoreError`: `invalidParameter` for KDF parameters the format cannot store, KDF errors, `.io`.
     public static func encrypt<S: DataProtocol>(
         from input: borrowing FileInput, to output: borrowing FileOutput, passphrase: S,
         kdf: PasswordKDF = .default, algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
@@ -68,6 +70,7 @@ public enum StreamEnvelope {
     // MARK: Decrypting
 
     /// Reads a sealed stream from `input` and writes the plaintext to `output`, under a raw key.
+    /// Throws `SecureCoreError`: see the type's failures, `secretKindMismatch` for a passphrase stream, `.io`.
     public static func decrypt(
         from input: borrowing FileInput, to output: borrowing FileOutput, key: SymmetricKey,
         context: some DataProtocol = Data()
@@ -81,6 +84,7 @@ public enum StreamEnvelope {
 
     /// Reads a sealed stream from `input` and writes the plaintext to `output`, under a passphrase.
     /// KDF parameters above `limits` are rejected before any KDF work.
+    /// Throws `SecureCoreError`: see the type's failures, `costAboveCeiling`, `secretKindMismatch` for a raw-key stream, `.io`.
     public static func decrypt<S: DataProtocol>(
         from input: borrowing FileInput, to output: borrowing FileOutput, passphrase: S,
         context: some DataProtocol = Data(), limits: KDFLimits = .default
