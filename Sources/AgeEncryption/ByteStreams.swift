@@ -6,7 +6,7 @@ func ioErrors<R: ~Copyable>(_ body: () throws -> R) throws -> R {
     do {
         return try body()
     } catch let error as SecureCoreError {
-        throw AgeError.io(error.description)
+        throw AgeError.io(error)
     }
 }
 

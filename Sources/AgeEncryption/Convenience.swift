@@ -47,7 +47,7 @@ extension Age {
                 try body(DescriptorSink(descriptor: output.descriptor, name: path))
             }
         } catch let error as SecureCoreError {
-            throw AgeError.io(error.description)
+            throw AgeError.io(error)
         }
     }
 }
