@@ -13,6 +13,7 @@ import CryptoExtras
 /// Heimdall's "URL-safe" variant (`/` → `_`, `+` → `-`, padding kept).
 public enum Heimdall {
     /// Encrypts `message` to `key` in Heimdall's payload layout.
+    /// Throws `KeyError.invalidKey` only if the key cannot wrap the AES key (not for accepted sizes).
     public static func encrypt(_ message: some DataProtocol, to key: RSAPublicKey) throws(KeyError) -> Data {
         let keyLength = aesKeyLength(for: key)
         let keyAndIV = SecretBytes.random(count: keyLength + 16)
@@ -57,12 +58,14 @@ public enum Heimdall {
     }
 
     /// Encrypts the UTF-8 bytes of `message` and returns Heimdall's base64 text.
+    /// Throws as `encrypt(_:to:)`.
     public static func encrypt(_ message: String, to key: RSAPublicKey, urlEncode: Bool = false) throws(KeyError) -> String {
         encodeBase64(try encrypt(Data(message.utf8), to: key), urlSafe: urlEncode)
     }
 
     /// Decrypts Heimdall base64 text (either variant) to a UTF-8 string. Text whose length cannot
     /// encode a payload for this key is refused before it is decoded.
+    /// Throws `KeyError.malformedBase64` or `legacyDecryptionFailed` (also for a non-UTF-8 plaintext).
     public static func decrypt(_ base64: String, with key: RSAPrivateKey) throws(KeyError) -> String {
         let plaintext = try decrypt(decodePayload(base64, for: key.publicKey), with: key)
         guard let text = String(data: plaintext, encoding: .utf8) else {
@@ -72,11 +75,13 @@ public enum Heimdall {
     }
 
     /// RSASSA-PKCS1-v1_5 SHA-256 signature, as Heimdall's `sign`.
+    /// Throws `KeyError.invalidKey` only if swift-crypto cannot sign with the key.
     public static func sign(_ message: some DataProtocol, with key: RSAPrivateKey) throws(KeyError) -> Data {
         try key.signature(for: message, scheme: .rsaPKCS1v15)
     }
 
     /// Signs the UTF-8 bytes of `message`; Heimdall base64 text.
+    /// Throws as `sign(_:with:)`.
     public static func sign(_ message: String, with key: RSAPrivateKey, urlEncode: Bool = false) throws(KeyError) -> String {
         encodeBase64(try sign(Data(message.utf8), with: key), urlSafe: urlEncode)
     }

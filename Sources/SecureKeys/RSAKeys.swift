@@ -91,6 +91,7 @@ public struct RSAPrivateKey: Sendable {
     public let publicKey: RSAPublicKey
 
     /// Generates a new key with public exponent 65537. RSA generation takes seconds for 4096 bits.
+    /// Throws `KeyError.unsupportedKeySize` when swift-crypto refuses the size.
     public init(keySize: RSAKeySize) throws(KeyError) {
         let key: _RSA.Signing.PrivateKey
         do {

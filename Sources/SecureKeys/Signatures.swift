@@ -52,6 +52,7 @@ extension AsymmetricPrivateKey {
     }
 
     /// Signs the UTF-8 bytes of `message` and returns padded standard base64, as Heimdall does.
+    /// Throws as `signature(for:scheme:)` with bytes.
     public func signature(for message: String, scheme: SignatureScheme? = nil) throws(KeyError) -> String {
         Base64.encode(try signature(for: Data(message.utf8), scheme: scheme))
     }

@@ -12,6 +12,7 @@ public enum EncryptedPKCS8 {
     public static let defaultIterations = 600_000
 
     /// Encrypts the PKCS#8 encoding of `key` under `passphrase` with a fresh 16-byte salt and IV.
+    /// Throws `KeyError.costAboveCeiling` for an iteration count outside 1...2³²−1.
     public static func encrypt(
         _ key: AsymmetricPrivateKey, passphrase: some DataProtocol, iterations: Int = defaultIterations
     ) throws(KeyError) -> Data {

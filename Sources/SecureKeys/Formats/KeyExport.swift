@@ -65,6 +65,8 @@ extension AsymmetricPublicKey {
 extension AsymmetricPrivateKey {
     /// The key in `format`; public formats write the public half. `pkcs8Encrypted` needs
     /// `passphrase` and uses `iterations` PBKDF2 rounds. The result holds secret material for private formats.
+    /// Throws `KeyError.notApplicable` when the format does not fit the key, `passphraseRequired` for
+    /// `pkcs8Encrypted` without a passphrase, `costAboveCeiling` for iterations out of range.
     public func exported(
         as format: KeyExportFormat, passphrase: SecretBytes? = nil, iterations: Int = EncryptedPKCS8.defaultIterations
     ) throws(KeyError) -> SecretBytes {

@@ -26,6 +26,7 @@ public enum ImportedKey: Sendable {
 /// (`openssh-key-v1`), JWK, and raw X9.63 EC points.
 public enum KeyImport {
     /// Reads any key. `passphrase` opens encrypted PKCS#8; its PBKDF2 cost is checked against `limits`.
+    /// Throws `KeyError`: `unrecognizedKeyFormat`, a format's own case (`malformedPEM`, `malformedDER`, `sshKey`, `openSSHKeyFile`, `malformedJWK`, ...), `passphraseRequired`, `wrongPassphrase` or `costAboveCeiling`.
     public static func key(
         from input: some DataProtocol, passphrase: SecretBytes? = nil, limits: KDFLimits = .default
     ) throws(KeyError) -> ImportedKey {
@@ -46,6 +47,7 @@ public enum KeyImport {
     }
 
     /// Reads a public key, or the public half of a private key.
+    /// Throws as `key(from:passphrase:limits:)`; an encrypted private key is `wrongKeyType`.
     public static func publicKey(from input: some DataProtocol) throws(KeyError) -> AsymmetricPublicKey {
         do {
             return try key(from: input).publicKey
@@ -67,6 +69,7 @@ public enum KeyImport {
     }
 
     /// An uncompressed X9.63 point (`04 || X || Y`) on P-256, P-384 or P-521, chosen by its length.
+    /// Throws `KeyError.invalidKey` for another length or a point not on the curve.
     public static func x963PublicKey(_ point: some DataProtocol) throws(KeyError) -> AsymmetricPublicKey {
         let bytes = Data(point)
         switch bytes.count {

@@ -13,12 +13,14 @@ import CryptoExtras
 /// signature inside the encryption for RSA).
 public enum HybridEncryption {
     /// Encrypts `message` to `recipient` (anonymous sender).
+    /// Throws `KeyError.wrongKeyType` for an Ed25519 recipient, `unsupportedKeySize` for 1024-bit RSA.
     public static func encrypt(_ message: some DataProtocol, to recipient: AsymmetricPublicKey) throws(KeyError) -> Data {
         try seal(Data(message), to: recipient, from: nil)
     }
 
     /// Encrypts `message` to `recipient` so the recipient can verify it came from `sender`. The sender
     /// key must be of the same curve as the recipient (HPKE auth mode), or RSA for an RSA recipient.
+    /// Throws as `encrypt(_:to:)`, and `wrongKeyType` when the sender key does not fit the recipient.
     public static func encrypt(
         _ message: some DataProtocol, to recipient: AsymmetricPublicKey, from sender: AsymmetricPrivateKey
     ) throws(KeyError) -> Data {
@@ -41,6 +43,7 @@ public enum HybridEncryption {
 
     /// The fingerprint of the sender named in a sender-authenticated message, unverified (for
     /// choosing which sender key to try); nil for anonymous messages.
+    /// Throws `KeyError.unrecognizedMessage` or `truncated` for a message that is not SFK1.
     public static func claimedSender(of message: some DataProtocol) throws(KeyError) -> KeyFingerprint? {
         try HybridMessage.parsePrefix(Data(message)).0.sender.map(KeyFingerprint.init(bytes:))
     }
