@@ -70,9 +70,9 @@ import Testing
     }
 
     @Test func malformedKeysAreRejected() {
-        #expect(throws: AgeError.self) { try Age.parseRecipient("ssh-ed25519 AAAA") }
-        #expect(throws: AgeError.self) { try Age.parseRecipient("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA== x") }
-        #expect(throws: AgeError.self) {
+        #expect(throws: AgeError.sshKey(.truncated)) { try Age.parseRecipient("ssh-ed25519 AAAA") }
+        #expect(throws: AgeError.sshKey(.truncated)) { try Age.parseRecipient("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA== x") }
+        #expect(throws: AgeError.openSSHKeyFile(.malformed("truncated SSH encoding"))) {
             try Age.parseIdentities("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
         }
     }
