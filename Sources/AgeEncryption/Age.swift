@@ -13,8 +13,9 @@ public enum Age {
     /// Implement this to add a recipient type (for example keys held elsewhere); the protocol is
     /// deliberately small, as in the reference implementation.
     public protocol Recipient: Sendable {
-        /// Wraps the 16-byte `fileKey` into stanzas that the matching identity can unwrap.
-        func wrap(fileKey: SecretBytes) throws -> [Stanza]
+        /// Wraps the 16-byte `fileKey` into stanzas that the matching identity can unwrap. Throws an
+        /// `AgeError` (a native recipient fails only if swift-crypto refuses its key).
+        func wrap(fileKey: SecretBytes) throws(AgeError) -> [Stanza]
         /// age's recipient labels (age 1.3 `RecipientWithLabels`): a file is encrypted only to
         /// recipients whose label sets are all equal. Classical recipients have none; the
         /// post-quantum hybrid has `postquantum`, so mixing it with a classical recipient (which
@@ -30,7 +31,7 @@ public enum Age {
         /// Returns the 16-byte file key when one of `stanzas` is addressed to this identity and
         /// opens; nil when none is. Throws `AgeError.malformedHeader` (or a more specific case)
         /// when a stanza of this identity's type is malformed, which aborts decryption.
-        func unwrap(stanzas: [Stanza]) throws -> SecretBytes?
+        func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes?
     }
 
     /// A fresh random file key.

@@ -1,3 +1,5 @@
+import SecureCore
+
 /// Every failure the age module reports. Each case names one cause, so callers (and `sf`) can react
 /// precisely; `description` is a sentence a person can act on and never contains secret data.
 public enum AgeError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -29,8 +31,20 @@ public enum AgeError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidIdentity(String)
     /// The recipients cannot be combined (an scrypt recipient must be alone), or none were given.
     case invalidRecipientSet(String)
-    /// An input or output operation failed.
-    case io(String)
+    /// An input or output operation failed: SecureCore's error for the file or descriptor.
+    case io(SecureCoreError)
+    /// An OpenSSH public key (a recipient line, or the public key of an OpenSSH private key file)
+    /// is refused by SecureCore's SSH key codec: not a valid key, or of a type the codec does not
+    /// read. `line` is its 1-based line in a recipients file (nil for one recipient string).
+    case sshKey(SSHPublicKeyError, line: Int? = nil)
+    /// An OpenSSH private key file is refused by SecureCore's reader (passphrase-protected, not
+    /// exactly one key, damaged).
+    case openSSHKeyFile(OpenSSHKeyFileError)
+    /// The passphrase closure of a `ScryptIdentity` failed (for example no terminal to prompt on);
+    /// the payload is that error's description.
+    case passphraseUnavailable(String)
+    /// scrypt could not run for a passphrase stanza (SecureCore's error, for example `outOfMemory`).
+    case scrypt(SecureCoreError)
     /// A well-formed key of a type this module cannot use (`ssh-rsa`: swift-crypto has no
     /// RSA-OAEP with a label). Callers may skip such a key when others remain.
     case unsupportedKeyType(String)
@@ -51,7 +65,12 @@ public enum AgeError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidRecipient(let reason): "invalid recipient: \(reason)"
         case .invalidIdentity(let reason): "invalid identity: \(reason)"
         case .invalidRecipientSet(let reason): "invalid recipients: \(reason)"
-        case .io(let reason): reason
+        case .io(let error): error.description
+        case .sshKey(let error, let line?): "invalid OpenSSH key: line \(line): \(error.description)"
+        case .sshKey(let error, nil): "invalid OpenSSH key: \(error.description)"
+        case .openSSHKeyFile(let error): "invalid identity: \(error.description)"
+        case .passphraseUnavailable(let reason): reason
+        case .scrypt(let error): "scrypt: \(error.description)"
         case .unsupportedKeyType(let reason): "unsupported key type: \(reason)"
         }
     }

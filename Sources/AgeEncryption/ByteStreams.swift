@@ -6,7 +6,7 @@ func ioErrors<R: ~Copyable>(_ body: () throws -> R) throws -> R {
     do {
         return try body()
     } catch let error as SecureCoreError {
-        throw AgeError.io(error.description)
+        throw AgeError.io(error)
     }
 }
 
@@ -49,10 +49,12 @@ extension Age {
         }
 
         /// Opens `path` for reading; the descriptor is closed with this object.
+        /// Throws `AgeError.io` when it cannot be opened.
         public init(path: String) throws {
             input = try ioErrors { try FileInput(path: path) }
         }
 
+        /// Throws `AgeError.io` when the read fails.
         public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
             try ioErrors { try input.read(into: buffer) }
         }
@@ -67,6 +69,7 @@ extension Age {
             output = FileOutput(descriptor: descriptor, name: name)
         }
 
+        /// Throws `AgeError.io` when the write fails.
         public func write(_ bytes: UnsafeRawBufferPointer) throws {
             try ioErrors { try output.write(bytes) }
         }
@@ -80,6 +83,7 @@ extension Age {
         /// Reads `data` from its start.
         public init(_ data: Data) { self.data = data }
 
+        /// Copies the next bytes; never throws.
         public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
             let n = min(buffer.count, data.count - offset)
             guard n > 0 else { return 0 }
@@ -98,6 +102,7 @@ extension Age {
         /// An empty sink.
         public init() {}
 
+        /// Appends `bytes`; never throws.
         public func write(_ bytes: UnsafeRawBufferPointer) throws { data.append(contentsOf: bytes) }
     }
 }

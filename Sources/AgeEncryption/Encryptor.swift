@@ -44,18 +44,21 @@ extension Age {
         }
 
         /// Encrypts `bytes` (buffered until a batch of chunks is complete).
+        /// Throws `AgeError.io` or what the sink throws.
         public func write(_ bytes: UnsafeRawBufferPointer) throws {
             precondition(!finished, "write after finish")
             try payload.write(bytes, to: { try output.write($0) })
         }
 
         /// Encrypts `data`.
+        /// Throws `AgeError.io` or what the sink throws.
         public func write(_ data: some DataProtocol) throws {
             for region in data.regions { try region.withUnsafeBytes { try write($0) } }
         }
 
         /// Encrypts everything `source` yields, then finishes the file: reading, sealing on all
         /// cores and writing overlap.
+        /// Throws `AgeError.io` or what the source or sink throws.
         public func encrypt(from source: ByteSource) throws {
             precondition(!finished, "encrypt after finish")
             finished = true
@@ -64,6 +67,7 @@ extension Age {
         }
 
         /// Seals the final chunk and closes the armor. Call exactly once.
+        /// Throws `AgeError.io` or what the sink throws.
         public func finish() throws {
             guard !finished else { return }
             finished = true
@@ -159,6 +163,7 @@ extension Age {
 
         /// Writes all the plaintext to `sink`, chunk by chunk as each batch authenticates; reading,
         /// opening on all cores and writing overlap.
+        /// Throws a payload `AgeError` (`payloadAuthenticationFailed`, `truncated`, `trailingData`, `emptyFinalChunk`), or what the source or sink throws.
         public func decrypt(to sink: ByteSink) throws {
             precondition(chunks.isEmpty, "decrypt(to:) after read(into:)")
             try payloadErrors { try payload.decrypt(reading: { try input.read(into: $0) }, writing: { try sink.write($0) }) }

@@ -21,8 +21,8 @@ extension Age {
         /// `postquantum`: the file is refused when a classical recipient is added to it.
         public var labels: Set<String> { [Age.postQuantumLabel] }
 
-        /// Parses an `age1pq1…` recipient.
-        public init(_ text: String) throws {
+        /// Parses an `age1pq1…` recipient; throws `AgeError.invalidRecipient` for anything else.
+        public init(_ text: String) throws(AgeError) {
             guard let (hrp, data) = Bech32.decode(text), hrp == "age1pq",
                 let key = try? XWingMLKEM768X25519.PublicKey(rawRepresentation: data)
             else { throw AgeError.invalidRecipient("not an age1pq1… hybrid recipient") }
@@ -32,10 +32,15 @@ extension Age {
         /// The `age1pq1…` encoding (public).
         public var description: String { Bech32.encode(hrp: "age1pq", data: publicKey.rawRepresentation) }
 
-        public func wrap(fileKey: SecretBytes) throws -> [Stanza] {
-            var sender = try HPKE.Sender(recipientKey: publicKey, ciphersuite: Self.ciphersuite, info: Self.info)
-            let body = try fileKey.withUnsafeBytes { try sender.seal($0) }
-            return [Stanza(arguments: [Self.stanzaType, RawBase64.encode(sender.encapsulatedKey)], body: body)]
+        /// Wraps `fileKey` with HPKE (X-Wing). Throws `AgeError.invalidRecipient` when HPKE refuses the key.
+        public func wrap(fileKey: SecretBytes) throws(AgeError) -> [Stanza] {
+            do {
+                var sender = try HPKE.Sender(recipientKey: publicKey, ciphersuite: Self.ciphersuite, info: Self.info)
+                let body = try fileKey.withUnsafeBytes { try sender.seal($0) }
+                return [Stanza(arguments: [Self.stanzaType, RawBase64.encode(sender.encapsulatedKey)], body: body)]
+            } catch {
+                throw .invalidRecipient("HPKE (X-Wing) refused the hybrid recipient key")
+            }
         }
     }
 
@@ -44,11 +49,19 @@ extension Age {
     public struct HybridIdentity: Identity {
         private let privateKey: XWingMLKEM768X25519.PrivateKey
 
-        /// A new random identity.
-        public init() throws { privateKey = try XWingMLKEM768X25519.PrivateKey() }
+        /// A new random identity. Throws `AgeError.invalidIdentity` when swift-crypto cannot make an
+        /// X-Wing key.
+        public init() throws(AgeError) {
+            do {
+                privateKey = try XWingMLKEM768X25519.PrivateKey()
+            } catch {
+                throw .invalidIdentity("X-Wing key generation failed")
+            }
+        }
 
-        /// Parses an `AGE-SECRET-KEY-PQ-1…` identity (the error never repeats the secret input).
-        public init(_ text: String) throws {
+        /// Parses an `AGE-SECRET-KEY-PQ-1…` identity; throws `AgeError.invalidIdentity` for anything
+        /// else (the error never repeats the secret input).
+        public init(_ text: String) throws(AgeError) {
             guard let (hrp, data) = Bech32.decode(text), hrp == "age-secret-key-pq-", data.count == 32,
                 let key = try? XWingMLKEM768X25519.PrivateKey(seedRepresentation: data, publicKey: nil)
             else { throw AgeError.invalidIdentity("not an AGE-SECRET-KEY-PQ-1… hybrid identity") }
@@ -63,7 +76,9 @@ extension Age {
             Bech32.encode(hrp: "AGE-SECRET-KEY-PQ-", data: privateKey.seedRepresentation, uppercase: true)
         }
 
-        public func unwrap(stanzas: [Stanza]) throws -> SecretBytes? {
+        /// The file key from this identity's hybrid stanza; nil when none opens. Throws
+        /// `AgeError.malformedHeader` for a malformed stanza.
+        public func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes? {
             for stanza in stanzas where stanza.type == HybridRecipient.stanzaType {
                 guard stanza.arguments.count == 2 else {
                     throw AgeError.malformedHeader("an mlkem768x25519 stanza must have exactly one argument after its type")

@@ -5,26 +5,32 @@ extension Age {
     /// empty lines ignored. Accepts `age1…` X25519 and `age1pq1…` hybrid recipients and OpenSSH
     /// `ssh-ed25519` public key lines. Throws `invalidRecipient` naming the line that fails, and
     /// `unsupportedKeyType` (naming the line) for an `ssh-rsa` line.
-    public static func parseRecipients(_ text: String) throws -> [any Recipient] {
+    public static func parseRecipients(_ text: String) throws(AgeError) -> [any Recipient] {
         var skipped = [SkippedKey]()
         let recipients = try parseRecipients(text, skippingUnsupported: &skipped)
-        if let first = skipped.first { throw AgeError.unsupportedKeyType("line \(first.line): \(first.reason)") }
+        if let first = skipped.first { throw .unsupportedKeyType("line \(first.line): \(first.reason)") }
         return recipients
     }
 
     /// Parses a recipients file as above, but skips lines whose key type is unsupported (`ssh-rsa`),
     /// appending each to `skipped`, as long as at least one recipient remains. Malformed lines are
-    /// still errors naming the line.
-    public static func parseRecipients(_ text: String, skippingUnsupported skipped: inout [SkippedKey]) throws -> [any Recipient] {
+    /// still errors naming the line (`invalidRecipient`, or `sshKey` with its `line`).
+    public static func parseRecipients(
+        _ text: String, skippingUnsupported skipped: inout [SkippedKey]
+    ) throws(AgeError) -> [any Recipient] {
         var recipients = [any Recipient]()
         var unsupported = [SkippedKey]()
         for (number, line) in lines(text) {
             do {
                 recipients.append(try parseRecipient(line))
-            } catch AgeError.invalidRecipient(let reason) {
-                throw AgeError.invalidRecipient("line \(number): \(reason)")
-            } catch AgeError.unsupportedKeyType(let reason) {
+            } catch .invalidRecipient(let reason) {
+                throw .invalidRecipient("line \(number): \(reason)")
+            } catch .sshKey(let error, _) {
+                throw .sshKey(error, line: number)
+            } catch .unsupportedKeyType(let reason) {
                 unsupported.append(SkippedKey(line: number, reason: reason))
+            } catch {
+                throw error
             }
         }
         if recipients.isEmpty, let first = unsupported.first {
@@ -51,8 +57,9 @@ extension Age {
     }
 
     /// Parses one recipient string: `age1…`, `age1pq1…` or `ssh-ed25519 …`. Other OpenSSH public key
-    /// lines (`ssh-rsa`, `ecdsa-sha2-…`, `sk-…`) naming their own key type are `unsupportedKeyType`.
-    public static func parseRecipient(_ text: String) throws -> any Recipient {
+    /// lines (`ssh-rsa`, `ecdsa-sha2-…`, `sk-…`) naming their own key type are `unsupportedKeyType`;
+    /// an OpenSSH line SecureCore's codec refuses is `sshKey`; anything else `invalidRecipient`.
+    public static func parseRecipient(_ text: String) throws(AgeError) -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if ["ssh-", "ecdsa-sha2-", "sk-"].contains(where: trimmed.hasPrefix) { return try SSHKeys.parseRecipient(trimmed) }
         if trimmed.lowercased().hasPrefix("age1pq1") {
@@ -67,8 +74,9 @@ extension Age {
     /// Parses an identity file (as `age -i` reads it): `AGE-SECRET-KEY-1…` and `AGE-SECRET-KEY-PQ-1…` lines with `#` comments
     /// and empty lines, or one unencrypted OpenSSH private key (`ssh-ed25519`; an `ssh-rsa` key
     /// throws `unsupportedKeyType`, which callers holding other identities may skip).
-    /// Errors never quote the file, which holds secrets.
-    public static func parseIdentities(_ text: String) throws -> [any Identity] {
+    /// Errors never quote the file, which holds secrets: `invalidIdentity` naming the line, or for
+    /// an OpenSSH file `openSSHKeyFile`, `sshKey`, `unsupportedKeyType` or `invalidIdentity`.
+    public static func parseIdentities(_ text: String) throws(AgeError) -> [any Identity] {
         if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") { return [try SSHKeys.parseIdentity(text)] }
         var identities = [any Identity]()
         for (number, line) in lines(text) {

@@ -13,7 +13,7 @@ extension Age {
         private let wireFormat: Data
 
         /// The recipient for a 32-byte Ed25519 public key and its SSH wire encoding.
-        init(publicKey: Data, wireFormat: Data) throws {
+        init(publicKey: Data, wireFormat: Data) throws(AgeError) {
             guard let u = Edwards25519.montgomeryU(fromEdwardsY: publicKey),
                 let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: u)
             else { throw AgeError.invalidRecipient("the ssh-ed25519 key is not a valid Ed25519 point") }
@@ -21,19 +21,28 @@ extension Age {
             self.wireFormat = wireFormat
         }
 
-        /// Parses an OpenSSH public key line (`ssh-ed25519 AAAA… [comment]`).
-        public init(_ line: String) throws {
+        /// Parses an OpenSSH public key line (`ssh-ed25519 AAAA… [comment]`). Throws
+        /// `AgeError.sshKey` when SecureCore's codec refuses the key, `unsupportedKeyType` or
+        /// `invalidRecipient` for a valid key of another type.
+        public init(_ line: String) throws(AgeError) {
             guard let recipient = try SSHKeys.parseRecipient(line) as? SSHEd25519Recipient else {
-                throw AgeError.invalidRecipient("not an ssh-ed25519 public key line")
+                throw .invalidRecipient("not an ssh-ed25519 public key line")
             }
             self = recipient
         }
 
-        public func wrap(fileKey: SecretBytes) throws -> [Stanza] {
+        /// Wraps `fileKey` to this key with a fresh ephemeral share. Throws `AgeError.invalidRecipient`
+        /// when the key agreement fails.
+        public func wrap(fileKey: SecretBytes) throws(AgeError) -> [Stanza] {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()
             let share = ephemeral.publicKey.rawRepresentation
-            let shared = try SSHEd25519Identity.tweaked(
-                ephemeral.sharedSecretFromKeyAgreement(with: montgomery), wireFormat: wireFormat)
+            let product: SharedSecret
+            do {
+                product = try ephemeral.sharedSecretFromKeyAgreement(with: montgomery)
+            } catch {
+                throw .invalidRecipient("the ssh-ed25519 key agreement failed")
+            }
+            let shared = try SSHEd25519Identity.tweaked(product, wireFormat: wireFormat)
             let wrapKey = HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: shared, salt: share + montgomery.rawRepresentation, info: Self.label, outputByteCount: 32)
             return [Stanza(
@@ -50,23 +59,31 @@ extension Age {
         public let recipient: SSHEd25519Recipient
 
         /// The identity for an Ed25519 seed whose public key is `publicKey`, SSH wire-encoded as `wireFormat`.
-        init(seed: SecretBytes, publicKey: Data, wireFormat: Data) throws {
+        init(seed: SecretBytes, publicKey: Data, wireFormat: Data) throws(AgeError) {
             // The X25519 scalar of an Ed25519 key: the first half of SHA-512(seed) (X25519 clamps it).
             let digest = seed.withUnsafeBytes { SHA512.hash(data: $0) }
-            scalar = try digest.withUnsafeBytes { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: $0.prefix(32)) }
+            // Any 32 bytes are an X25519 scalar: swift-crypto refuses only other lengths.
+            guard let scalar = digest.withUnsafeBytes({ try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: $0.prefix(32)) }) else {
+                throw .invalidIdentity("the ssh-ed25519 seed does not give an X25519 scalar")
+            }
+            self.scalar = scalar
             self.wireFormat = wireFormat
             recipient = try SSHEd25519Recipient(publicKey: publicKey, wireFormat: wireFormat)
         }
 
-        /// Parses an unencrypted OpenSSH `ssh-ed25519` private key file.
-        public init(openSSHPrivateKey text: String) throws {
+        /// Parses an unencrypted OpenSSH `ssh-ed25519` private key file. Throws
+        /// `AgeError.openSSHKeyFile` when SecureCore's reader refuses the file, `sshKey` when its
+        /// public key is not a valid key, `unsupportedKeyType` or `invalidIdentity` for another type.
+        public init(openSSHPrivateKey text: String) throws(AgeError) {
             guard let identity = try SSHKeys.parseIdentity(text) as? SSHEd25519Identity else {
-                throw AgeError.invalidIdentity("not an ssh-ed25519 private key")
+                throw .invalidIdentity("not an ssh-ed25519 private key")
             }
             self = identity
         }
 
-        public func unwrap(stanzas: [Stanza]) throws -> SecretBytes? {
+        /// The file key from this identity's ssh-ed25519 stanza (matched by key tag); nil when none
+        /// opens. Throws `AgeError.malformedHeader` for a malformed stanza or a low-order share.
+        public func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes? {
             let ownTag = SSHKeys.tag(wireFormat)
             for stanza in stanzas where stanza.type == SSHEd25519Recipient.stanzaType {
                 guard stanza.arguments.count == 3 else {
@@ -95,17 +112,21 @@ extension Age {
         }
 
         /// X25519(tweak, shared), tweak = HKDF-SHA-256(ikm = "", salt = SSH key, info = label).
-        static func tweaked(_ shared: SharedSecret, wireFormat: Data) throws -> SymmetricKey {
+        static func tweaked(_ shared: SharedSecret, wireFormat: Data) throws(AgeError) -> SymmetricKey {
             guard !shared.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
                 throw AgeError.malformedHeader("an ssh-ed25519 share is a low-order point")
             }
             let tweak = HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: SymmetricKey(data: Data()), salt: wireFormat, info: SSHEd25519Recipient.label,
                 outputByteCount: 32)
-            let tweakKey = try tweak.withUnsafeBytes { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: $0) }
-            let point = try shared.withUnsafeBytes { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: $0) }
-            let result = try tweakKey.sharedSecretFromKeyAgreement(with: point)
-            return result.withUnsafeBytes { SymmetricKey(data: $0) }
+            do {
+                let tweakKey = try tweak.withUnsafeBytes { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: $0) }
+                let point = try shared.withUnsafeBytes { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: $0) }
+                let result = try tweakKey.sharedSecretFromKeyAgreement(with: point)
+                return result.withUnsafeBytes { SymmetricKey(data: $0) }
+            } catch {
+                throw .malformedHeader("an ssh-ed25519 share is a low-order point")
+            }
         }
     }
 }

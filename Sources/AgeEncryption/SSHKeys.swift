@@ -10,53 +10,61 @@ enum SSHKeys {
     /// line's first field is ignored, so `ssh-rsa <ssh-ed25519 blob>` is an ssh-ed25519 recipient.
     /// An `ssh-rsa` key, or a well-formed key of another type whose line names that same type, is
     /// `unsupportedKeyType` (age skips such lines in recipients files too); anything else that is not
-    /// an ssh-ed25519 key is `invalidRecipient`.
-    static func parseRecipient(_ line: String) throws -> any Age.Recipient {
+    /// an ssh-ed25519 key is `sshKey` with the codec's error.
+    static func parseRecipient(_ line: String) throws(AgeError) -> any Age.Recipient {
         let key: SSHPublicKey
-        do throws(SSHPublicKeyError) {
+        do {
             key = try SSHPublicKey(line: line)
         } catch .unsupportedKeyType(let type) {
             // age 1.1.1 skips a recipients-file line only when its first field names the blob's type.
             let label = line.trimmingCharacters(in: .whitespaces).prefix(while: { $0 != " " && $0 != "\t" })
-            let reason = SSHPublicKeyError.unsupportedKeyType(type).description
-            throw label == type ? AgeError.unsupportedKeyType(reason) : AgeError.invalidRecipient(reason)
+            throw label == type
+                ? .unsupportedKeyType(SSHPublicKeyError.unsupportedKeyType(type).description) : .sshKey(.unsupportedKeyType(type))
         } catch {
-            throw AgeError.invalidRecipient(error.description)
+            throw .sshKey(error)
         }
         switch key.key {
         case .ed25519(let publicKey):
             return try Age.SSHEd25519Recipient(publicKey: publicKey, wireFormat: key.blob)
         case .rsa:
-            throw AgeError.unsupportedKeyType(
+            throw .unsupportedKeyType(
                 "ssh-rsa recipients need RSA-OAEP with a label, which swift-crypto does not offer; use an ssh-ed25519 or age1 key")
         case .ecdsa:
-            let reason = SSHPublicKeyError.unsupportedKeyType(key.keyType).description
-            throw key.label == key.keyType ? AgeError.unsupportedKeyType(reason) : AgeError.invalidRecipient(reason)
+            let unsupported = SSHPublicKeyError.unsupportedKeyType(key.keyType)
+            throw key.label == key.keyType ? .unsupportedKeyType(unsupported.description) : .sshKey(unsupported)
         }
     }
 
     /// An identity from an unencrypted OpenSSH private key file, read by SecureCore's
     /// `OpenSSHPrivateKeyFile` (the reader `sf key` uses too). Only ssh-ed25519 is supported.
-    static func parseIdentity(_ text: String) throws -> any Age.Identity {
+    static func parseIdentity(_ text: String) throws(AgeError) -> any Age.Identity {
+        let file: OpenSSHPrivateKeyFile
         do {
-            let file = try OpenSSHPrivateKeyFile(text)
-            switch file.keyType {
-            case "ssh-ed25519":
-                let seed = try file.ed25519Seed()  // checks that the blob holds this key's public key
-                guard case .ed25519(let publicKey) = try SSHPublicKey(blob: file.publicKeyBlob).key else {
-                    throw AgeError.invalidIdentity("the ssh-ed25519 private key file holds another type of public key")
-                }
-                return try Age.SSHEd25519Identity(seed: seed, publicKey: publicKey, wireFormat: file.publicKeyBlob)
-            case "ssh-rsa":
-                throw AgeError.unsupportedKeyType(
-                    "ssh-rsa identities need RSA-OAEP with a label, which swift-crypto does not offer")
-            default:
-                throw AgeError.invalidIdentity("unsupported SSH key type \(file.keyType)")
+            file = try OpenSSHPrivateKeyFile(text)
+        } catch {
+            throw .openSSHKeyFile(error)
+        }
+        switch file.keyType {
+        case "ssh-ed25519":
+            let seed: SecretBytes, key: SSHPublicKey
+            do {
+                seed = try file.ed25519Seed()  // checks that the blob holds this key's public key
+            } catch {
+                throw .openSSHKeyFile(error)
             }
-        } catch let error as OpenSSHKeyFileError {
-            throw AgeError.invalidIdentity(error.description)
-        } catch let error as SSHPublicKeyError {
-            throw AgeError.invalidIdentity(error.description)
+            do {
+                key = try SSHPublicKey(blob: file.publicKeyBlob)
+            } catch {
+                throw .sshKey(error)
+            }
+            guard case .ed25519(let publicKey) = key.key else {
+                throw .invalidIdentity("the ssh-ed25519 private key file holds another type of public key")
+            }
+            return try Age.SSHEd25519Identity(seed: seed, publicKey: publicKey, wireFormat: file.publicKeyBlob)
+        case "ssh-rsa":
+            throw .unsupportedKeyType("ssh-rsa identities need RSA-OAEP with a label, which swift-crypto does not offer")
+        default:
+            throw .invalidIdentity("unsupported SSH key type \(file.keyType)")
         }
     }
 

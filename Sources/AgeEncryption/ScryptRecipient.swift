@@ -15,8 +15,9 @@ extension Age {
         /// log2 of the scrypt N parameter written into the stanza.
         public let workFactor: Int
 
-        /// A recipient for `passphrase` (UTF-8 bytes) with `workFactor` in 1...40.
-        public init(passphrase: SecretBytes, workFactor: Int = defaultWorkFactor) throws {
+        /// A recipient for `passphrase` (UTF-8 bytes) with `workFactor` in 1...40. Throws
+        /// `AgeError.invalidRecipient` for another work factor or an empty passphrase.
+        public init(passphrase: SecretBytes, workFactor: Int = defaultWorkFactor) throws(AgeError) {
             guard (1...40).contains(workFactor) else {
                 throw AgeError.invalidRecipient("scrypt work factor \(workFactor) is outside 1...40")
             }
@@ -28,7 +29,9 @@ extension Age {
         /// A label no other recipient has, so the passphrase stanza is always alone in its header.
         public let labels: Set<String> = ["passphrase-" + Hex.encode(SecureRandom.bytes(count: 16))]
 
-        public func wrap(fileKey: SecretBytes) throws -> [Stanza] {
+        /// Wraps `fileKey` under scrypt of the passphrase. Throws `AgeError.scrypt` when scrypt cannot
+        /// run (for example it cannot allocate its memory).
+        public func wrap(fileKey: SecretBytes) throws(AgeError) -> [Stanza] {
             let salt = SecureRandom.bytes(count: 16)
             let wrapKey = try ScryptIdentity.deriveWrapKey(passphrase, salt: salt, workFactor: workFactor)
             let body = try FileKeyWrap.seal(fileKey, with: wrapKey)
@@ -58,7 +61,10 @@ extension Age {
             self.workFactorCeiling = min(workFactorCeiling, 40)
         }
 
-        public func unwrap(stanzas: [Stanza]) throws -> SecretBytes? {
+        /// The file key from the header's scrypt stanza; nil when there is none or the passphrase
+        /// does not open it. Throws `AgeError.malformedHeader`, `workFactorAboveCeiling` (before any
+        /// work), or `passphraseUnavailable` when the passphrase closure fails.
+        public func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes? {
             for stanza in stanzas where stanza.type == ScryptRecipient.stanzaType {
                 guard stanzas.count == 1 else {
                     throw AgeError.malformedHeader("an scrypt stanza must be the only stanza in the header")
@@ -82,18 +88,30 @@ extension Age {
                 guard stanza.body.count == FileKeyWrap.wrappedByteCount else {
                     throw AgeError.malformedHeader("an scrypt stanza body is not 32 bytes")
                 }
-                let wrapKey = try Self.deriveWrapKey(passphrase(), salt: salt, workFactor: workFactor)
+                let secret: SecretBytes
+                do {
+                    secret = try passphrase()
+                } catch let error as AgeError {
+                    throw error
+                } catch {
+                    throw .passphraseUnavailable(String(describing: error))
+                }
+                let wrapKey = try Self.deriveWrapKey(secret, salt: salt, workFactor: workFactor)
                 return FileKeyWrap.open(stanza.body, with: wrapKey)
             }
             return nil
         }
 
-        static func deriveWrapKey(_ passphrase: SecretBytes, salt: Data, workFactor: Int) throws -> SymmetricKey {
+        static func deriveWrapKey(_ passphrase: SecretBytes, salt: Data, workFactor: Int) throws(AgeError) -> SymmetricKey {
             let kdf = PasswordKDF.scrypt(logN: UInt8(workFactor), r: 8, p: 1)
-            let key = try passphrase.withUnsafeBytes {
-                try kdf.deriveKey(from: $0, salt: ScryptRecipient.saltLabel + salt, outputByteCount: 32, limits: .unlimited)
+            do {
+                let key = try passphrase.withUnsafeBytes { bytes throws(SecureCoreError) in
+                    try kdf.deriveKey(from: bytes, salt: ScryptRecipient.saltLabel + salt, outputByteCount: 32, limits: .unlimited)
+                }
+                return key.symmetricKey
+            } catch {
+                throw .scrypt(error)
             }
-            return key.symmetricKey
         }
     }
 }

@@ -14,8 +14,8 @@ extension Age {
         /// The recipient for `publicKey`.
         public init(publicKey: Curve25519.KeyAgreement.PublicKey) { self.publicKey = publicKey }
 
-        /// Parses an `age1…` Bech32 recipient; throws `invalidRecipient` for anything else.
-        public init(_ text: String) throws {
+        /// Parses an `age1…` Bech32 recipient; throws `AgeError.invalidRecipient` for anything else.
+        public init(_ text: String) throws(AgeError) {
             guard let (hrp, data) = Bech32.decode(text), hrp == "age", data.count == 32,
                 let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: data)
             else {
@@ -34,10 +34,17 @@ extension Age {
         /// The `age1…` encoding (public, safe to print).
         public var description: String { string }
 
-        public func wrap(fileKey: SecretBytes) throws -> [Stanza] {
+        /// Wraps `fileKey` to this key with a fresh ephemeral share. Throws `AgeError.invalidRecipient`
+        /// when the key agreement fails (a low-order public key).
+        public func wrap(fileKey: SecretBytes) throws(AgeError) -> [Stanza] {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()
             let share = ephemeral.publicKey.rawRepresentation
-            let shared = try ephemeral.sharedSecretFromKeyAgreement(with: publicKey)
+            let shared: SharedSecret
+            do {
+                shared = try ephemeral.sharedSecretFromKeyAgreement(with: publicKey)
+            } catch {
+                throw .invalidRecipient("the X25519 key agreement failed")
+            }
             let wrapKey = shared.hkdfDerivedSymmetricKey(
                 using: SHA256.self, salt: share + publicKey.rawRepresentation, sharedInfo: Self.wrapInfo,
                 outputByteCount: 32)
@@ -60,9 +67,9 @@ extension Age {
         /// The identity for `privateKey`.
         public init(privateKey: Curve25519.KeyAgreement.PrivateKey) { self.privateKey = privateKey }
 
-        /// Parses an `AGE-SECRET-KEY-1…` Bech32 identity; throws `invalidIdentity` for anything else.
-        /// The error never repeats the input, which may be secret.
-        public init(_ text: String) throws {
+        /// Parses an `AGE-SECRET-KEY-1…` Bech32 identity; throws `AgeError.invalidIdentity` for
+        /// anything else. The error never repeats the input, which may be secret.
+        public init(_ text: String) throws(AgeError) {
             guard let (hrp, data) = Bech32.decode(text), hrp == "age-secret-key-", data.count == 32,
                 let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: data)
             else { throw AgeError.invalidIdentity("not an AGE-SECRET-KEY-1… X25519 identity") }
@@ -78,7 +85,9 @@ extension Age {
         /// The matching recipient.
         public var recipient: X25519Recipient { X25519Recipient(publicKey: privateKey.publicKey) }
 
-        public func unwrap(stanzas: [Stanza]) throws -> SecretBytes? {
+        /// The file key from this identity's X25519 stanza; nil when none opens. Throws
+        /// `AgeError.malformedHeader` for a malformed X25519 stanza.
+        public func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes? {
             for stanza in stanzas where stanza.type == X25519Recipient.stanzaType {
                 guard stanza.arguments.count == 2 else {
                     throw AgeError.malformedHeader("an X25519 stanza must have exactly one argument after its type")
@@ -114,9 +123,14 @@ extension Age {
 enum FileKeyWrap {
     static let wrappedByteCount = Age.fileKeyByteCount + 16
 
-    static func seal(_ fileKey: SecretBytes, with key: SymmetricKey) throws -> Data {
-        let box = try fileKey.withUnsafeBytes {
-            try ChaChaPoly.seal($0, using: key, nonce: ChaChaPoly.Nonce(data: Data(count: 12)))
+    static func seal(_ fileKey: SecretBytes, with key: SymmetricKey) throws(AgeError) -> Data {
+        let box: ChaChaPoly.SealedBox
+        do {
+            box = try fileKey.withUnsafeBytes {
+                try ChaChaPoly.seal($0, using: key, nonce: ChaChaPoly.Nonce(data: Data(count: 12)))
+            }
+        } catch {
+            throw .invalidRecipient("ChaCha20-Poly1305 refused the wrap key")  // not reached: 32-byte key, 12-byte nonce
         }
         return box.ciphertext + box.tag
     }

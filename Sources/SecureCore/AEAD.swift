@@ -10,14 +10,18 @@ enum AEAD {
     static func seal<P: DataProtocol, A: DataProtocol>(
         _ algorithm: Envelope.Algorithm, _ plaintext: P, key: SymmetricKey, nonce: some ContiguousBytes,
         authenticating ad: A, appendingTo output: inout Data
-    ) throws {
+    ) throws(SecureCoreError) {
         let nonceData = nonce.withUnsafeBytes { Data($0) }
         let combined: Data
-        switch algorithm {
-        case .aes256GCM:
-            combined = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: nonceData), authenticating: ad).combined!
-        case .chaCha20Poly1305:
-            combined = try ChaChaPoly.seal(plaintext, using: key, nonce: try ChaChaPoly.Nonce(data: nonceData), authenticating: ad).combined
+        do {
+            switch algorithm {
+            case .aes256GCM:
+                combined = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: nonceData), authenticating: ad).combined!
+            case .chaCha20Poly1305:
+                combined = try ChaChaPoly.seal(plaintext, using: key, nonce: try ChaChaPoly.Nonce(data: nonceData), authenticating: ad).combined
+            }
+        } catch {
+            throw .invalidParameter("the \(algorithm) key must be \(Envelope.keyByteCount) bytes and the nonce \(nonceByteCount)")
         }
         output.append(combined[(combined.startIndex + nonceByteCount)...])
     }
@@ -27,20 +31,24 @@ enum AEAD {
     static func sealWithRandomNonce<P: DataProtocol, A: DataProtocol>(
         _ algorithm: Envelope.Algorithm, _ plaintext: P, key: SymmetricKey, authenticating ad: A,
         appendingTo output: inout Data
-    ) throws {
-        switch algorithm {
-        case .aes256GCM:
-            // `combined` is nil only for non-12-byte nonces, which swift-crypto's default never is.
-            output.append(try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(), authenticating: ad).combined!)
-        case .chaCha20Poly1305:
-            output.append(try ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(), authenticating: ad).combined)
+    ) throws(SecureCoreError) {
+        do {
+            switch algorithm {
+            case .aes256GCM:
+                // `combined` is nil only for non-12-byte nonces, which swift-crypto's default never is.
+                output.append(try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(), authenticating: ad).combined!)
+            case .chaCha20Poly1305:
+                output.append(try ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(), authenticating: ad).combined)
+            }
+        } catch {
+            throw .invalidParameter("the \(algorithm) key must be \(Envelope.keyByteCount) bytes")
         }
     }
 
     /// Opens `nonce || ciphertext || tag` (at least 28 bytes); throws `authenticationFailed` on any mismatch.
     static func open<A: DataProtocol>(
         _ algorithm: Envelope.Algorithm, combined: Data, key: SymmetricKey, authenticating ad: A
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         do {
             switch algorithm {
             case .aes256GCM:
@@ -57,7 +65,7 @@ enum AEAD {
     static func open<A: DataProtocol>(
         _ algorithm: Envelope.Algorithm, _ ciphertextAndTag: Data, key: SymmetricKey, nonce: some ContiguousBytes,
         authenticating ad: A
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         var combined = nonce.withUnsafeBytes { Data($0) }
         combined.append(ciphertextAndTag)
         return try open(algorithm, combined: combined, key: key, authenticating: ad)

@@ -2,7 +2,7 @@ import Foundation
 
 /// Deterministic byte encodings of structured values, used for hashing them. See docs/FORMATS.md.
 enum CanonicalEncoding {
-    static func json<T: Encodable>(_ value: T) throws -> Data {
+    static func json<T: Encodable>(_ value: T) throws(SecureCoreError) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
@@ -15,13 +15,13 @@ enum CanonicalEncoding {
     }
 
     /// Tag-length-value encoding of a property list; dictionary entries sorted by the UTF-8 bytes of the key.
-    static func propertyList(_ value: Any) throws -> Data {
+    static func propertyList(_ value: Any) throws(SecureCoreError) -> Data {
         var out = Data()
         try append(value, to: &out)
         return out
     }
 
-    private static func append(_ value: Any, to out: inout Data) throws {
+    private static func append(_ value: Any, to out: inout Data) throws(SecureCoreError) {
         func length(_ n: Int) { out.append(contentsOf: withUnsafeBytes(of: UInt32(n).bigEndian, Array.init)) }
         func integer(_ n: Int64) { out.append(contentsOf: withUnsafeBytes(of: n.bigEndian, Array.init)) }
         func real(_ d: Double) { out.append(contentsOf: withUnsafeBytes(of: d.bitPattern.bigEndian, Array.init)) }

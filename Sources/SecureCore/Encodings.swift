@@ -16,7 +16,7 @@ public enum Hex {
     }
 
     /// Decodes hex (either case). Throws `malformedEncoding` on odd length or a non-hex character.
-    public static func decode(_ text: String) throws -> Data {
+    public static func decode(_ text: String) throws(SecureCoreError) -> Data {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { throw SecureCoreError.malformedEncoding("hex has an odd number of digits") }
         var out = Data(capacity: utf8.count / 2)
@@ -49,7 +49,8 @@ public enum Base64 {
     }
 
     /// Decodes padded standard base64. Rejects whitespace, missing padding and non-zero pad bits.
-    public static func decode(_ text: String) throws -> Data {
+    /// Throws `SecureCoreError.malformedEncoding`.
+    public static func decode(_ text: String) throws(SecureCoreError) -> Data {
         guard let data = Data(base64Encoded: text), data.base64EncodedString() == text else {
             throw SecureCoreError.malformedEncoding("not canonical base64")
         }
@@ -67,7 +68,8 @@ public enum Base64URL {
     }
 
     /// Decodes unpadded base64url. Rejects padding, `+`, `/`, whitespace and non-zero pad bits.
-    public static func decode(_ text: String) throws -> Data {
+    /// Throws `SecureCoreError.malformedEncoding`.
+    public static func decode(_ text: String) throws(SecureCoreError) -> Data {
         guard !text.contains("="), !text.contains("+"), !text.contains("/"), text.utf8.count % 4 != 1 else {
             throw SecureCoreError.malformedEncoding("not canonical unpadded base64url")
         }
@@ -112,7 +114,7 @@ public enum PEM {
 
     /// Parses exactly one strict PEM block, optionally surrounded by blank lines. When
     /// `expectedLabel` is given, a different label is an error.
-    public static func decode(_ text: String, expectedLabel: String? = nil) throws -> Document {
+    public static func decode(_ text: String, expectedLabel: String? = nil) throws(SecureCoreError) -> Document {
         // "\r\n" is one Character in Swift, so normalize line ends before splitting.
         var lines = text.replacingOccurrences(of: "\r\n", with: "\n")
             .split(separator: "\n", omittingEmptySubsequences: false)

@@ -12,7 +12,7 @@ extension Envelope {
 
     /// The envelope bytes inside armored text. Throws `SecureCoreError.malformedEncoding` when the
     /// text is not one well-formed PEM block labelled `armorLabel`; nothing is decrypted here.
-    public static func dearmor(_ text: String) throws -> Data {
+    public static func dearmor(_ text: String) throws(SecureCoreError) -> Data {
         try PEM.decode(text, expectedLabel: armorLabel).der
     }
 }

@@ -20,7 +20,7 @@ extension Envelope {
 
         /// A sealer for `key` (32 bytes) expecting to seal about `expectedCount` values (it reads
         /// that many nonces at a time, at most 4,096).
-        public init(key: SecretBytes, algorithm: Algorithm = .aes256GCM, expectedCount: Int = 256) throws {
+        public init(key: SecretBytes, algorithm: Algorithm = .aes256GCM, expectedCount: Int = 256) throws(SecureCoreError) {
             guard key.count == keyByteCount else { throw SecureCoreError.invalidParameter("key must be \(keyByteCount) bytes") }
             self.key = key.symmetricKey
             self.algorithm = algorithm
@@ -31,7 +31,8 @@ extension Envelope {
         }
 
         /// Seals `plaintext` bound to `context` under a fresh random nonce.
-        public mutating func seal(_ plaintext: some DataProtocol, context: some DataProtocol = Data()) throws -> Data {
+        /// Throws `SecureCoreError.invalidParameter` only if the AEAD refuses the key.
+        public mutating func seal(_ plaintext: some DataProtocol, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
             if nextNonce == nonces.count {
                 nonces = SecureRandom.bytes(count: nonceBlock)
                 nextNonce = 0

@@ -36,9 +36,10 @@ public enum Envelope {
     // MARK: Sealing
 
     /// Seals `plaintext` under a 32-byte raw key.
+    /// Throws `SecureCoreError.invalidParameter` when the key is not 32 bytes.
     public static func seal<P: DataProtocol>(
         _ plaintext: P, key: SymmetricKey, algorithm: Algorithm = .aes256GCM, context: some DataProtocol = Data()
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         guard key.bitCount == keyByteCount * 8 else {
             throw SecureCoreError.invalidParameter("key must be \(keyByteCount) bytes")
         }
@@ -46,17 +47,19 @@ public enum Envelope {
     }
 
     /// Seals `plaintext` under a 32-byte raw key held as `SecretBytes`.
+    /// Throws `SecureCoreError.invalidParameter` when the key is not 32 bytes.
     public static func seal<P: DataProtocol>(
         _ plaintext: P, key: SecretBytes, algorithm: Algorithm = .aes256GCM, context: some DataProtocol = Data()
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         try seal(plaintext, key: key.symmetricKey, algorithm: algorithm, context: context)
     }
 
     /// Seals `plaintext` under a key derived from `passphrase` with `kdf` and a fresh random salt.
+    /// Throws `SecureCoreError.invalidParameter` for KDF parameters the format cannot store, `costAboveCeiling`/`outOfMemory` from the KDF.
     public static func seal<P: DataProtocol, S: DataProtocol>(
         _ plaintext: P, passphrase: S, kdf: PasswordKDF = .default, algorithm: Algorithm = .aes256GCM,
         context: some DataProtocol = Data()
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         if case .pbkdf2(let hash, _) = kdf, hash != .sha256 {
             throw SecureCoreError.invalidParameter("the envelope format stores PBKDF2 with HMAC-SHA256 only")
         }
@@ -68,7 +71,7 @@ public enum Envelope {
 
     private static func seal<P: DataProtocol>(
         _ plaintext: P, key: SymmetricKey, header: Header, context: some DataProtocol
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         var output = Data(capacity: header.encoded.count + AEAD.nonceByteCount + plaintext.count + AEAD.tagByteCount)
         output.append(header.encoded)
         try AEAD.sealWithRandomNonce(
@@ -81,28 +84,30 @@ public enum Envelope {
 
     /// Opens a raw-key envelope. Throws `authenticationFailed` for a wrong key or context or any
     /// modification, and a specific error for a malformed header.
-    public static func open<E: DataProtocol>(_ envelope: E, key: SymmetricKey, context: some DataProtocol = Data()) throws -> Data {
+    public static func open<E: DataProtocol>(_ envelope: E, key: SymmetricKey, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
         let bytes = contiguous(envelope)
         let header = try parseHeader(bytes)
         guard header.kdf == nil else {
-            throw SecureCoreError.invalidParameter("this envelope is sealed with a passphrase, not a raw key")
+            throw SecureCoreError.secretKindMismatch(sealedWith: .passphrase)
         }
         return try open(bytes, header: header, key: key, context: context)
     }
 
     /// Opens a raw-key envelope with a key held as `SecretBytes`.
-    public static func open<E: DataProtocol>(_ envelope: E, key: SecretBytes, context: some DataProtocol = Data()) throws -> Data {
+    /// Throws as `open(_:key:context:)` with a `SymmetricKey`.
+    public static func open<E: DataProtocol>(_ envelope: E, key: SecretBytes, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
         try open(envelope, key: key.symmetricKey, context: context)
     }
 
     /// Opens a passphrase envelope. KDF parameters above `limits` are rejected before any KDF work.
+    /// Throws `authenticationFailed` (wrong passphrase or context, modified data), `costAboveCeiling`, `secretKindMismatch` for a raw-key envelope, or a header error (`truncated`, `unrecognizedFormat`, `unsupportedAlgorithm`, `unsupportedKDF`).
     public static func open<E: DataProtocol, S: DataProtocol>(
         _ envelope: E, passphrase: S, context: some DataProtocol = Data(), limits: KDFLimits = .default
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         let bytes = contiguous(envelope)
         let header = try parseHeader(bytes)
         guard let kdf = header.kdf else {
-            throw SecureCoreError.invalidParameter("this envelope is sealed with a raw key, not a passphrase")
+            throw SecureCoreError.secretKindMismatch(sealedWith: .rawKey)
         }
         try kdf.validate(within: limits)
         guard bytes.count >= header.encoded.count + AEAD.nonceByteCount + AEAD.tagByteCount else {
@@ -113,11 +118,12 @@ public enum Envelope {
     }
 
     /// Reads the header of `envelope` without a key (to show what it needs, or to choose a key).
-    public static func header<E: DataProtocol>(of envelope: E) throws -> Header {
+    /// Throws `truncated`, `unrecognizedFormat`, `unsupportedAlgorithm` or `unsupportedKDF`.
+    public static func header<E: DataProtocol>(of envelope: E) throws(SecureCoreError) -> Header {
         try parseHeader(contiguous(envelope))
     }
 
-    private static func open(_ bytes: Data, header: Header, key: SymmetricKey, context: some DataProtocol) throws -> Data {
+    private static func open(_ bytes: Data, header: Header, key: SymmetricKey, context: some DataProtocol) throws(SecureCoreError) -> Data {
         let nonceStart = bytes.startIndex + header.encoded.count
         let bodyStart = nonceStart + AEAD.nonceByteCount
         guard bytes.endIndex - bodyStart >= AEAD.tagByteCount else { throw SecureCoreError.truncated }
@@ -144,7 +150,7 @@ public enum Envelope {
         return ad
     }
 
-    static func encodeHeader(algorithm: Algorithm, kdf: PasswordKDF?, salt: Data, magic: [UInt8] = magic) throws -> Header {
+    static func encodeHeader(algorithm: Algorithm, kdf: PasswordKDF?, salt: Data, magic: [UInt8] = magic) throws(SecureCoreError) -> Header {
         var bytes = Data(magic)
         bytes.append(algorithm.rawValue)
         switch kdf {
@@ -165,7 +171,7 @@ public enum Envelope {
     }
 
     /// Parses the header at the start of `bytes`; the magic must be `magic`.
-    static func parseHeader(_ bytes: Data, magic: [UInt8] = magic) throws -> Header {
+    static func parseHeader(_ bytes: Data, magic: [UInt8] = magic) throws(SecureCoreError) -> Header {
         var reader = ByteReader(bytes)
         guard let found = reader.read(magic.count) else {
             throw bytes.elementsEqual(magic.prefix(bytes.count)) ? SecureCoreError.truncated

@@ -15,7 +15,8 @@ public struct FileInput: ~Copyable {
     public let path: String
 
     /// Opens `path` for reading.
-    public init(path: String) throws {
+    /// Throws `SecureCoreError.io` when it cannot be opened.
+    public init(path: String) throws(SecureCoreError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
         self.descriptor = fd
@@ -36,10 +37,11 @@ public struct FileInput: ~Copyable {
     private let peeked = PeekBuffer()
 
     /// Returns up to `count` upcoming bytes without consuming them (to detect a format on a pipe).
-    public func peek(_ count: Int) throws -> Data {
+    /// Throws `SecureCoreError.io` when the read fails.
+    public func peek(_ count: Int) throws(SecureCoreError) -> Data {
         if peeked.bytes.count < count {
             var more = Data(count: count - peeked.bytes.count)
-            let n = try more.withUnsafeMutableBytes { try readFromDescriptor(into: $0) }
+            let n = try more.withUnsafeMutableBytes { buffer in Result { () throws(SecureCoreError) in try readFromDescriptor(into: buffer) } }.get()
             peeked.bytes.append(more.prefix(n))
         }
         return peeked.bytes.prefix(count)
@@ -47,7 +49,8 @@ public struct FileInput: ~Copyable {
 
     /// Fills `buffer` as far as the input allows; returns the byte count, less than the buffer's
     /// size only at end of input.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    /// Throws `SecureCoreError.io` when the read fails.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) -> Int {
         var total = 0
         if !peeked.bytes.isEmpty {
             total = min(peeked.bytes.count, buffer.count)
@@ -57,7 +60,7 @@ public struct FileInput: ~Copyable {
         return total + (try readFromDescriptor(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...])))
     }
 
-    private func readFromDescriptor(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    private func readFromDescriptor(into buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) -> Int {
         var total = 0
         while total < buffer.count {
             let n = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
@@ -72,15 +75,17 @@ public struct FileInput: ~Copyable {
     }
 
     /// Reads up to `count` bytes; fewer only at end of input.
-    public func read(upTo count: Int) throws -> Data {
+    /// Throws `SecureCoreError.io` when the read fails.
+    public func read(upTo count: Int) throws(SecureCoreError) -> Data {
         var data = Data(count: count)
-        let n = try data.withUnsafeMutableBytes { try read(into: $0) }
+        let n = try data.withUnsafeMutableBytes { buffer in Result { () throws(SecureCoreError) in try read(into: buffer) } }.get()
         data.count = n
         return data
     }
 
     /// Reads everything that remains.
-    public func readToEnd(chunkSize: Int = 1 << 20) throws -> Data {
+    /// Throws `SecureCoreError.io` when a read fails.
+    public func readToEnd(chunkSize: Int = 1 << 20) throws(SecureCoreError) -> Data {
         var all = Data()
         while true {
             let chunk = try read(upTo: chunkSize)
@@ -118,7 +123,8 @@ public struct FileOutput: ~Copyable {
     deinit { if ownsDescriptor { close(descriptor) } }
 
     /// Writes all of `bytes`.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+    /// Throws `SecureCoreError.io` when the write fails (for example a full disk).
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(SecureCoreError) {
         var offset = 0
         while offset < bytes.count {
             let n = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
@@ -131,12 +137,14 @@ public struct FileOutput: ~Copyable {
     }
 
     /// Writes all of `data`.
-    public func write<D: ContiguousBytes>(_ data: D) throws {
-        try data.withUnsafeBytes { try write($0) }
+    /// Writes all of `data`. Throws `SecureCoreError.io` when the write fails.
+    public func write<D: ContiguousBytes>(_ data: D) throws(SecureCoreError) {
+        try data.withUnsafeBytes { bytes in Result { () throws(SecureCoreError) in try write(bytes) } }.get()
     }
 
     /// Forces written data to stable storage.
-    public func sync() throws {
+    /// Throws `SecureCoreError.io` when fsync fails.
+    public func sync() throws(SecureCoreError) {
         guard fsync(descriptor) == 0 else {
             throw SecureCoreError.io(path: path, reason: "fsync: " + String(cString: strerror(errno)))
         }
@@ -151,39 +159,50 @@ public enum AtomicFile {
     /// an existing `path` (even one created while this call runs) is left alone and the call throws.
     public static func write<D: ContiguousBytes>(
         _ data: D, to path: String, permissions: mode_t = 0o600, overwrite: Bool = true
-    ) throws {
-        try write(to: path, permissions: permissions, overwrite: overwrite) { try $0.write(data) }
+    ) throws(SecureCoreError) {
+        try write(to: path, permissions: permissions, overwrite: overwrite, { output throws(SecureCoreError) in try output.write(data) }, as: { $0 })
     }
 
     /// Runs `body` with an output positioned in a fresh temporary file next to `path`; when `body`
     /// returns, the file is synced and renamed over `path`. When `body` throws, the temporary file is
     /// removed, `path` is untouched, and the error is rethrown. After
     /// `TemporaryFiles.removeOnTerminationSignals()`, SIGINT, SIGTERM or SIGHUP also remove it.
+    ///
+    /// Throws `SecureCoreError` (`.io`, `.fileExists`) for the file itself, or what `body` throws.
     public static func write<R>(
         to path: String, permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
     ) throws -> R {
+        try write(to: path, permissions: permissions, overwrite: overwrite, body, as: { $0 })
+    }
+
+    /// The one implementation: `body`'s errors pass through as `E`, the file's own failures are
+    /// made into an `E` by `wrap` (so a `SecureCoreError`-only body keeps a typed throw).
+    static func write<R, E: Error>(
+        to path: String, permissions: mode_t, overwrite: Bool, _ body: (borrowing FileOutput) throws(E) -> R,
+        as wrap: (SecureCoreError) -> E
+    ) throws(E) -> R {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         let temporary = directory + "/." + url.lastPathComponent + ".tmp-" + Hex.encode(SecureRandom.bytes(count: 8))
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
-        guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw wrap(.io(path: path, reason: String(cString: strerror(errno)))) }
         // Removed by a termination signal while pending (see `TemporaryFiles`).
         TemporaryFiles.registry.insert(temporary)
         defer { TemporaryFiles.registry.remove(temporary) }
-        do {
+        do throws(E) {
             let output = FileOutput(ownedDescriptor: fd, path: path)
             let result = try body(output)
-            try output.sync()
+            do { try output.sync() } catch { throw wrap(error) }
             if overwrite {
                 guard rename(temporary, path) == 0 else {
-                    throw SecureCoreError.io(path: path, reason: "rename: " + String(cString: strerror(errno)))
+                    throw wrap(.io(path: path, reason: "rename: " + String(cString: strerror(errno))))
                 }
             } else {
                 // link(2) fails with EEXIST instead of replacing, atomically.
                 guard link(temporary, path) == 0 else {
-                    throw errno == EEXIST
+                    throw wrap(errno == EEXIST
                         ? SecureCoreError.fileExists(path: path)
-                        : SecureCoreError.io(path: path, reason: String(cString: strerror(errno)))
+                        : SecureCoreError.io(path: path, reason: String(cString: strerror(errno))))
                 }
                 unlink(temporary)
             }

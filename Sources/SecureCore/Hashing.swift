@@ -61,16 +61,21 @@ public enum Hashing {
     /// The digest of everything readable from `handle`, reading at most `bufferSize` bytes at a time.
     public static func hash(
         reading handle: FileHandle, with function: HashFunction = .sha256, bufferSize: Int = 1 << 20
-    ) throws -> Data {
+    ) throws(SecureCoreError) -> Data {
         var hasher = IncrementalHasher(function)
-        while let chunk = try handle.read(upToCount: bufferSize), !chunk.isEmpty {
-            hasher.update(chunk)
+        do {
+            while let chunk = try handle.read(upToCount: bufferSize), !chunk.isEmpty {
+                hasher.update(chunk)
+            }
+        } catch {
+            throw .io(path: "file descriptor \(handle.fileDescriptor)", reason: "read failed")
         }
         return hasher.finalize()
     }
 
     /// The digest of the file at `path`, in bounded memory.
-    public static func hash(fileAt path: String, with function: HashFunction = .sha256) throws -> Data {
+    /// Throws `SecureCoreError.io` when the file cannot be opened or read.
+    public static func hash(fileAt path: String, with function: HashFunction = .sha256) throws(SecureCoreError) -> Data {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw SecureCoreError.io(path: path, reason: "cannot open for reading")
         }
@@ -80,13 +85,15 @@ public enum Hashing {
 
     /// The digest of the canonical encoding of `value`: JSON with sorted keys (see docs/FORMATS.md),
     /// so equal values hash equally whatever the order their dictionaries were built in.
-    public static func hash<T: Encodable>(encodable value: T, with function: HashFunction = .sha256) throws -> Data {
+    /// Throws `SecureCoreError.invalidParameter` when the value does not encode.
+    public static func hash<T: Encodable>(encodable value: T, with function: HashFunction = .sha256) throws(SecureCoreError) -> Data {
         hash(try CanonicalEncoding.json(value), with: function)
     }
 
     /// The digest of the canonical encoding of a property-list object (dictionary, array, string,
     /// data, date, number or boolean), independent of dictionary order.
-    public static func hash(propertyList: Any, with function: HashFunction = .sha256) throws -> Data {
+    /// Throws `SecureCoreError.invalidParameter` for a value that is not a property list.
+    public static func hash(propertyList: Any, with function: HashFunction = .sha256) throws(SecureCoreError) -> Data {
         hash(try CanonicalEncoding.propertyList(propertyList), with: function)
     }
 }

@@ -8,9 +8,11 @@ import Foundation
 /// A sealer that cannot currently work (a locked vault) throws `SecureCoreError.locked`.
 public protocol ItemSealer: Sendable {
     /// Seals `plaintext`, binding `context`.
-    func seal(_ plaintext: Data, context: Data) throws -> Data
+    /// Throws `SecureCoreError.locked` when the sealer cannot currently work, another case otherwise.
+    func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data
     /// Opens what `seal` produced with the same `context`.
-    func open(_ sealed: Data, context: Data) throws -> Data
+    /// Throws `authenticationFailed` (wrong context or key, modified value) or `locked`.
+    func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data
 }
 
 /// An `ItemSealer` over one fixed raw key, using the native envelope. Useful for tests and for
@@ -20,7 +22,8 @@ public struct KeyItemSealer: ItemSealer {
     private let algorithm: Envelope.Algorithm
 
     /// A sealer using `key` (32 bytes) with `algorithm`.
-    public init(key: SecretBytes, algorithm: Envelope.Algorithm = .aes256GCM) throws {
+    /// Throws `SecureCoreError.invalidParameter` when `key` is not 32 bytes.
+    public init(key: SecretBytes, algorithm: Envelope.Algorithm = .aes256GCM) throws(SecureCoreError) {
         guard key.count == Envelope.keyByteCount else {
             throw SecureCoreError.invalidParameter("key must be \(Envelope.keyByteCount) bytes")
         }
@@ -28,11 +31,13 @@ public struct KeyItemSealer: ItemSealer {
         self.algorithm = algorithm
     }
 
-    public func seal(_ plaintext: Data, context: Data) throws -> Data {
+    /// Seals as `Envelope.seal`; throws as it does.
+    public func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data {
         try Envelope.seal(plaintext, key: key, algorithm: algorithm, context: context)
     }
 
-    public func open(_ sealed: Data, context: Data) throws -> Data {
+    /// Opens as `Envelope.open`; throws `authenticationFailed` for a wrong context or modified value.
+    public func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data {
         try Envelope.open(sealed, key: key, context: context)
     }
 }
@@ -46,7 +51,8 @@ public struct PassphraseItemSealer: ItemSealer {
     private let limits: KDFLimits
 
     /// A sealer for `passphrase`; new values use `kdf`, stored values are opened within `limits`.
-    public init(passphrase: SecretBytes, kdf: PasswordKDF = .default, limits: KDFLimits = .default) throws {
+    /// Throws `SecureCoreError.invalidParameter` for an empty passphrase, `costAboveCeiling` for a KDF above `limits`.
+    public init(passphrase: SecretBytes, kdf: PasswordKDF = .default, limits: KDFLimits = .default) throws(SecureCoreError) {
         guard passphrase.count > 0 else { throw SecureCoreError.invalidParameter("the passphrase is empty") }
         try kdf.validate(within: limits)
         self.passphrase = passphrase
@@ -54,11 +60,13 @@ public struct PassphraseItemSealer: ItemSealer {
         self.limits = limits
     }
 
-    public func seal(_ plaintext: Data, context: Data) throws -> Data {
-        try passphrase.withUnsafeBytes { try Envelope.seal(plaintext, passphrase: $0, kdf: kdf, context: context) }
+    /// Seals as a passphrase `Envelope`; throws as `Envelope.seal(_:passphrase:kdf:algorithm:context:)`.
+    public func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data {
+        try passphrase.withUnsafeBytes { bytes throws(SecureCoreError) in try Envelope.seal(plaintext, passphrase: bytes, kdf: kdf, context: context) }
     }
 
-    public func open(_ sealed: Data, context: Data) throws -> Data {
-        try passphrase.withUnsafeBytes { try Envelope.open(sealed, passphrase: $0, context: context, limits: limits) }
+    /// Opens within `limits`; throws `authenticationFailed`, `costAboveCeiling` or a header error.
+    public func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data {
+        try passphrase.withUnsafeBytes { bytes throws(SecureCoreError) in try Envelope.open(sealed, passphrase: bytes, context: context, limits: limits) }
     }
 }

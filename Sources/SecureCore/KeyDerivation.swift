@@ -8,7 +8,7 @@ public enum KeyDerivation {
     public static func hkdf<S: DataProtocol, I: DataProtocol>(
         inputKeyMaterial: some ContiguousBytes, salt: S, info: I, outputByteCount: Int,
         using function: HashFunction = .sha256
-    ) throws -> SecretBytes {
+    ) throws(SecureCoreError) -> SecretBytes {
         guard !function.isInsecure else { throw SecureCoreError.invalidParameter("HKDF requires a SHA-2 function") }
         guard outputByteCount >= 1, outputByteCount <= 255 * function.outputByteCount else {
             throw SecureCoreError.invalidParameter(

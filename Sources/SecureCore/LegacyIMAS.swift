@@ -11,13 +11,14 @@ import Foundation
 /// probability about 1 − 1/65,536, and modified data may go unnoticed. Re-seal with `Envelope`.
 public enum LegacyIMAS {
     /// The seed's key derivation: PBKDF2-HMAC-SHA256, 1000 rounds, 32-byte key, from the app's salt.
-    public static func deriveKey<P: DataProtocol, S: DataProtocol>(password: P, salt: S) throws -> SecretBytes {
+    /// Throws `SecureCoreError` only as `PasswordKDF.deriveKey` does (not for these fixed parameters).
+    public static func deriveKey<P: DataProtocol, S: DataProtocol>(password: P, salt: S) throws(SecureCoreError) -> SecretBytes {
         try PasswordKDF.pbkdf2(hash: .sha256, rounds: 1000).deriveKey(from: password, salt: salt, outputByteCount: 32)
     }
 
     /// Decrypts a legacy blob. Throws `truncated` when it cannot hold an IV and one block, and
     /// `authenticationFailed` when the padding or the checksum do not verify.
-    public static func decrypt<D: DataProtocol>(_ blob: D, key: SecretBytes) throws -> Data {
+    public static func decrypt<D: DataProtocol>(_ blob: D, key: SecretBytes) throws(SecureCoreError) -> Data {
         let bytes = Data(blob)
         guard bytes.count >= 32, (bytes.count - 16) % 16 == 0 else { throw SecureCoreError.truncated }
         guard [16, 24, 32].contains(key.count) else {

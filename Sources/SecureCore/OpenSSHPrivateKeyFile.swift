@@ -20,7 +20,7 @@ public struct OpenSSHPrivateKeyFile: Sendable {
     /// Parses the file text. Throws `OpenSSHKeyFileError`: not this format, passphrase-protected
     /// (`ssh-keygen -p` removes the passphrase), not exactly one key, check bytes that differ (a
     /// damaged file), or a truncated or malformed encoding.
-    public init(_ text: String) throws {
+    public init(_ text: String) throws(OpenSSHKeyFileError) {
         guard let start = text.range(of: Self.begin),
             let stop = text.range(of: Self.end, range: start.upperBound..<text.endIndex)
         else { throw OpenSSHKeyFileError.notOpenSSHPrivateKey }
@@ -49,9 +49,10 @@ public struct OpenSSHPrivateKeyFile: Sendable {
     /// The 32-byte seed of an `ssh-ed25519` key (RFC 8032 private key), after checking that the
     /// private section's public key matches its own copy and the file's public key blob (read with
     /// `SSHPublicKey`, so it is also a valid Ed25519 point encoding).
-    public func ed25519Seed() throws -> SecretBytes {
+    /// Throws `OpenSSHKeyFileError.malformed` when it does not.
+    public func ed25519Seed() throws(OpenSSHKeyFileError) -> SecretBytes {
         guard keyType == "ssh-ed25519" else { throw OpenSSHKeyFileError.malformed("not an ssh-ed25519 key") }
-        return try withPrivateFields { fields in
+        return try withPrivateFields { fields throws(OpenSSHKeyFileError) in
             let publicKey = try fields.string(), both = try fields.string()
             guard publicKey.count == 32, both.count == 64, both.suffix(32) == publicKey,
                 (try? SSHPublicKey(blob: publicKeyBlob))?.key == .ed25519(publicKey)
@@ -62,7 +63,8 @@ public struct OpenSSHPrivateKeyFile: Sendable {
 
     /// Runs `body` with a reader over the private fields that follow the key type (for `ssh-rsa`:
     /// n, e, d, iqmp, p, q as mpints; for `ecdsa-sha2-*`: curve name, point, scalar), then the comment.
-    public func withPrivateFields<R>(_ body: (inout SSHWireReader) throws -> R) throws -> R {
+    /// Throws what `body` throws (typed: `E`; the reader throws `OpenSSHKeyFileError`).
+    public func withPrivateFields<R, E: Error>(_ body: (inout SSHWireReader) throws(E) -> R) throws(E) -> R {
         var reader = privateFields.withUnsafeBytes { SSHWireReader(Data($0)) }
         return try body(&reader)
     }

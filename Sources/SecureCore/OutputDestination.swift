@@ -65,43 +65,64 @@ public enum OutputDestination: Equatable, Sendable {
     /// bytes go straight to the device or pipe. With `overwrite: false`, any existing entry at the
     /// path (a file, a device, a symbolic link, even a dangling one) is left alone and
     /// `SecureCoreError.fileExists` is thrown before `body` runs.
+    ///
+    /// Throws `SecureCoreError` (`.io`, `.fileExists`) for the destination itself, or what `body` throws.
     public func write<R>(
         permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
     ) throws -> R {
+        try write(permissions: permissions, overwrite: overwrite, body, as: { $0 })
+    }
+
+    /// The one implementation (see `AtomicFile.write(to:permissions:overwrite:_:as:)`).
+    func write<R, E: Error>(
+        permissions: mode_t, overwrite: Bool, _ body: (borrowing FileOutput) throws(E) -> R, as wrap: (SecureCoreError) -> E
+    ) throws(E) -> R {
         switch self {
         case .file(let path):
-            return try AtomicFile.write(to: path, permissions: permissions, overwrite: overwrite, body)
+            return try AtomicFile.write(to: path, permissions: permissions, overwrite: overwrite, body, as: wrap)
         case .special(let path):
-            guard overwrite else { throw SecureCoreError.fileExists(path: path) }
+            guard overwrite else { throw wrap(.fileExists(path: path)) }
             let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
-            guard fd >= 0 else { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+            guard fd >= 0 else { throw wrap(.io(path: path, reason: String(cString: strerror(errno)))) }
             let output = FileOutput(ownedDescriptor: fd, path: path)
             // The entry could have been swapped for a regular file since it was classified; never
             // write a regular file in place (that could leave a partial file).
             var status = stat()
             guard fstat(fd, &status) == 0, status.st_mode & S_IFMT != S_IFREG else {
-                throw SecureCoreError.io(path: path, reason: "changed from a device or pipe to a file while opening")
+                throw wrap(.io(path: path, reason: "changed from a device or pipe to a file while opening"))
             }
             return try body(output)
         }
     }
 
     /// Classifies `path` and writes to it with `body` (see `write(permissions:overwrite:_:)`).
+    /// Throws `SecureCoreError` for the destination itself, or what `body` throws.
     public static func write<R>(
         to path: String, permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
     ) throws -> R {
-        if !overwrite {
-            var status = stat()
-            if lstat(path, &status) == 0 { throw SecureCoreError.fileExists(path: path) }
-        }
-        return try OutputDestination(path: path).write(permissions: permissions, overwrite: overwrite, body)
+        try write(to: path, permissions: permissions, overwrite: overwrite, body, as: { $0 })
     }
 
-    /// Classifies `path` and writes `data` to it (see `write(permissions:overwrite:_:)`).
+    /// The one implementation of the static writes.
+    static func write<R, E: Error>(
+        to path: String, permissions: mode_t, overwrite: Bool, _ body: (borrowing FileOutput) throws(E) -> R,
+        as wrap: (SecureCoreError) -> E
+    ) throws(E) -> R {
+        if !overwrite {
+            var status = stat()
+            if lstat(path, &status) == 0 { throw wrap(.fileExists(path: path)) }
+        }
+        let destination: OutputDestination
+        do { destination = try OutputDestination(path: path) } catch { throw wrap(error) }
+        return try destination.write(permissions: permissions, overwrite: overwrite, body, as: wrap)
+    }
+
+    /// Classifies `path` and writes `data` to it (see `write(permissions:overwrite:_:)`). Throws
+    /// `SecureCoreError` (`.io`, `.fileExists`).
     public static func write<D: ContiguousBytes>(
         _ data: D, to path: String, permissions: mode_t = 0o600, overwrite: Bool = true
-    ) throws {
-        try write(to: path, permissions: permissions, overwrite: overwrite) { try $0.write(data) }
+    ) throws(SecureCoreError) {
+        try write(to: path, permissions: permissions, overwrite: overwrite, { output throws(SecureCoreError) in try output.write(data) }, as: { $0 })
     }
 
     private static func resolve(_ path: String) -> String? {

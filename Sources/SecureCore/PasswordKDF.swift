@@ -23,7 +23,7 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Checks the parameters are valid and within `limits`; throws before any derivation work.
-    public func validate(within limits: KDFLimits = .default) throws {
+    public func validate(within limits: KDFLimits = .default) throws(SecureCoreError) {
         switch self {
         case .scrypt(let logN, let r, let p):
             guard logN <= limits.maxScryptLogN else {
@@ -61,7 +61,7 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     /// Derives `outputByteCount` bytes from `passphrase` and `salt`, after `validate(within:)`.
     public func deriveKey<P: DataProtocol, S: DataProtocol>(
         from passphrase: P, salt: S, outputByteCount: Int = 32, limits: KDFLimits = .default
-    ) throws -> SecretBytes {
+    ) throws(SecureCoreError) -> SecretBytes {
         try validate(within: limits)
         let key: SymmetricKey
         switch self {
@@ -84,9 +84,13 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
                 default: .sha256
                 }
             // Rounds below swift-crypto's floor are only accepted for compatibility with existing data.
-            key = try KDF.Insecure.PBKDF2.deriveKey(
-                from: passphrase, salt: salt, using: function, outputByteCount: outputByteCount,
-                unsafeUncheckedRounds: Int(rounds))
+            do {
+                key = try KDF.Insecure.PBKDF2.deriveKey(
+                    from: passphrase, salt: salt, using: function, outputByteCount: outputByteCount,
+                    unsafeUncheckedRounds: Int(rounds))
+            } catch {
+                throw .invalidParameter("PBKDF2 cannot derive \(outputByteCount) bytes")
+            }
         }
         return SecretBytes(key)
     }
@@ -94,12 +98,13 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     /// The scrypt cost (r 8, p 1) whose derivation takes closest to, without exceeding by more than
     /// a factor of two, `target` on this machine, capped by `limits`. Measures logN 12 and
     /// extrapolates (scrypt time doubles with each logN step), then confirms with one run.
-    public static func calibrateScrypt(target: Duration, limits: KDFLimits = .default) throws -> PasswordKDF {
+    /// Throws `SecureCoreError.outOfMemory` when the probe derivation cannot allocate.
+    public static func calibrateScrypt(target: Duration, limits: KDFLimits = .default) throws(SecureCoreError) -> PasswordKDF {
         let clock = ContinuousClock()
         let probeLogN: UInt8 = 12
-        let probe = try clock.measure {
-            _ = try PasswordKDF.scrypt(logN: probeLogN, r: 8, p: 1).deriveKey(from: [0], salt: [0])
-        }
+        let start = clock.now
+        _ = try PasswordKDF.scrypt(logN: probeLogN, r: 8, p: 1).deriveKey(from: [0], salt: [0])
+        let probe = clock.now - start
         var logN = probeLogN
         var estimate = probe
         while logN < limits.maxScryptLogN, estimate * 2 <= target {
@@ -110,11 +115,13 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The PBKDF2-HMAC-SHA256 round count that takes about `target` on this machine, capped by `limits`.
-    public static func calibratePBKDF2(target: Duration, limits: KDFLimits = .default) throws -> PasswordKDF {
+    /// Throws `SecureCoreError` only as `deriveKey` does (not for the probe parameters).
+    public static func calibratePBKDF2(target: Duration, limits: KDFLimits = .default) throws(SecureCoreError) -> PasswordKDF {
         let probeRounds: UInt32 = 50_000
-        let probe = try ContinuousClock().measure {
-            _ = try PasswordKDF.pbkdf2(hash: .sha256, rounds: probeRounds).deriveKey(from: [0], salt: [0])
-        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        _ = try PasswordKDF.pbkdf2(hash: .sha256, rounds: probeRounds).deriveKey(from: [0], salt: [0])
+        let probe = clock.now - start
         let ratio = target / probe
         let rounds = min(Double(limits.maxPBKDF2Rounds), max(1_000, Double(probeRounds) * ratio))
         return .pbkdf2(hash: .sha256, rounds: UInt32(rounds))

@@ -117,37 +117,40 @@ public struct SSHPublicKey: Sendable, Equatable {
     private static func parse(_ blob: Data) throws(SSHPublicKeyError) -> Key {
         var reader = SSHWireReader(blob)
         let key: Key
-        do {
-            let type = String(decoding: try reader.string(), as: UTF8.self)
-            switch type {
-            case "ssh-ed25519":
-                key = .ed25519(try reader.string())
-            case "ssh-rsa":
-                // RFC 4253 §6.6: e, then n.
-                let exponent = try unsignedMPInt(&reader), modulus = try unsignedMPInt(&reader)
-                key = .rsa(exponent: exponent, modulus: modulus)
-            default:
-                guard let curve = ECDSACurve.allCases.first(where: { "ecdsa-sha2-\($0.rawValue)" == type }) else {
-                    throw SSHPublicKeyError.unsupportedKeyType(type)
-                }
-                let name = String(decoding: try reader.string(), as: UTF8.self)
-                guard name == curve.rawValue else { throw SSHPublicKeyError.curveMismatch(keyType: type, curve: name) }
-                key = .ecdsa(curve: curve, point: try reader.string())
+        let type = String(decoding: try field(&reader), as: UTF8.self)
+        switch type {
+        case "ssh-ed25519":
+            key = .ed25519(try field(&reader))
+        case "ssh-rsa":
+            // RFC 4253 §6.6: e, then n.
+            let exponent = try unsignedMPInt(&reader), modulus = try unsignedMPInt(&reader)
+            key = .rsa(exponent: exponent, modulus: modulus)
+        default:
+            guard let curve = ECDSACurve.allCases.first(where: { "ecdsa-sha2-\($0.rawValue)" == type }) else {
+                throw .unsupportedKeyType(type)
             }
-        } catch let error as SSHPublicKeyError {
-            throw error
-        } catch {
-            throw .truncated  // SSHWireReader throws only when a length runs past the end
+            let name = String(decoding: try field(&reader), as: UTF8.self)
+            guard name == curve.rawValue else { throw .curveMismatch(keyType: type, curve: name) }
+            key = .ecdsa(curve: curve, point: try field(&reader))
         }
         guard reader.isAtEnd else { throw .trailingBytes }
         try validate(key)
         return key
     }
 
+    /// The next length-prefixed `string`.
+    private static func field(_ reader: inout SSHWireReader) throws(SSHPublicKeyError) -> Data {
+        do {
+            return try reader.string()
+        } catch {
+            throw .truncated  // SSHWireReader.string throws only when a length runs past the end
+        }
+    }
+
     /// A non-negative mpint as unsigned big-endian bytes without leading zeros.
-    private static func unsignedMPInt(_ reader: inout SSHWireReader) throws -> Data {
-        let raw = try reader.string()
-        guard raw.first.map({ $0 < 0x80 }) ?? true else { throw SSHPublicKeyError.negativeInteger }
+    private static func unsignedMPInt(_ reader: inout SSHWireReader) throws(SSHPublicKeyError) -> Data {
+        let raw = try field(&reader)
+        guard raw.first.map({ $0 < 0x80 }) ?? true else { throw .negativeInteger }
         return Data(raw.drop(while: { $0 == 0 }))
     }
 

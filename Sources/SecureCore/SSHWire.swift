@@ -12,28 +12,32 @@ public struct SSHWireReader: Sendable {
     public var isAtEnd: Bool { offset == data.count }
 
     /// The next `count` bytes; throws `OpenSSHKeyFileError.malformed` when fewer remain.
-    public mutating func bytes(_ count: Int) throws -> Data {
+    public mutating func bytes(_ count: Int) throws(OpenSSHKeyFileError) -> Data {
         guard count >= 0, data.count - offset >= count else { throw OpenSSHKeyFileError.malformed("truncated SSH encoding") }
         defer { offset += count }
         return data.subdata(in: offset..<offset + count)
     }
 
     /// A big-endian uint32.
-    public mutating func uint32() throws -> UInt32 { try bytes(4).reduce(0) { $0 << 8 | UInt32($1) } }
+    /// Throws `OpenSSHKeyFileError.malformed` when fewer than 4 bytes remain.
+    public mutating func uint32() throws(OpenSSHKeyFileError) -> UInt32 { try bytes(4).reduce(0) { $0 << 8 | UInt32($1) } }
 
     /// A length-prefixed `string` (arbitrary bytes).
-    public mutating func string() throws -> Data { try bytes(Int(uint32())) }
+    /// Throws `OpenSSHKeyFileError.malformed` when the length runs past the end.
+    public mutating func string() throws(OpenSSHKeyFileError) -> Data { try bytes(Int(uint32())) }
 
     /// A non-negative `mpint` as unsigned big-endian bytes without leading zeros; negative values
     /// are refused.
-    public mutating func unsignedMPInt() throws -> Data {
+    /// Throws `OpenSSHKeyFileError.malformed` when truncated or negative.
+    public mutating func unsignedMPInt() throws(OpenSSHKeyFileError) -> Data {
         let raw = try string()
         guard raw.first.map({ $0 < 0x80 }) ?? true else { throw OpenSSHKeyFileError.malformed("negative mpint") }
         return Data(raw.drop(while: { $0 == 0 }))
     }
 
     /// Every remaining byte.
-    public mutating func rest() throws -> Data { try bytes(data.count - offset) }
+    /// Never fails in practice (typed as the other reads).
+    public mutating func rest() throws(OpenSSHKeyFileError) -> Data { try bytes(data.count - offset) }
 }
 
 /// Writes the SSH wire encoding (RFC 4251 §5): uint32 lengths and integers, big-endian. The

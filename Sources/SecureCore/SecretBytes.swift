@@ -45,8 +45,9 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomD
         }
     }
 
-    /// Creates `count` bytes filled by `initializer`, without an intermediate copy.
-    public init(count: Int, initializingWith initializer: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+    /// Creates `count` bytes filled by `initializer`, without an intermediate copy. Throws what
+    /// `initializer` throws (typed: `E`).
+    public init<E: Error>(count: Int, initializingWith initializer: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
         storage = Storage(count: count)
         try initializer(UnsafeMutableRawBufferPointer(rebasing: storage.buffer[0..<count]))
     }
@@ -64,7 +65,9 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomD
     /// The number of bytes.
     public var count: Int { storage.count }
 
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    /// Runs `body` with the bytes (valid only inside `body`; do not copy them out unwiped). Throws
+    /// what `body` throws (typed: `E`).
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(rebasing: storage.buffer[0..<storage.count]))
     }
 

@@ -27,6 +27,21 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
     case fileExists(path: String)
     /// Memory for the operation could not be allocated (for example scrypt's 128·r·N bytes).
     case outOfMemory(String)
+    /// The data is sealed with the other kind of secret: a passphrase where a raw key was given, or
+    /// the reverse. Like `authenticationFailed`, the secret given does not open it.
+    case secretKindMismatch(sealedWith: SecretKind)
+    /// An `ItemSealer` failed for a reason of its own other than `locked` (for example the vault's
+    /// keychain cannot be read). SecureCore cannot name the sealer's error type, so this carries
+    /// its user-facing description.
+    case sealerFailed(String)
+
+    /// What sealed a value: a raw key or a passphrase (see `secretKindMismatch`).
+    public enum SecretKind: Sendable, Equatable {
+        /// A 32-byte raw key.
+        case rawKey
+        /// A passphrase, through the KDF named in the header.
+        case passphrase
+    }
 
     public var description: String {
         switch self {
@@ -56,6 +71,12 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
             return "\(path) already exists"
         case .outOfMemory(let detail):
             return "out of memory: \(detail)"
+        case .secretKindMismatch(.passphrase):
+            return "this data is sealed with a passphrase, not a raw key"
+        case .secretKindMismatch(.rawKey):
+            return "this data is sealed with a raw key, not a passphrase"
+        case .sealerFailed(let description):
+            return description
         }
     }
 }

@@ -41,7 +41,7 @@ public enum SecureRandom {
         public let characters: [Character]
 
         /// An alphabet from the distinct characters of `characters`; throws when it has none.
-        public init(_ characters: String) throws {
+        public init(_ characters: String) throws(SecureCoreError) {
             var seen = Set<Character>()
             let unique = characters.filter { seen.insert($0).inserted }
             guard !unique.isEmpty else { throw SecureCoreError.invalidParameter("alphabet is empty") }

@@ -27,10 +27,11 @@ public enum StreamEnvelope {
     // MARK: Encrypting
 
     /// Reads `input` to its end and writes the sealed stream to `output`, under a 32-byte key.
+    /// Throws `SecureCoreError`: `invalidParameter` for a key that is not 32 bytes, `.io` from the input or output.
     public static func encrypt(
         from input: borrowing FileInput, to output: borrowing FileOutput, key: SymmetricKey,
         algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
-    ) throws {
+    ) throws(SecureCoreError) {
         guard key.bitCount == Envelope.keyByteCount * 8 else {
             throw SecureCoreError.invalidParameter("key must be \(Envelope.keyByteCount) bytes")
         }
@@ -39,10 +40,11 @@ public enum StreamEnvelope {
     }
 
     /// Reads `input` to its end and writes the sealed stream to `output`, under a passphrase.
+    /// Throws `SecureCoreError`: `invalidParameter` for KDF parameters the format cannot store, KDF errors, `.io`.
     public static func encrypt<S: DataProtocol>(
         from input: borrowing FileInput, to output: borrowing FileOutput, passphrase: S,
         kdf: PasswordKDF = .default, algorithm: Envelope.Algorithm = .aes256GCM, context: some DataProtocol = Data()
-    ) throws {
+    ) throws(SecureCoreError) {
         if case .pbkdf2(let hash, _) = kdf, hash != .sha256 {
             throw SecureCoreError.invalidParameter("the stream format stores PBKDF2 with HMAC-SHA256 only")
         }
@@ -55,35 +57,41 @@ public enum StreamEnvelope {
     private static func encrypt(
         from input: borrowing FileInput, to output: borrowing FileOutput, header: StreamHeader,
         masterKey: SymmetricKey, context: some DataProtocol
-    ) throws {
+    ) throws(SecureCoreError) {
         try output.write(header.encoded)
         let encryptor = STREAM.Encryptor(stream(header: header, masterKey: masterKey, context: context))
-        try encryptor.encrypt(reading: { try input.read(into: $0) }, writing: { try output.write($0) })
+        do {
+            try encryptor.encrypt(reading: { try input.read(into: $0) }, writing: { try output.write($0) })
+        } catch {
+            throw SecureCoreError(stream: error)
+        }
     }
 
     // MARK: Decrypting
 
     /// Reads a sealed stream from `input` and writes the plaintext to `output`, under a raw key.
+    /// Throws `SecureCoreError`: see the type's failures, `secretKindMismatch` for a passphrase stream, `.io`.
     public static func decrypt(
         from input: borrowing FileInput, to output: borrowing FileOutput, key: SymmetricKey,
         context: some DataProtocol = Data()
-    ) throws {
+    ) throws(SecureCoreError) {
         let header = try readHeader(from: input)
         guard header.envelope.kdf == nil else {
-            throw SecureCoreError.invalidParameter("this stream is sealed with a passphrase, not a raw key")
+            throw SecureCoreError.secretKindMismatch(sealedWith: .passphrase)
         }
         try decrypt(from: input, to: output, header: header, masterKey: key, context: context)
     }
 
     /// Reads a sealed stream from `input` and writes the plaintext to `output`, under a passphrase.
     /// KDF parameters above `limits` are rejected before any KDF work.
+    /// Throws `SecureCoreError`: see the type's failures, `costAboveCeiling`, `secretKindMismatch` for a raw-key stream, `.io`.
     public static func decrypt<S: DataProtocol>(
         from input: borrowing FileInput, to output: borrowing FileOutput, passphrase: S,
         context: some DataProtocol = Data(), limits: KDFLimits = .default
-    ) throws {
+    ) throws(SecureCoreError) {
         let header = try readHeader(from: input)
         guard let kdf = header.envelope.kdf else {
-            throw SecureCoreError.invalidParameter("this stream is sealed with a raw key, not a passphrase")
+            throw SecureCoreError.secretKindMismatch(sealedWith: .rawKey)
         }
         let key = try kdf.deriveKey(from: passphrase, salt: header.envelope.salt, limits: limits)
         try decrypt(from: input, to: output, header: header, masterKey: key.symmetricKey, context: context)
@@ -92,15 +100,15 @@ public enum StreamEnvelope {
     private static func decrypt(
         from input: borrowing FileInput, to output: borrowing FileOutput, header: StreamHeader,
         masterKey: SymmetricKey, context: some DataProtocol
-    ) throws {
+    ) throws(SecureCoreError) {
         guard masterKey.bitCount == Envelope.keyByteCount * 8 else {
             throw SecureCoreError.invalidParameter("key must be \(Envelope.keyByteCount) bytes")
         }
         let decryptor = STREAM.Decryptor(stream(header: header, masterKey: masterKey, context: context))
         do {
             try decryptor.decrypt(reading: { try input.read(into: $0) }, writing: { try output.write($0) })
-        } catch let error as STREAMError {
-            throw SecureCoreError(error)
+        } catch {
+            throw SecureCoreError(stream: error)
         }
     }
 
@@ -123,7 +131,7 @@ public enum StreamEnvelope {
         let encoded: Data
     }
 
-    private static func makeHeader(algorithm: Envelope.Algorithm, kdf: PasswordKDF?, salt: Data) throws -> StreamHeader {
+    private static func makeHeader(algorithm: Envelope.Algorithm, kdf: PasswordKDF?, salt: Data) throws(SecureCoreError) -> StreamHeader {
         let envelope = try Envelope.encodeHeader(algorithm: algorithm, kdf: kdf, salt: salt, magic: magic)
         let streamSalt = SecureRandom.bytes(count: streamSaltByteCount)
         var encoded = envelope.encoded
@@ -133,7 +141,7 @@ public enum StreamEnvelope {
     }
 
     /// Reads exactly the header bytes from `input` (it is self-delimiting) and parses them.
-    static func readHeader(from input: borrowing FileInput) throws -> StreamHeader {
+    static func readHeader(from input: borrowing FileInput) throws(SecureCoreError) -> StreamHeader {
         var bytes = try input.read(upTo: 6)
         if bytes.count == 6 {
             switch bytes.last! {
@@ -160,6 +168,17 @@ extension SecureCoreError {
         case .trailingData: self = .trailingData
         case .authenticationFailed: self = .authenticationFailed
         case .emptyFinalChunk: self = .malformedEncoding("stream: empty final chunk after data")
+        }
+    }
+
+    /// What the STREAM engine threw, as SFS1 reports it. The engine's entry points are untyped
+    /// (`STREAMError`, what the I/O closures throw, which here is `SecureCoreError`, or
+    /// swift-crypto's error when sealing under a key it refuses).
+    init(stream error: any Error) {
+        switch error {
+        case let error as SecureCoreError: self = error
+        case let error as STREAMError: self.init(error)
+        default: self = .invalidParameter("the payload key cannot seal a chunk")
         }
     }
 }

@@ -23,7 +23,8 @@ public enum SymmetricKeyFile {
 
     /// The key in the file at `path` (`key(from:name:)`), read whole and wiped from memory after
     /// use. A file over 4 KiB is refused without being read further.
-    public static func read(path: String) throws -> SecretBytes {
+    /// Throws `SecureCoreError.io` when the file cannot be read, `malformedEncoding` when it is not a key file.
+    public static func read(path: String) throws(SecureCoreError) -> SecretBytes {
         let file = try FileInput(path: path)
         var contents = Data()
         defer { contents.resetBytes(in: 0..<contents.count) }

@@ -81,7 +81,7 @@ extension Keychain {
         }
         do {
             return try sealer.open(Data(stored.value), context: SealedValueBinding.context(for: identity))
-        } catch SecureCoreError.locked {
+        } catch .locked {
             throw .locked
         } catch {
             throw .authenticationFailed(service: identity.service, account: identity.account)

@@ -43,10 +43,10 @@ extension Keychain {
     static func seal(_ value: Data, identity: KeychainItem.Identity, sealer: any ItemSealer) throws(KeychainError) -> Data {
         do {
             return try sealer.seal(value, context: SealedValueBinding.context(for: identity))
-        } catch SecureCoreError.locked {
+        } catch .locked {
             throw .locked
         } catch {
-            throw .sealingFailed(String(describing: error))
+            throw .sealingFailed(error)
         }
     }
 }

@@ -1,3 +1,4 @@
+import SecureCore
 import SQLiteSupport
 
 /// Every failure SecureKeychain reports. Each case names one cause; `description` is a sentence a
@@ -11,8 +12,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case locked
     /// A sealed value failed to open: it was modified, copied from another item, or sealed under another key.
     case authenticationFailed(service: String, account: String)
-    /// The sealer failed for a reason other than locking or authentication.
-    case sealingFailed(String)
+    /// The sealer failed for a reason other than locking (its `SecureCoreError`).
+    case sealingFailed(SecureCoreError)
     /// The item is sealed and must be read or replaced with the secure API (a clear write would
     /// downgrade it), or is clear and cannot be read with it.
     case protectionMismatch(service: String, account: String, isSealed: Bool)
@@ -56,7 +57,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the sealed value of service '\(service)' account '\(account)' failed authentication: "
                 + "it was modified, moved from another item, or sealed under another key"
         case .sealingFailed(let reason):
-            return "sealing failed: \(reason)"
+            return "sealing failed: \(reason.description)"
         case .protectionMismatch(let service, let account, let isSealed):
             return isSealed
                 ? "the item for service '\(service)' and account '\(account)' is sealed; read or replace it with the secure API"

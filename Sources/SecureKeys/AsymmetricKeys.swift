@@ -66,7 +66,8 @@ public enum AsymmetricPrivateKey: Sendable {
     case x25519(Curve25519.KeyAgreement.PrivateKey)
 
     /// Generates a new key of `type` from the system's secure random source.
-    public static func generate(_ type: KeyType) throws -> AsymmetricPrivateKey {
+    /// Throws `KeyError.unsupportedKeySize` when swift-crypto cannot generate an RSA key of this size.
+    public static func generate(_ type: KeyType) throws(KeyError) -> AsymmetricPrivateKey {
         switch type {
         case .rsa1024: .rsa(try RSAPrivateKey(keySize: .legacy1024))
         case .rsa2048: .rsa(try RSAPrivateKey(keySize: .bits2048))

@@ -13,20 +13,26 @@ import CryptoExtras
 /// Heimdall's "URL-safe" variant (`/` → `_`, `+` → `-`, padding kept).
 public enum Heimdall {
     /// Encrypts `message` to `key` in Heimdall's payload layout.
-    public static func encrypt(_ message: some DataProtocol, to key: RSAPublicKey) throws -> Data {
+    /// Throws `KeyError.invalidKey` only if the key cannot wrap the AES key (not for accepted sizes).
+    public static func encrypt(_ message: some DataProtocol, to key: RSAPublicKey) throws(KeyError) -> Data {
         let keyLength = aesKeyLength(for: key)
         let keyAndIV = SecretBytes.random(count: keyLength + 16)
         let wrapped = try key.wrap(keyAndIV, padding: .legacySHA1)
-        let body = try keyAndIV.withUnsafeBytes { bytes in
-            try AES._CBC.encrypt(
-                message, using: SymmetricKey(data: bytes.prefix(keyLength)), iv: AES._CBC.IV(ivBytes: bytes.suffix(16)))
+        let body: Data
+        do {
+            body = try keyAndIV.withUnsafeBytes { bytes in
+                try AES._CBC.encrypt(
+                    message, using: SymmetricKey(data: bytes.prefix(keyLength)), iv: AES._CBC.IV(ivBytes: bytes.suffix(16)))
+            }
+        } catch {
+            throw KeyError.invalidKey("AES-CBC refused the \(keyLength)-byte key")  // not reached: the sizes are fixed
         }
         return wrapped + body
     }
 
     /// Decrypts a Heimdall payload. Throws `legacyDecryptionFailed` when the payload is too short,
     /// the key does not unwrap, or the padding is wrong (the payload has no other integrity check).
-    public static func decrypt(_ payload: some DataProtocol, with key: RSAPrivateKey) throws -> Data {
+    public static func decrypt(_ payload: some DataProtocol, with key: RSAPrivateKey) throws(KeyError) -> Data {
         let bytes = Data(payload)
         let modulusBytes = key.publicKey.modulusByteCount
         guard bytes.count >= modulusBytes + 16, (bytes.count - modulusBytes) % 16 == 0 else {
@@ -52,13 +58,15 @@ public enum Heimdall {
     }
 
     /// Encrypts the UTF-8 bytes of `message` and returns Heimdall's base64 text.
-    public static func encrypt(_ message: String, to key: RSAPublicKey, urlEncode: Bool = false) throws -> String {
+    /// Throws as `encrypt(_:to:)`.
+    public static func encrypt(_ message: String, to key: RSAPublicKey, urlEncode: Bool = false) throws(KeyError) -> String {
         encodeBase64(try encrypt(Data(message.utf8), to: key), urlSafe: urlEncode)
     }
 
     /// Decrypts Heimdall base64 text (either variant) to a UTF-8 string. Text whose length cannot
     /// encode a payload for this key is refused before it is decoded.
-    public static func decrypt(_ base64: String, with key: RSAPrivateKey) throws -> String {
+    /// Throws `KeyError.malformedBase64` or `legacyDecryptionFailed` (also for a non-UTF-8 plaintext).
+    public static func decrypt(_ base64: String, with key: RSAPrivateKey) throws(KeyError) -> String {
         let plaintext = try decrypt(decodePayload(base64, for: key.publicKey), with: key)
         guard let text = String(data: plaintext, encoding: .utf8) else {
             throw KeyError.legacyDecryptionFailed("the plaintext is not UTF-8")
@@ -67,12 +75,14 @@ public enum Heimdall {
     }
 
     /// RSASSA-PKCS1-v1_5 SHA-256 signature, as Heimdall's `sign`.
-    public static func sign(_ message: some DataProtocol, with key: RSAPrivateKey) throws -> Data {
+    /// Throws `KeyError.invalidKey` only if swift-crypto cannot sign with the key.
+    public static func sign(_ message: some DataProtocol, with key: RSAPrivateKey) throws(KeyError) -> Data {
         try key.signature(for: message, scheme: .rsaPKCS1v15)
     }
 
     /// Signs the UTF-8 bytes of `message`; Heimdall base64 text.
-    public static func sign(_ message: String, with key: RSAPrivateKey, urlEncode: Bool = false) throws -> String {
+    /// Throws as `sign(_:with:)`.
+    public static func sign(_ message: String, with key: RSAPrivateKey, urlEncode: Bool = false) throws(KeyError) -> String {
         encodeBase64(try sign(Data(message.utf8), with: key), urlSafe: urlEncode)
     }
 
@@ -98,7 +108,7 @@ public enum Heimdall {
     }
 
     /// Decodes either variant of Heimdall's base64. Throws `malformedBase64`.
-    public static func decodeBase64(_ text: String) throws -> Data {
+    public static func decodeBase64(_ text: String) throws(KeyError) -> Data {
         let standard = text.trimmingCharacters(in: .whitespacesAndNewlines)
             .replacingOccurrences(of: "_", with: "/").replacingOccurrences(of: "-", with: "+")
         guard let bytes = try? Base64.decode(standard) else { throw KeyError.malformedBase64 }
@@ -108,7 +118,7 @@ public enum Heimdall {
     /// Decodes Heimdall base64 text of a payload for `key`, first checking from its length alone
     /// that the decoded bytes can be a payload (the wrapped key, then whole AES blocks), so a huge or
     /// misshapen text costs no decoding. Throws `legacyDecryptionFailed` or `malformedBase64`.
-    public static func decodePayload(_ text: String, for key: RSAPublicKey) throws -> Data {
+    public static func decodePayload(_ text: String, for key: RSAPublicKey) throws(KeyError) -> Data {
         let characters = text.utf8.count
         let minimum = base64Length(ofByteCount: key.modulusByteCount + 16)
         guard characters >= minimum else { throw KeyError.legacyDecryptionFailed("payload length does not fit the key") }

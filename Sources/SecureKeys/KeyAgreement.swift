@@ -7,7 +7,7 @@ extension AsymmetricPrivateKey {
     /// `peer`, which must be of the same type. Throws `wrongKeyType`, or `invalidKey` when the
     /// result is degenerate (for example an all-zero X25519 output from a low-order point).
     /// Use a KDF (HKDF) on the result; never use it as a key directly.
-    public func sharedSecret(with peer: AsymmetricPublicKey) throws -> SecretBytes {
+    public func sharedSecret(with peer: AsymmetricPublicKey) throws(KeyError) -> SecretBytes {
         guard type == peer.type, let own = agreementRawRepresentation, let theirs = peer.agreementRawRepresentation else {
             throw KeyError.wrongKeyType(expected: "a \(type) peer key for key agreement", found: peer.type.rawValue)
         }

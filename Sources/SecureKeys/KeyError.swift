@@ -1,3 +1,6 @@
+import SecureCore
+import SecureKeychain
+
 /// Every failure SecureKeys reports. Each case names one cause; `description` is a sentence a
 /// person can act on and never contains key material.
 public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -61,8 +64,15 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case sealerLocked
     /// The sealed private key does not open: another sealer (vault key), or the stored value was modified.
     case sealedKeyDoesNotOpen(tag: String)
-    /// The keychain holding the keys failed (file, storage or lock error).
-    case keychain(String)
+    /// The keychain holding the keys failed (file, storage or lock error): its `KeychainError`.
+    case keychain(KeychainError)
+    /// An OpenSSH public key (a key line, or the public key of an OpenSSH private key file) is
+    /// refused by SecureCore's SSH key codec: its `SSHPublicKeyError` says why (unsupported key
+    /// type, truncated, not a point on the curve, ...).
+    case sshKey(SSHPublicKeyError)
+    /// An OpenSSH private key file is refused by SecureCore's reader (passphrase-protected, not
+    /// exactly one key, damaged): its `OpenSSHKeyFileError`.
+    case openSSHKeyFile(OpenSSHKeyFileError)
     /// The clear public key stored under this tag is not the public half of its sealed private
     /// key: the keychain file was modified (for example the public item swapped).
     case publicKeyMismatch(tag: String)
@@ -102,9 +112,29 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noPrivateKey(let tag): "the key \"\(tag)\" is a public (partner) key without a private key"
         case .sealerLocked: "the vault is locked: unlock it to use private keys"
         case .sealedKeyDoesNotOpen(let tag): "the private key \"\(tag)\" does not open: another vault key, or the stored item was modified"
-        case .keychain(let detail): "keychain: \(detail)"
+        case .keychain(let error): "keychain: \(error.description)"
+        case .sshKey(let error): "OpenSSH public key: \(error.description)"
+        case .openSSHKeyFile(let error): error.description
         case .publicKeyMismatch(let tag):
             "the stored public key \"\(tag)\" is not the public half of its sealed private key: the keychain file was modified"
         }
+    }
+}
+
+extension KeyError {
+    /// SecureCore's PEM reader refused the text: `malformedPEM` with its reason (PEM decoding
+    /// fails only with `malformedEncoding`).
+    static func pem(_ error: SecureCoreError) -> KeyError {
+        if case .malformedEncoding(let reason) = error { return .malformedPEM(reason) }
+        return .malformedPEM(error.description)
+    }
+}
+
+extension KeyError {
+    /// SecureCore's KDF refused the parameters: a cost above the ceiling stays `costAboveCeiling`;
+    /// anything else (zero rounds, an unsupported hash) is `unsupportedAlgorithm`.
+    static func kdf(_ error: SecureCoreError) -> KeyError {
+        if case .costAboveCeiling(let detail) = error { return .costAboveCeiling(detail) }
+        return .unsupportedAlgorithm("PBKDF2: \(error.description)")
     }
 }

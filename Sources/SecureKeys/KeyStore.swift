@@ -49,21 +49,21 @@ public struct KeyStore: Sendable {
     /// Generates a key pair of `type` under `tag` (private key sealed through `sealer`) and returns
     /// its public key. `duplicateTag` when the tag is taken; nothing is stored on failure.
     @discardableResult
-    public func generate(_ type: KeyType, tag: String, sealer: any ItemSealer) throws -> AsymmetricPublicKey {
+    public func generate(_ type: KeyType, tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPublicKey {
         let key = try AsymmetricPrivateKey.generate(type)
         try storeKeyPair(key, tag: tag, sealer: sealer)
         return key.publicKey
     }
 
     /// Stores an existing private key (and its public key) under `tag`. `duplicateTag` when taken.
-    public func storeKeyPair(_ privateKey: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws {
+    public func storeKeyPair(_ privateKey: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws(KeyError) {
         var items = try pairItems(privateKey, tag: tag, sealer: sealer)
         defer { Self.wipe(&items) }
         try mapping(tag) { () throws(KeychainError) in try keychain.add(items) }
     }
 
     /// Stores a partner's public key under `tag`, with no private part. `duplicateTag` when taken.
-    public func storePartnerKey(_ publicKey: AsymmetricPublicKey, tag: String) throws {
+    public func storePartnerKey(_ publicKey: AsymmetricPublicKey, tag: String) throws(KeyError) {
         let item = try publicItem(publicKey, tag: tag)
         try mapping(tag) { () throws(KeychainError) in try keychain.add([item]) }
     }
@@ -71,7 +71,7 @@ public struct KeyStore: Sendable {
     /// The public key under `tag` (of a key pair or a partner). `keyNotFound` when absent. The
     /// public item is stored in clear and is not authenticated here; `verifiedPublicKey` and
     /// `privateKey` check a pair's public half against its sealed private half.
-    public func publicKey(tag: String) throws -> AsymmetricPublicKey {
+    public func publicKey(tag: String) throws(KeyError) -> AsymmetricPublicKey {
         let item = try mapping(tag) { () throws(KeychainError) in try keychain.item(identity(tag)) }
         return try AsymmetricPublicKey(spkiDERRepresentation: item.value)
     }
@@ -80,7 +80,7 @@ public struct KeyStore: Sendable {
     /// `noPrivateKey` for a partner key, `sealerLocked` when the sealer is locked,
     /// `sealedKeyDoesNotOpen` when it is another sealer or the sealed value was modified, and
     /// `publicKeyMismatch` when the stored public key is not the private key's public half.
-    public func privateKey(tag: String, sealer: any ItemSealer) throws -> AsymmetricPrivateKey {
+    public func privateKey(tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPrivateKey {
         try requireTag(tag)
         var der = try mapping(tag) { () throws(KeychainError) in
             do throws(KeychainError) {
@@ -101,7 +101,7 @@ public struct KeyStore: Sendable {
     /// The public key under `tag`, authenticated for a key pair: its sealed private key is opened
     /// through `sealer` and the stored public key must be its public half (`publicKeyMismatch`
     /// otherwise). A partner key has nothing sealed to check it against and is returned as stored.
-    public func verifiedPublicKey(tag: String, sealer: any ItemSealer) throws -> AsymmetricPublicKey {
+    public func verifiedPublicKey(tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPublicKey {
         guard try list().first(where: { $0.tag == tag })?.hasPrivateKey ?? false else { return try publicKey(tag: tag) }
         return try privateKey(tag: tag, sealer: sealer).publicKey
     }
@@ -110,7 +110,7 @@ public struct KeyStore: Sendable {
     /// one change, and returns the new public key. `keyNotFound` when absent, `noPrivateKey` for a
     /// partner key; the old pair stays when anything fails.
     @discardableResult
-    public func regenerate(tag: String, type: KeyType? = nil, sealer: any ItemSealer) throws -> AsymmetricPublicKey {
+    public func regenerate(tag: String, type: KeyType? = nil, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPublicKey {
         try requireTag(tag)
         guard let current = try list().first(where: { $0.tag == tag }) else { throw KeyError.keyNotFound(tag: tag) }
         guard current.hasPrivateKey else { throw KeyError.noPrivateKey(tag: tag) }
@@ -122,7 +122,7 @@ public struct KeyStore: Sendable {
     }
 
     /// Deletes the key under `tag`: both items of a pair, or the partner key. `keyNotFound` when absent.
-    public func delete(tag: String) throws {
+    public func delete(tag: String) throws(KeyError) {
         try requireTag(tag)
         try mapping(tag) { () throws(KeychainError) in
             _ = try keychain.delete([identity(tag), identity(tag + Self.privateSuffix)])
@@ -130,15 +130,17 @@ public struct KeyStore: Sendable {
     }
 
     /// Every stored key, ordered by tag. `malformedDER` when a stored public key does not parse.
-    public func list() throws -> [Entry] {
+    public func list() throws(KeyError) -> [Entry] {
         let items = keychain.items(matching: KeychainQuery(.key, accessGroup: accessGroup, service: Self.service))
         let accounts = Set(items.map(\.identity.account))
-        return try items.filter { !$0.identity.account.hasSuffix(Self.privateSuffix) }.map { item in
+        var entries = [Entry]()
+        for item in items where !item.identity.account.hasSuffix(Self.privateSuffix) {
             let key = try AsymmetricPublicKey(spkiDERRepresentation: item.value)
-            return Entry(
+            entries.append(Entry(
                 tag: item.identity.account, type: key.type, fingerprint: key.fingerprint,
-                hasPrivateKey: accounts.contains(item.identity.account + Self.privateSuffix))
+                hasPrivateKey: accounts.contains(item.identity.account + Self.privateSuffix)))
         }
+        return entries
     }
 
     // MARK: Items
@@ -147,12 +149,12 @@ public struct KeyStore: Sendable {
         KeychainItem.Identity(.key, accessGroup: accessGroup, service: Self.service, account: account)
     }
 
-    private func publicItem(_ key: AsymmetricPublicKey, tag: String) throws -> Keychain.NewItem {
+    private func publicItem(_ key: AsymmetricPublicKey, tag: String) throws(KeyError) -> Keychain.NewItem {
         try requireTag(tag)
         return Keychain.NewItem(identity: identity(tag), value: key.spkiDERRepresentation, attributes: Self.attributes(key))
     }
 
-    private func pairItems(_ key: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws -> [Keychain.NewItem] {
+    private func pairItems(_ key: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws(KeyError) -> [Keychain.NewItem] {
         let pkcs8 = key.pkcs8DERRepresentation.withUnsafeBytes { Data($0) }
         return [
             try publicItem(key.publicKey, tag: tag),
@@ -172,7 +174,7 @@ public struct KeyStore: Sendable {
     }
 
     /// A tag is non-empty and does not end in `.private`, so no tag names another tag's private item.
-    private func requireTag(_ tag: String) throws {
+    private func requireTag(_ tag: String) throws(KeyError) {
         guard !tag.isEmpty, !tag.hasSuffix(Self.privateSuffix) else { throw KeyError.invalidTag(tag) }
     }
 
@@ -191,7 +193,7 @@ public struct KeyStore: Sendable {
         } catch .authenticationFailed {
             throw .sealedKeyDoesNotOpen(tag: tag)
         } catch {
-            throw .keychain(error.description)
+            throw .keychain(error)
         }
     }
 }

@@ -19,7 +19,7 @@ public enum RSAOAEPPadding: Sendable, CustomStringConvertible {
 extension RSAPublicKey {
     /// Encrypts `secret` (at most `modulusBytes - 66` bytes for SHA-256) with RSA-OAEP.
     /// Throws `invalidKey` when the secret is too long for the key.
-    public func wrap(_ secret: SecretBytes, padding: RSAOAEPPadding = .sha256) throws -> Data {
+    public func wrap(_ secret: SecretBytes, padding: RSAOAEPPadding = .sha256) throws(KeyError) -> Data {
         do {
             return try secret.withUnsafeBytes { try encryptionKey.encrypt(Data($0), padding: padding.backing) }
         } catch {
@@ -31,7 +31,7 @@ extension RSAPublicKey {
 extension RSAPrivateKey {
     /// Decrypts an RSA-OAEP ciphertext. Throws `authenticationFailed` for any padding or length
     /// error (one error for all, so the failure reveals nothing about the padding).
-    public func unwrap(_ ciphertext: some DataProtocol, padding: RSAOAEPPadding = .sha256) throws -> SecretBytes {
+    public func unwrap(_ ciphertext: some DataProtocol, padding: RSAOAEPPadding = .sha256) throws(KeyError) -> SecretBytes {
         guard ciphertext.count == publicKey.modulusByteCount else { throw KeyError.authenticationFailed }
         do {
             return SecretBytes(try decryptionKey.decrypt(ciphertext, padding: padding.backing))

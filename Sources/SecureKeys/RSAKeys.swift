@@ -31,19 +31,19 @@ public struct RSAPublicKey: Sendable {
     public let keySize: RSAKeySize
 
     /// Builds a key from a PKCS#1 `RSAPublicKey` DER encoding. Throws `malformedDER` or `unsupportedKeySize`.
-    public init(pkcs1DERRepresentation der: some DataProtocol) throws {
+    public init(pkcs1DERRepresentation der: some DataProtocol) throws(KeyError) {
         let structure = try DER.decode(RSAPublicKeyStructure.self, from: der, what: "PKCS#1 RSA public key")
         try self.init(structure: structure)
     }
 
     /// Builds a key from its modulus and public exponent (unsigned big-endian bytes), as Heimdall's
     /// `publicKeyComponents` gives them. Throws `unsupportedKeySize` or `invalidKey`.
-    public init(modulus: some DataProtocol, exponent: some DataProtocol) throws {
+    public init(modulus: some DataProtocol, exponent: some DataProtocol) throws(KeyError) {
         let strip = { (bytes: [UInt8]) in bytes.drop(while: { $0 == 0 }) }
         try self.init(structure: RSAPublicKeyStructure(modulus: strip(Array(modulus)), publicExponent: strip(Array(exponent))))
     }
 
-    private init(structure: RSAPublicKeyStructure) throws {
+    private init(structure: RSAPublicKeyStructure) throws(KeyError) {
         guard let size = RSAKeySize(rawValue: structure.modulus.count * 8), structure.modulus.first.map({ $0 >= 0x80 }) == true
         else {
             throw KeyError.unsupportedKeySize(bitCount(structure.modulus))
@@ -63,7 +63,7 @@ public struct RSAPublicKey: Sendable {
         keySize = size
     }
 
-    init(backing: _RSA.Signing.PublicKey) throws {
+    init(backing: _RSA.Signing.PublicKey) throws(KeyError) {
         try self.init(pkcs1DERRepresentation: backing.pkcs1DERRepresentation)
     }
 
@@ -91,19 +91,25 @@ public struct RSAPrivateKey: Sendable {
     public let publicKey: RSAPublicKey
 
     /// Generates a new key with public exponent 65537. RSA generation takes seconds for 4096 bits.
-    public init(keySize: RSAKeySize) throws {
-        let key = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: keySize.rawValue))
+    /// Throws `KeyError.unsupportedKeySize` when swift-crypto refuses the size.
+    public init(keySize: RSAKeySize) throws(KeyError) {
+        let key: _RSA.Signing.PrivateKey
+        do {
+            key = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: keySize.rawValue))
+        } catch {
+            throw KeyError.unsupportedKeySize(keySize.rawValue)
+        }
         try self.init(backing: key)
     }
 
     /// Builds a key from a PKCS#1 `RSAPrivateKey` DER encoding. Throws `malformedDER`,
     /// `unsupportedKeySize` or `invalidKey` (inconsistent numbers).
-    public init(pkcs1DERRepresentation der: some DataProtocol) throws {
+    public init(pkcs1DERRepresentation der: some DataProtocol) throws(KeyError) {
         let structure = try DER.decode(RSAPrivateKeyStructure.self, from: der, what: "PKCS#1 RSA private key")
         try self.init(structure: structure)
     }
 
-    init(structure: RSAPrivateKeyStructure) throws {
+    init(structure: RSAPrivateKeyStructure) throws(KeyError) {
         guard RSAKeySize(rawValue: structure.modulus.count * 8) != nil, structure.modulus.first.map({ $0 >= 0x80 }) == true else {
             throw KeyError.unsupportedKeySize(bitCount(structure.modulus))
         }
@@ -121,7 +127,7 @@ public struct RSAPrivateKey: Sendable {
     /// done by swift-crypto's `_RSA.Signing.PrivateKey._createFromNumbers`). This is what an RSA
     /// private JWK without its optional CRT members (RFC 7518 §6.3.2) describes. Throws
     /// `unsupportedKeySize`, or `invalidKey` when the numbers do not form a key.
-    public init(modulus: some DataProtocol, publicExponent: some DataProtocol, privateExponent: some DataProtocol) throws {
+    public init(modulus: some DataProtocol, publicExponent: some DataProtocol, privateExponent: some DataProtocol) throws(KeyError) {
         let n = Data(Array(modulus).drop(while: { $0 == 0 }))
         let e = Data(Array(publicExponent).drop(while: { $0 == 0 }))
         let d = Data(Array(privateExponent).drop(while: { $0 == 0 }))
@@ -140,9 +146,13 @@ public struct RSAPrivateKey: Sendable {
         try self.init(backing: key)
     }
 
-    init(backing: _RSA.Signing.PrivateKey) throws {
+    init(backing: _RSA.Signing.PrivateKey) throws(KeyError) {
         self.backing = backing
-        decryption = SharedKey(try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: backing.derRepresentation))
+        do {
+            decryption = SharedKey(try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: backing.derRepresentation))
+        } catch {
+            throw KeyError.invalidKey("RSA private key rejected for decryption")
+        }
         publicKey = try RSAPublicKey(backing: backing.publicKey)
     }
 

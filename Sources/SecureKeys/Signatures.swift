@@ -34,25 +34,26 @@ public enum SignatureScheme: String, Sendable, CaseIterable, CustomStringConvert
 extension AsymmetricPrivateKey {
     /// Signs `message` with `scheme` (the key type's default when nil). Throws `wrongKeyType` when
     /// the scheme does not fit the key, and `unsupportedKeySize` for 1024-bit RSA (use `Heimdall`).
-    public func signature(for message: some DataProtocol, scheme: SignatureScheme? = nil) throws -> Data {
+    public func signature(for message: some DataProtocol, scheme: SignatureScheme? = nil) throws(KeyError) -> Data {
         let scheme = try resolve(scheme, for: type)
         switch (self, scheme) {
         case (.rsa(let key), .rsaPSS), (.rsa(let key), .rsaPKCS1v15):
             guard key.publicKey.keySize.isModern else { throw KeyError.unsupportedKeySize(key.publicKey.keySize.rawValue) }
             return try key.signature(for: message, scheme: scheme)
-        case (.p256(let key), .ecdsaDER): return try key.signature(for: message).derRepresentation
-        case (.p256(let key), .ecdsaRaw): return try key.signature(for: message).rawRepresentation
-        case (.p384(let key), .ecdsaDER): return try key.signature(for: message).derRepresentation
-        case (.p384(let key), .ecdsaRaw): return try key.signature(for: message).rawRepresentation
-        case (.p521(let key), .ecdsaDER): return try key.signature(for: message).derRepresentation
-        case (.p521(let key), .ecdsaRaw): return try key.signature(for: message).rawRepresentation
-        case (.ed25519(let key), .ed25519): return try key.signature(for: message)
+        case (.p256(let key), .ecdsaDER): return try signing { try key.signature(for: message).derRepresentation }
+        case (.p256(let key), .ecdsaRaw): return try signing { try key.signature(for: message).rawRepresentation }
+        case (.p384(let key), .ecdsaDER): return try signing { try key.signature(for: message).derRepresentation }
+        case (.p384(let key), .ecdsaRaw): return try signing { try key.signature(for: message).rawRepresentation }
+        case (.p521(let key), .ecdsaDER): return try signing { try key.signature(for: message).derRepresentation }
+        case (.p521(let key), .ecdsaRaw): return try signing { try key.signature(for: message).rawRepresentation }
+        case (.ed25519(let key), .ed25519): return try signing { try key.signature(for: message) }
         default: throw KeyError.wrongKeyType(expected: "a key for \(scheme)", found: type.rawValue)
         }
     }
 
     /// Signs the UTF-8 bytes of `message` and returns padded standard base64, as Heimdall does.
-    public func signature(for message: String, scheme: SignatureScheme? = nil) throws -> String {
+    /// Throws as `signature(for:scheme:)` with bytes.
+    public func signature(for message: String, scheme: SignatureScheme? = nil) throws(KeyError) -> String {
         Base64.encode(try signature(for: Data(message.utf8), scheme: scheme))
     }
 }
@@ -72,7 +73,7 @@ extension AsymmetricPublicKey {
 
     /// Verifies, throwing `invalidSignature`, `malformedSignature` (wrong length or encoding for the
     /// scheme), `wrongKeyType` or `unsupportedKeySize` (1024-bit RSA).
-    public func verify(_ signature: some DataProtocol, for message: some DataProtocol, scheme: SignatureScheme? = nil) throws {
+    public func verify(_ signature: some DataProtocol, for message: some DataProtocol, scheme: SignatureScheme? = nil) throws(KeyError) {
         let scheme = try resolve(scheme, for: type)
         let valid: Bool
         switch (self, scheme) {
@@ -98,14 +99,16 @@ extension AsymmetricPublicKey {
 extension RSAPrivateKey {
     /// RSA signature of `message` with SHA-256 under `scheme` (`rsaPSS` or `rsaPKCS1v15`), for any
     /// accepted key size including legacy 1024 bits.
-    func signature(for message: some DataProtocol, scheme: SignatureScheme) throws -> Data {
-        try backing.signature(for: SHA256.hash(data: Data(message)), padding: scheme == .rsaPSS ? .PSS : .insecurePKCS1v1_5)
-            .rawRepresentation
+    func signature(for message: some DataProtocol, scheme: SignatureScheme) throws(KeyError) -> Data {
+        try signing {
+            try backing.signature(for: SHA256.hash(data: Data(message)), padding: scheme == .rsaPSS ? .PSS : .insecurePKCS1v1_5)
+                .rawRepresentation
+        }
     }
 }
 
 extension RSAPublicKey {
-    func isValidSignature(_ signature: some DataProtocol, for message: some DataProtocol, scheme: SignatureScheme) throws -> Bool {
+    func isValidSignature(_ signature: some DataProtocol, for message: some DataProtocol, scheme: SignatureScheme) throws(KeyError) -> Bool {
         guard signature.count == modulusByteCount else {
             throw KeyError.malformedSignature("an RSA-\(keySize.rawValue) signature is \(modulusByteCount) bytes")
         }
@@ -115,7 +118,7 @@ extension RSAPublicKey {
     }
 }
 
-private func resolve(_ scheme: SignatureScheme?, for type: KeyType) throws -> SignatureScheme {
+private func resolve(_ scheme: SignatureScheme?, for type: KeyType) throws(KeyError) -> SignatureScheme {
     if let scheme { return scheme }
     guard let scheme = SignatureScheme.default(for: type) else {
         throw KeyError.wrongKeyType(expected: "a signing key", found: type.rawValue)
@@ -123,10 +126,20 @@ private func resolve(_ scheme: SignatureScheme?, for type: KeyType) throws -> Si
     return scheme
 }
 
-private func ecdsa<S>(_ make: () throws -> S) throws -> S {
+private func ecdsa<S>(_ make: () throws -> S) throws(KeyError) -> S {
     do {
         return try make()
     } catch {
         throw KeyError.malformedSignature("not a well-formed ECDSA signature for this curve")
+    }
+}
+
+/// Runs a swift-crypto signing operation, reporting its failure (which a valid key does not cause)
+/// as `KeyError.invalidKey`.
+private func signing<S>(_ sign: () throws -> S) throws(KeyError) -> S {
+    do {
+        return try sign()
+    } catch {
+        throw KeyError.invalidKey("swift-crypto could not sign with this key")
     }
 }

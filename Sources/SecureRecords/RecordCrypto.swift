@@ -74,7 +74,7 @@ public enum BlindIndex {
                 inputKeyMaterial: storeKey, salt: Data(),
                 info: RecordContext.blindIndexKeyInfo(storeId: storeId, collection: collection, field: field), outputByteCount: 32)
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 
@@ -103,7 +103,7 @@ struct StoreKeySealer {
         do {
             sealer = try Envelope.BatchSealer(key: storeKey, expectedCount: expectedCount)
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 
@@ -114,7 +114,7 @@ struct StoreKeySealer {
         do {
             return try sealer.seal(plaintext, context: RecordContext.sealedValue(prefix: contextPrefix, record: record, field: field))
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 
@@ -131,9 +131,11 @@ enum FieldSealing {
         var plaintext = value.encoded
         defer { plaintext.resetBytes(in: 0..<plaintext.count) }
         do {
-            return try password.withUnsafeBytes { try Envelope.seal(plaintext, passphrase: $0, kdf: kdf, context: context) }
+            return try password.withUnsafeBytes { bytes throws(SecureCoreError) in
+                try Envelope.seal(plaintext, passphrase: bytes, kdf: kdf, context: context)
+            }
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 
@@ -141,28 +143,25 @@ enum FieldSealing {
     static func open(
         _ sealed: Data, storeKey: SecretBytes?, password: SecretBytes?, limits: KDFLimits, context: Data, record: UUID, field: String
     ) throws(RecordsError) -> FieldValue {
+        guard password != nil || storeKey != nil else { throw .storeKeyRequired }
         var plaintext: Data
-        do {
+        do throws(SecureCoreError) {
             if let password {
-                plaintext = try password.withUnsafeBytes { try Envelope.open(sealed, passphrase: $0, context: context, limits: limits) }
-            } else if let storeKey {
-                plaintext = try Envelope.open(sealed, key: storeKey, context: context)
+                plaintext = try password.withUnsafeBytes { bytes throws(SecureCoreError) in
+                    try Envelope.open(sealed, passphrase: bytes, context: context, limits: limits)
+                }
             } else {
-                throw RecordsError.storeKeyRequired
+                plaintext = try Envelope.open(sealed, key: storeKey!, context: context)
             }
-        } catch let error as RecordsError {
-            throw error
-        } catch let error as SecureCoreError {
+        } catch {
             switch error {
             case .authenticationFailed: throw .authenticationFailed(record: record, field: field)
             case .costAboveCeiling(let detail): throw .costAboveCeiling(detail)
-            case .invalidParameter(let reason) where reason.contains("passphrase") || reason.contains("raw key"):
+            case .secretKindMismatch:
                 // A password given for a store-key value or the reverse: the value is not this record's.
                 throw .authenticationFailed(record: record, field: field)
-            default: throw .malformedSealedValue(record: record, field: field, reason: "\(error)")
+            default: throw .malformedSealedValue(record: record, field: field, reason: error.description)
             }
-        } catch {
-            throw .malformedSealedValue(record: record, field: field, reason: "\(error)")
         }
         defer { plaintext.resetBytes(in: 0..<plaintext.count) }
         guard let value = FieldValue(encoded: plaintext) else {

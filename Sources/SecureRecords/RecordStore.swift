@@ -93,10 +93,12 @@ public final class RecordStore: Sendable {
 
     func wrap(_ key: SecretBytes, id: UInt32, sealer: any ItemSealer) throws(RecordsError) -> WrappedStoreKey {
         do {
-            let wrapped = try key.withUnsafeBytes { try sealer.seal(Data($0), context: RecordContext.keyWrap(storeId: storeId, keyId: id)) }
+            let wrapped = try key.withUnsafeBytes { bytes throws(SecureCoreError) in
+                try sealer.seal(Data(bytes), context: RecordContext.keyWrap(storeId: storeId, keyId: id))
+            }
             return WrappedStoreKey(id: id, wrapped: wrapped)
         } catch {
-            throw .storeKeyUnavailable("the sealer failed: \(error)")
+            throw .storeKeyUnavailable("the sealer failed: \(error.description)")
         }
     }
 
@@ -104,7 +106,7 @@ public final class RecordStore: Sendable {
         var bytes: Data
         do {
             bytes = try sealer.open(wrapped.wrapped, context: RecordContext.keyWrap(storeId: storeId, keyId: wrapped.id))
-        } catch SecureCoreError.locked {
+        } catch .locked {
             throw .storeKeyUnavailable("the sealer (vault) is locked")
         } catch {
             throw .storeKeyUnavailable("store key \(wrapped.id) does not open with this key or sealer")

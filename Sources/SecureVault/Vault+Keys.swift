@@ -5,36 +5,36 @@ import SecureCore
 extension Vault {
     static func wrap(_ vaultKey: SecretBytes, passphrase: SecretBytes, kdf: PasswordKDF, context: Data) throws(VaultError) -> Data {
         do {
-            return try vaultKey.withUnsafeBytes { key in
-                try passphrase.withUnsafeBytes { secret in
+            return try vaultKey.withUnsafeBytes { key throws(SecureCoreError) in
+                try passphrase.withUnsafeBytes { secret throws(SecureCoreError) in
                     try Envelope.seal(key, passphrase: secret, kdf: kdf, context: context)
                 }
             }
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 
     static func unwrap(_ wrap: Data, passphrase: SecretBytes, context: [UInt8], limits: KDFLimits) throws(VaultError) -> SecretBytes {
-        do {
-            var key = try passphrase.withUnsafeBytes { secret in
+        do throws(SecureCoreError) {
+            var key = try passphrase.withUnsafeBytes { secret throws(SecureCoreError) in
                 try Envelope.open(wrap, passphrase: secret, context: context, limits: limits)
             }
             defer { key.resetBytes(in: 0..<key.count) }
             guard key.count == Envelope.keyByteCount else { throw SecureCoreError.authenticationFailed }
             return SecretBytes(key)
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 
     static func seal(_ applicationKey: SecretBytes, vaultKey: SecretBytes, vaultId: Data, keyId: UInt32) throws(VaultError) -> Data {
         do {
-            return try applicationKey.withUnsafeBytes { key in
+            return try applicationKey.withUnsafeBytes { key throws(SecureCoreError) in
                 try Envelope.seal(key, key: vaultKey, context: VaultState.keyContext(vaultId: vaultId, keyId: keyId))
             }
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 

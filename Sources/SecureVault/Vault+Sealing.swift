@@ -17,7 +17,7 @@ extension Vault {
         do {
             output.append(try Envelope.seal(plaintext, key: key, context: header + context))
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
         return output
     }
@@ -38,27 +38,39 @@ extension Vault {
         do {
             return try Envelope.open(bytes.dropFirst(Self.sealedHeaderCount), key: key, context: Data(header) + context)
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(error)"))
+            throw .crypto(error)
         }
     }
 
     // MARK: ItemSealer
 
-    /// `encrypt`, reporting a locked vault as `SecureCoreError.locked` (for SecureKeychain).
-    public func seal(_ plaintext: Data, context: Data) throws -> Data {
+    /// `encrypt`, as an `ItemSealer` (for SecureKeychain): a locked, not set-up or wiped vault is
+    /// `SecureCoreError.locked`, a sealing failure its `SecureCoreError`, anything else
+    /// `sealerFailed` with the vault's description.
+    public func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data {
         do {
             return try encrypt(plaintext, context: context)
-        } catch .locked {
-            throw SecureCoreError.locked
+        } catch {
+            throw Self.sealerError(error)
         }
     }
 
-    /// `decrypt`, reporting a locked vault as `SecureCoreError.locked` (for SecureKeychain).
-    public func open(_ sealed: Data, context: Data) throws -> Data {
+    /// `decrypt`, as an `ItemSealer` (for SecureKeychain): errors as for `seal`; data sealed under
+    /// an application key this vault does not hold is `authenticationFailed`.
+    public func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data {
         do {
             return try decrypt(sealed, context: context)
-        } catch .locked {
-            throw SecureCoreError.locked
+        } catch {
+            throw Self.sealerError(error)
+        }
+    }
+
+    private static func sealerError(_ error: VaultError) -> SecureCoreError {
+        switch error {
+        case .locked, .notSetUp, .wiped: .locked
+        case .crypto(let error): error
+        case .unknownKeyId: .authenticationFailed
+        default: .sealerFailed(error.description)
         }
     }
 }

@@ -296,7 +296,7 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         do {
             try kdf.validate(within: configuration.kdfLimits)
         } catch {
-            throw .crypto(error as? SecureCoreError ?? .invalidParameter("\(kdf)"))
+            throw .crypto(error)
         }
         return kdf
     }

@@ -132,8 +132,10 @@ struct KeyExportCommand: ParsableCommand {
         let publicOnly: AsymmetricPublicKey?
         do {
             publicOnly = try KeyImport.key(from: data).publicKeyIfPublic
-        } catch KeyError.passphraseRequired {
+        } catch .passphraseRequired {
             publicOnly = nil
+        } catch {
+            throw error
         }
         if let publicOnly {
             try Terminal.writeOutput(try publicOnly.exported(as: format), to: output)
@@ -173,9 +175,11 @@ struct KeyFingerprintCommand: ParsableCommand {
         let key: AsymmetricPublicKey
         do {
             key = try KeyImport.publicKey(from: data)
-        } catch KeyError.wrongKeyType, KeyError.passphraseRequired {
+        } catch .wrongKeyType, .passphraseRequired {
             // An encrypted private key: its passphrase from --passphrase-file, else a prompt.
             key = try keys.privateKey(file).publicKey
+        } catch {
+            throw error
         }
         if json {
             return try JSONOutput.print(Output(type: key.type.rawValue, fingerprint: key.fingerprint.description,
@@ -341,10 +345,12 @@ struct KeyVerifyCommand: ParsableCommand {
         } else {
             do {
                 try publicKey.verify(signatureBytes, for: message, scheme: scheme)
-            } catch KeyError.invalidSignature where SignatureScheme.default(for: publicKey.type) == .rsaPSS && (scheme ?? .rsaPSS) == .rsaPSS {
+            } catch .invalidSignature where SignatureScheme.default(for: publicKey.type) == .rsaPSS && (scheme ?? .rsaPSS) == .rsaPSS {
                 // swift-crypto verifies PSS only with a 32-byte salt (docs/FORMATS.md, "Signature encodings").
                 throw CLIError("\(KeyError.invalidSignature) (rsa-pss-sha256 verifies 32-byte salts only: "
                     + "a signature made with another salt length, such as OpenSSL's default, needs -sigopt rsa_pss_saltlen:digest)")
+            } catch {
+                throw error
             }
         }
         print("signature valid: \(publicKey.type) \(publicKey.fingerprint)")

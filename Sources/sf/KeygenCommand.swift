@@ -52,6 +52,8 @@ struct KeygenCommand: ParsableCommand {
                     try OutputDestination.write(Data(text.utf8), to: output, permissions: 0o600, overwrite: false)
                 } catch SecureCoreError.fileExists {
                     throw CLIError("\(output) exists; refusing to overwrite an identity file")
+                } catch {
+                    throw error
                 }
                 FileHandle.standardError.write(Data("Public key: \(publicKey)\n".utf8))
             } else {

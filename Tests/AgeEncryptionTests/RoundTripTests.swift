@@ -90,8 +90,8 @@ import Testing
         #expect(identities.count == 2)
         let recipients = try Age.parseRecipients("# r\n\(a.recipient.string)\n\n\(b.recipient.string)\n")
         #expect(recipients.count == 2)
-        #expect(throws: AgeError.self) { try Age.parseIdentities("# nothing\n") }
-        #expect(throws: AgeError.self) { try Age.parseRecipients("age1bogus\n") }
+        #expect(throws: AgeError.invalidIdentity("the identity file holds no identity")) { try Age.parseIdentities("# nothing\n") }
+        #expect(throws: AgeError.invalidRecipient("line 1: not an age1… X25519 recipient")) { try Age.parseRecipients("age1bogus\n") }
     }
 
     @available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *)

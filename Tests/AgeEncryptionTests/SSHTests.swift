@@ -70,9 +70,9 @@ import Testing
     }
 
     @Test func malformedKeysAreRejected() {
-        #expect(throws: AgeError.self) { try Age.parseRecipient("ssh-ed25519 AAAA") }
-        #expect(throws: AgeError.self) { try Age.parseRecipient("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA== x") }
-        #expect(throws: AgeError.self) {
+        #expect(throws: AgeError.sshKey(.truncated)) { try Age.parseRecipient("ssh-ed25519 AAAA") }
+        #expect(throws: AgeError.sshKey(.truncated)) { try Age.parseRecipient("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA== x") }
+        #expect(throws: AgeError.openSSHKeyFile(.malformed("truncated SSH encoding"))) {
             try Age.parseIdentities("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
         }
     }
@@ -93,12 +93,15 @@ import Testing
 
     @Test func ed25519KeysThatAreNotPointsAreRefused() throws {
         for (line, defect) in Self.invalidPoints {
-            let expected = AgeError.invalidRecipient(SSHPublicKeyError.invalidEd25519Point(defect).description)
+            let expected = AgeError.sshKey(.invalidEd25519Point(defect))
             #expect(throws: expected) { try Age.parseRecipient(line) }
             #expect(throws: expected) { try Age.SSHEd25519Recipient(line) }
-            #expect(throws: AgeError.invalidRecipient("line 2: \(SSHPublicKeyError.invalidEd25519Point(defect).description)")) {
+            #expect(throws: AgeError.sshKey(.invalidEd25519Point(defect), line: 2)) {
                 try Age.parseRecipients(Self.ed25519Line(y: [3, 0, 0, 0]) + "\n" + line + "\n")
             }
+            // What a person reads names the line and the defect, nothing internal.
+            #expect(AgeError.sshKey(.invalidEd25519Point(defect), line: 2).description
+                == "invalid OpenSSH key: line 2: \(SSHPublicKeyError.invalidEd25519Point(defect).description)")
         }
         // y = 3 is a point: accepted.
         #expect(try Age.parseRecipient(Self.ed25519Line(y: [3, 0, 0, 0])) is Age.SSHEd25519Recipient)
@@ -118,13 +121,15 @@ import Testing
         }
         #expect(unsupported("ssh-ed25519 \(rsaBlob) key"))
         #expect(unsupported("ssh-dss AAAAB3NzaC1kc3M="))
-        #expect(throws: AgeError.invalidRecipient(SSHPublicKeyError.unsupportedKeyType("ecdsa-sha2-nistp256").description)) {
+        #expect(throws: AgeError.sshKey(.unsupportedKeyType("ecdsa-sha2-nistp256"))) {
             try Age.parseRecipient("ssh-ed25519 \(ecdsaBlob)")
         }
         var skipped = [Age.SkippedKey]()
         #expect(try Age.parseRecipients("ssh-dss AAAAB3NzaC1kc3M=\n\(good)\n", skippingUnsupported: &skipped).count == 1)
         #expect(skipped.map(\.line) == [1])
-        #expect(throws: AgeError.self) { try Age.parseRecipients("ssh-rsa \(ecdsaBlob)\n\(good)\n") }
+        #expect(throws: AgeError.sshKey(.unsupportedKeyType("ecdsa-sha2-nistp256"), line: 1)) {
+            try Age.parseRecipients("ssh-rsa \(ecdsaBlob)\n\(good)\n")
+        }
         skipped = []
         #expect(try Age.parseRecipients("ecdsa-sha2-nistp256 \(ecdsaBlob) c\n\(good)\n", skippingUnsupported: &skipped).count == 1)
         #expect(skipped.map(\.line) == [1])

@@ -31,6 +31,19 @@ func expectError(_ expected: SecureCoreError, _ comment: Comment? = nil, _ body:
     }
 }
 
+/// Expects `body` to throw a `SecureCoreError` that `matches` accepts (for cases whose payload is
+/// a sentence, so a test names the case without pinning the wording).
+func expectError(where matches: (SecureCoreError) -> Bool, _ comment: Comment? = nil, _ body: () throws -> Void) {
+    do {
+        try body()
+        Issue.record("expected an error, got success. \(comment?.rawValue ?? "")")
+    } catch let error as SecureCoreError {
+        #expect(matches(error), "unexpected \(error). \(comment?.rawValue ?? "")")
+    } catch {
+        Issue.record("not a SecureCoreError: \(error). \(comment?.rawValue ?? "")")
+    }
+}
+
 @Suite struct EnvelopeTests {
     let key = SymmetricKey(size: .bits256)
 
@@ -129,9 +142,11 @@ func expectError(_ expected: SecureCoreError, _ comment: Comment? = nil, _ body:
 
     @Test func wrongKeyKindAndSizeAreRejected() throws {
         let sealed = try Envelope.seal(Data("secret".utf8), key: key)
-        #expect(throws: SecureCoreError.self) { try Envelope.open(sealed, passphrase: passphrase) }
-        #expect(throws: SecureCoreError.self) { try Envelope.seal(Data(), key: SymmetricKey(size: .bits128)) }
-        #expect(throws: SecureCoreError.self) { try Envelope.open(sealed, key: SymmetricKey(size: .bits128)) }
+        expectError(.secretKindMismatch(sealedWith: .rawKey)) { _ = try Envelope.open(sealed, passphrase: passphrase) }
+        let byPassphrase = try Envelope.seal(Data("secret".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        expectError(.secretKindMismatch(sealedWith: .passphrase)) { _ = try Envelope.open(byPassphrase, key: key) }
+        expectError(.invalidParameter("key must be 32 bytes")) { _ = try Envelope.seal(Data(), key: SymmetricKey(size: .bits128)) }
+        expectError(.invalidParameter("key must be 32 bytes")) { _ = try Envelope.open(sealed, key: SymmetricKey(size: .bits128)) }
     }
 
     /// A crafted header asking for scrypt logN 30 (16 GiB, hours) must fail at once, before any KDF work.

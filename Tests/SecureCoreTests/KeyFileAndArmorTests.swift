@@ -41,8 +41,11 @@ struct KeyFileAndArmorTests {
         #expect(try SymmetricKeyFile.read(path: good).withUnsafeBytes { Data($0) } == key)
         let padded = dir.appendingPathComponent("padded.key").path
         try Data((String(repeating: " ", count: 5000) + Hex.encode(key)).utf8).write(to: URL(fileURLWithPath: padded))
-        #expect(throws: SecureCoreError.self) { try SymmetricKeyFile.read(path: padded) }
-        #expect(throws: SecureCoreError.self) { try SymmetricKeyFile.read(path: dir.appendingPathComponent("missing").path) }
+        expectError(.malformedEncoding("\(padded): a key file holds 32 raw bytes or 64 hex digits")) {
+            _ = try SymmetricKeyFile.read(path: padded)
+        }
+        let missing = dir.appendingPathComponent("missing").path
+        expectError(.io(path: missing, reason: String(cString: strerror(ENOENT)))) { _ = try SymmetricKeyFile.read(path: missing) }
     }
 
     @Test func armoredEnvelopesRoundTripAndOtherPEMIsRefused() throws {
@@ -51,8 +54,12 @@ struct KeyFileAndArmorTests {
         #expect(text.hasPrefix("-----BEGIN SECUREFOUNDATION ENVELOPE-----\n"))
         #expect(try Envelope.dearmor(text) == sealed)
         #expect(try Envelope.open(try Envelope.dearmor(text), key: SymmetricKey(data: key)) == Data("hello".utf8))
-        #expect(throws: SecureCoreError.self) { try Envelope.dearmor(PEM.encode(sealed, label: "PRIVATE KEY")) }
-        #expect(throws: SecureCoreError.self) { try Envelope.dearmor(String(text.dropLast(10))) }
+        expectError(.malformedEncoding("PEM: expected label SECUREFOUNDATION ENVELOPE, found PRIVATE KEY")) {
+            _ = try Envelope.dearmor(PEM.encode(sealed, label: "PRIVATE KEY"))
+        }
+        expectError(where: { if case .malformedEncoding = $0 { true } else { false } }) {
+            _ = try Envelope.dearmor(String(text.dropLast(10)))
+        }
     }
 
     @Test func sealedEncodingsAreDetectedByTheirSignature() throws {

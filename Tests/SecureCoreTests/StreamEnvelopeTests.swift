@@ -58,6 +58,13 @@ import Testing
                 try StreamEnvelope.decrypt(from: FileInput(path: input), to: output, passphrase: Data("nope".utf8))
             }
         }
+        expectError(.secretKindMismatch(sealedWith: .passphrase)) { _ = try decrypt(sealed) }
+        let byKey = try encrypt(plaintext)
+        expectError(.secretKindMismatch(sealedWith: .rawKey)) {
+            _ = try withFiles(byKey) { input, output in
+                try StreamEnvelope.decrypt(from: FileInput(path: input), to: output, passphrase: phrase)
+            }
+        }
     }
 
     @Test func truncationAtEveryChunkBoundaryIsDetected() throws {
@@ -95,9 +102,8 @@ import Testing
         var failure: SecureCoreError?
         do {
             try StreamEnvelope.decrypt(from: FileInput(path: input), to: FileOutput(descriptor: fd, name: "out"), key: key)
-        } catch let error {
-            failure = error as? SecureCoreError
-            #expect(failure != nil, "not a SecureCoreError: \(error)")
+        } catch {
+            failure = error
         }
         close(fd)
         return (try Data(contentsOf: URL(fileURLWithPath: output)), failure)

@@ -35,8 +35,8 @@ import Testing
     @Test func hex() throws {
         #expect(Hex.encode(Data([0x00, 0xab, 0xff])) == "00abff")
         #expect(try Hex.decode("00ABff") == Data([0x00, 0xab, 0xff]))
-        #expect(throws: SecureCoreError.self) { try Hex.decode("abc") }
-        #expect(throws: SecureCoreError.self) { try Hex.decode("zz") }
+        expectError(.malformedEncoding("hex has an odd number of digits")) { _ = try Hex.decode("abc") }
+        expectError(.malformedEncoding("invalid hex digit at offset 0")) { _ = try Hex.decode("zz") }
     }
 
     @Test func base64Strict() throws {

@@ -6,8 +6,8 @@ import Testing
 
 /// A sealer standing in for a locked vault.
 private struct LockedSealer: ItemSealer {
-    func seal(_ plaintext: Data, context: Data) throws -> Data { throw SecureCoreError.locked }
-    func open(_ sealed: Data, context: Data) throws -> Data { throw SecureCoreError.locked }
+    func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data { throw .locked }
+    func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data { throw .locked }
 }
 
 @Suite struct SecureItemTests {

@@ -57,14 +57,14 @@ import Testing
         let protected = dir.appendingPathComponent("protected").path
         #expect(try TestSupport.run(keygen, ["-q", "-t", type, "-N", "secret pass", "-f", protected]).status == 0)
         let error = keyError { _ = try KeyImport.privateKey(from: try Data(contentsOf: URL(fileURLWithPath: protected))) }
+        #expect(error == .openSSHKeyFile(.passphraseProtected))
         #expect(error?.description.contains("ssh-keygen -p") == true)
     }
 
     @Test func openSSHPrivateKeyDamageIsRefused() throws {
         let text = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n"
         let error = keyError { _ = try KeyImport.privateKey(from: Data(text.utf8)) }
-        #expect(error != nil)
-        #expect(error.map { if case .malformedOpenSSH = $0 { true } else { false } } == true)
+        #expect(error == .openSSHKeyFile(.malformed("truncated SSH encoding")))
     }
 
     @Test func rsaJWKWithOnlyNEDImports() throws {

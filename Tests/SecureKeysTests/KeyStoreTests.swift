@@ -9,8 +9,8 @@ import Testing
 @Suite struct KeyStoreTests {
     /// A sealer that is always locked, as a locked vault is.
     struct LockedSealer: ItemSealer {
-        func seal(_ plaintext: Data, context: Data) throws -> Data { throw SecureCoreError.locked }
-        func open(_ sealed: Data, context: Data) throws -> Data { throw SecureCoreError.locked }
+        func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data { throw .locked }
+        func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data { throw .locked }
     }
 
     /// A fresh keychain in a temporary directory (removed with `directory`).

@@ -6,7 +6,7 @@ import Testing
 
 /// OpenSSH public key lines in SecureKeys, through SecureCore's `SSHPublicKey` codec: lines written
 /// by `ssh-keygen` import and export back, the label must match the blob (as `ssh-keygen -l`
-/// requires), and ssh-ed25519 keys that are not valid curve points are refused as `invalidKey`.
+/// requires), and ssh-ed25519 keys that are not valid curve points are refused as `sshKey` with the codec's defect.
 @Suite struct OpenSSHPublicKeyTests {
     // Written by `ssh-keygen -t ed25519 -C c` (OpenSSH 9).
     static let blob = "AAAAC3NzaC1lZDI1NTE5AAAAIB+t5yVMshsboY3WyGQ55aKQVcCarj3fa/LikciZSIj9"
@@ -39,7 +39,7 @@ import Testing
         ]
         for (line, defect) in cases {
             #expect(keyError { _ = try KeyImport.publicKey(from: Data(line.utf8)) }
-                == .invalidKey(SSHPublicKeyError.invalidEd25519Point(defect).description), "\(line)")
+                == .sshKey(.invalidEd25519Point(defect)), "\(line)")
         }
         #expect(throws: Never.self) { try KeyImport.publicKey(from: Data(Self.ed25519Line(y: [3, 0, 0, 0]).utf8)) }
     }

@@ -203,7 +203,7 @@ extension DER {
     }
 
     /// Parses `bytes` as exactly one `T`, mapping swift-asn1's errors to `KeyError.malformedDER`.
-    static func decode<T: DERParseable>(_ type: T.Type, from bytes: some Collection<UInt8>, what: String) throws -> T {
+    static func decode<T: DERParseable>(_ type: T.Type, from bytes: some Collection<UInt8>, what: String) throws(KeyError) -> T {
         do {
             return try T(derEncoded: Array(bytes))
         } catch {

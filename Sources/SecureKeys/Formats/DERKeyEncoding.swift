@@ -9,7 +9,7 @@ import SwiftASN1
 extension AsymmetricPublicKey {
     /// Reads an X.509 SubjectPublicKeyInfo DER. Throws `malformedDER`, `unsupportedAlgorithm`,
     /// `unsupportedKeySize` or `invalidKey`.
-    public init(spkiDERRepresentation der: some DataProtocol) throws {
+    public init(spkiDERRepresentation der: some DataProtocol) throws(KeyError) {
         let info = try DER.decode(SubjectPublicKeyInfo.self, from: der, what: "SubjectPublicKeyInfo")
         let key = info.key
         switch info.algorithm.algorithm {
@@ -53,7 +53,7 @@ extension AsymmetricPublicKey {
 extension AsymmetricPrivateKey {
     /// Reads an unencrypted PKCS#8 `PrivateKeyInfo`/`OneAsymmetricKey` DER. Throws `malformedDER`,
     /// `unsupportedAlgorithm`, `unsupportedKeySize` or `invalidKey`.
-    public init(pkcs8DERRepresentation der: some DataProtocol) throws {
+    public init(pkcs8DERRepresentation der: some DataProtocol) throws(KeyError) {
         let info = try DER.decode(OneAsymmetricKey.self, from: der, what: "PKCS#8 private key")
         let inner = info.privateKey
         switch info.algorithm.algorithm {
@@ -108,7 +108,7 @@ extension AlgorithmIdentifier {
 }
 
 /// The named curve of an id-ecPublicKey identifier (RFC 5480), one of P-256/384/521.
-private func namedCurve(_ algorithm: AlgorithmIdentifier) throws -> ASN1ObjectIdentifier {
+private func namedCurve(_ algorithm: AlgorithmIdentifier) throws(KeyError) -> ASN1ObjectIdentifier {
     guard let parameters = algorithm.parameters, let curve = try? ASN1ObjectIdentifier(asn1Any: parameters) else {
         throw KeyError.malformedDER("EC key without a named curve")
     }
@@ -117,12 +117,12 @@ private func namedCurve(_ algorithm: AlgorithmIdentifier) throws -> ASN1ObjectId
 }
 
 /// RFC 8410 §3: the Curve25519 identifiers have absent parameters.
-private func requireAbsentParameters(_ algorithm: AlgorithmIdentifier) throws {
+private func requireAbsentParameters(_ algorithm: AlgorithmIdentifier) throws(KeyError) {
     guard algorithm.parameters == nil else { throw KeyError.malformedDER("\(algorithm.algorithm) parameters must be absent") }
 }
 
 /// Runs a swift-crypto key constructor, turning its rejection into `KeyError.invalidKey`.
-func curveKey<K>(_ make: () throws -> K) throws -> K {
+func curveKey<K>(_ make: () throws -> K) throws(KeyError) -> K {
     do {
         return try make()
     } catch {

@@ -10,15 +10,15 @@ enum ECParameters {
     private static let end = "-----END EC PARAMETERS-----"
 
     /// Reads `EC PARAMETERS` followed by one key block, checking that both name the same curve.
-    static func keyAfterParameters(_ text: String) throws -> ImportedKey {
+    static func keyAfterParameters(_ text: String) throws(KeyError) -> ImportedKey {
         guard let stop = text.range(of: end) else { throw KeyError.malformedPEM("EC PARAMETERS block without its END line") }
         let parametersText = String(text[..<stop.upperBound])
         let rest = String(text[stop.upperBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
         let document: PEM.Document
         do {
             document = try PEM.decode(parametersText, expectedLabel: "EC PARAMETERS")
-        } catch let error as SecureCoreError {
-            throw KeyError.malformedPEM(error.description)
+        } catch {
+            throw .pem(error)
         }
         let curve = try namedCurve(document.der)
         guard rest.hasPrefix("-----BEGIN ") else {
@@ -33,7 +33,7 @@ enum ECParameters {
     }
 
     /// The key type of a `namedCurve` ECParameters DER; explicit and implicit parameters are refused.
-    static func namedCurve(_ der: Data) throws -> KeyType {
+    static func namedCurve(_ der: Data) throws(KeyError) -> KeyType {
         let oid: ASN1ObjectIdentifier
         do {
             oid = try ASN1ObjectIdentifier(derEncoded: Array(der))

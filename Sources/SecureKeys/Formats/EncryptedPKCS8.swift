@@ -12,15 +12,26 @@ public enum EncryptedPKCS8 {
     public static let defaultIterations = 600_000
 
     /// Encrypts the PKCS#8 encoding of `key` under `passphrase` with a fresh 16-byte salt and IV.
+    /// Throws `KeyError.costAboveCeiling` for an iteration count outside 1...2³²−1.
     public static func encrypt(
         _ key: AsymmetricPrivateKey, passphrase: some DataProtocol, iterations: Int = defaultIterations
-    ) throws -> Data {
+    ) throws(KeyError) -> Data {
         guard iterations >= 1, iterations <= UInt32.max else { throw KeyError.costAboveCeiling("PBKDF2 iterations \(iterations)") }
         let salt = Array(SecureRandom.bytes(count: 16)), iv = Array(SecureRandom.bytes(count: 16))
-        let aesKey = try PasswordKDF.pbkdf2(hash: .sha256, rounds: UInt32(iterations))
-            .deriveKey(from: passphrase, salt: salt, outputByteCount: 32, limits: .unlimited)
-        let ciphertext = try key.pkcs8DERRepresentation.withUnsafeBytes { plaintext in
-            try AES._CBC.encrypt(plaintext, using: aesKey.symmetricKey, iv: AES._CBC.IV(ivBytes: iv))
+        let aesKey: SecretBytes
+        do {
+            aesKey = try PasswordKDF.pbkdf2(hash: .sha256, rounds: UInt32(iterations))
+                .deriveKey(from: passphrase, salt: salt, outputByteCount: 32, limits: .unlimited)
+        } catch {
+            throw .kdf(error)
+        }
+        let ciphertext: Data
+        do {
+            ciphertext = try key.pkcs8DERRepresentation.withUnsafeBytes { plaintext in
+                try AES._CBC.encrypt(plaintext, using: aesKey.symmetricKey, iv: AES._CBC.IV(ivBytes: iv))
+            }
+        } catch {
+            throw KeyError.invalidKey("AES-256-CBC refused the derived key")  // not reached: 32-byte key, 16-byte IV
         }
         let parameters = PBES2Parameters(salt: salt, iterations: iterations, prf: OID.hmacWithSHA256, cipher: OID.aes256CBC, iv: iv)
         return Data(DER.encoded(EncryptedPrivateKeyInfo(parameters: parameters, encryptedData: Array(ciphertext))))
@@ -31,7 +42,7 @@ public enum EncryptedPKCS8 {
     /// `wrongPassphrase` (which also covers a modified ciphertext).
     public static func decrypt(
         _ der: some DataProtocol, passphrase: some DataProtocol, limits: KDFLimits = .default
-    ) throws -> AsymmetricPrivateKey {
+    ) throws(KeyError) -> AsymmetricPrivateKey {
         let info = try decodeInfo(der)
         let parameters = info.parameters
         let hash: SecureCore.HashFunction
@@ -46,8 +57,13 @@ public enum EncryptedPKCS8 {
             throw KeyError.costAboveCeiling("PBKDF2 iterations \(parameters.iterations) above ceiling \(limits.maxPBKDF2Rounds)")
         }
         let keyLength = PBES2Parameters.keyLength(of: parameters.cipher)!
-        let aesKey = try PasswordKDF.pbkdf2(hash: hash, rounds: UInt32(parameters.iterations))
-            .deriveKey(from: passphrase, salt: parameters.salt, outputByteCount: keyLength, limits: limits)
+        let aesKey: SecretBytes
+        do {
+            aesKey = try PasswordKDF.pbkdf2(hash: hash, rounds: UInt32(parameters.iterations))
+                .deriveKey(from: passphrase, salt: parameters.salt, outputByteCount: keyLength, limits: limits)
+        } catch {
+            throw .kdf(error)
+        }
         let plaintext: SecretBytes
         do {
             plaintext = SecretBytes(
@@ -63,7 +79,7 @@ public enum EncryptedPKCS8 {
         }
     }
 
-    private static func decodeInfo(_ der: some DataProtocol) throws -> EncryptedPrivateKeyInfo {
+    private static func decodeInfo(_ der: some DataProtocol) throws(KeyError) -> EncryptedPrivateKeyInfo {
         do {
             return try EncryptedPrivateKeyInfo(derEncoded: Array(der))
         } catch let error as KeyError {

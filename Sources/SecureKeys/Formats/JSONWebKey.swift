@@ -12,11 +12,11 @@ enum JSONWebKey {
         var n, e, p, q, dp, dq, qi: String?
     }
 
-    static func encode(_ key: AsymmetricPublicKey) throws -> String {
+    static func encode(_ key: AsymmetricPublicKey) throws(KeyError) -> String {
         try render(members(of: key))
     }
 
-    static func encode(_ key: AsymmetricPrivateKey) throws -> String {
+    static func encode(_ key: AsymmetricPrivateKey) throws(KeyError) -> String {
         var result = try members(of: key.publicKey)
         switch key {
         case .rsa(let rsa):
@@ -37,7 +37,7 @@ enum JSONWebKey {
     }
 
     /// Reads a JWK; a private key when it has `d`, otherwise a public key.
-    static func decode(_ json: Data) throws -> ImportedKey {
+    static func decode(_ json: Data) throws(KeyError) -> ImportedKey {
         let jwk: Members
         do {
             jwk = try JSONDecoder().decode(Members.self, from: json)
@@ -53,8 +53,9 @@ enum JSONWebKey {
                 // RFC 7518 §6.3.2: the CRT members are optional; recover p and q from n, e and d.
                 return .private(.rsa(try RSAPrivateKey(modulus: n, publicExponent: e, privateExponent: try field(d, "d"))))
             }
-            let numbers = try crt.enumerated().map { index, value in
-                try field(value, ["p", "q", "dp", "dq", "qi"][index])
+            var numbers = [Data]()
+            for (index, value) in crt.enumerated() {
+                numbers.append(try field(value, ["p", "q", "dp", "dq", "qi"][index]))
             }
             let structure = RSAPrivateKeyStructure(
                 modulus: unsigned(n), publicExponent: unsigned(e), privateExponent: unsigned(try field(d, "d")),
@@ -64,33 +65,28 @@ enum JSONWebKey {
         case "EC":
             let x = try field(jwk.x, "x"), y = try field(jwk.y, "y")
             let point = Data([4]) + x + y
-            let d = try jwk.d.map { try field($0, "d") }
+            let d = try jwk.d.map { d throws(KeyError) in try field(d, "d") }
             let key: ImportedKey
             switch jwk.crv {
             case "P-256":
-                key = try d.map { d in .private(.p256(try curveKey { try P256.Signing.PrivateKey(rawRepresentation: d) })) }
-                    ?? .public(.p256(try curveKey { try P256.Signing.PublicKey(x963Representation: point) }))
+                if let d { key = .private(.p256(try curveKey { try P256.Signing.PrivateKey(rawRepresentation: d) })) } else { key = .public(.p256(try curveKey { try P256.Signing.PublicKey(x963Representation: point) })) }
             case "P-384":
-                key = try d.map { d in .private(.p384(try curveKey { try P384.Signing.PrivateKey(rawRepresentation: d) })) }
-                    ?? .public(.p384(try curveKey { try P384.Signing.PublicKey(x963Representation: point) }))
+                if let d { key = .private(.p384(try curveKey { try P384.Signing.PrivateKey(rawRepresentation: d) })) } else { key = .public(.p384(try curveKey { try P384.Signing.PublicKey(x963Representation: point) })) }
             case "P-521":
-                key = try d.map { d in .private(.p521(try curveKey { try P521.Signing.PrivateKey(rawRepresentation: d) })) }
-                    ?? .public(.p521(try curveKey { try P521.Signing.PublicKey(x963Representation: point) }))
+                if let d { key = .private(.p521(try curveKey { try P521.Signing.PrivateKey(rawRepresentation: d) })) } else { key = .public(.p521(try curveKey { try P521.Signing.PublicKey(x963Representation: point) })) }
             default:
                 throw KeyError.unsupportedAlgorithm("JWK curve \(jwk.crv ?? "(missing)")")
             }
             return try checked(key, x: x, y: y)
         case "OKP":
             let x = try field(jwk.x, "x")
-            let d = try jwk.d.map { try field($0, "d") }
+            let d = try jwk.d.map { d throws(KeyError) in try field(d, "d") }
             let key: ImportedKey
             switch jwk.crv {
             case "Ed25519":
-                key = try d.map { d in .private(.ed25519(try curveKey { try Curve25519.Signing.PrivateKey(rawRepresentation: d) })) }
-                    ?? .public(.ed25519(try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: x) }))
+                if let d { key = .private(.ed25519(try curveKey { try Curve25519.Signing.PrivateKey(rawRepresentation: d) })) } else { key = .public(.ed25519(try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: x) })) }
             case "X25519":
-                key = try d.map { d in .private(.x25519(try curveKey { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: d) })) }
-                    ?? .public(.x25519(try curveKey { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: x) }))
+                if let d { key = .private(.x25519(try curveKey { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: d) })) } else { key = .public(.x25519(try curveKey { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: x) })) }
             default:
                 throw KeyError.unsupportedAlgorithm("JWK curve \(jwk.crv ?? "(missing)")")
             }
@@ -100,7 +96,7 @@ enum JSONWebKey {
         }
     }
 
-    private static func members(of key: AsymmetricPublicKey) throws -> Members {
+    private static func members(of key: AsymmetricPublicKey) throws(KeyError) -> Members {
         switch key {
         case .rsa(let rsa):
             let components = rsa.components
@@ -120,7 +116,7 @@ enum JSONWebKey {
     }
 
     /// A private JWK's public members must describe the same key as its `d`.
-    private static func checked(_ key: ImportedKey, x: Data, y: Data?) throws -> ImportedKey {
+    private static func checked(_ key: ImportedKey, x: Data, y: Data?) throws(KeyError) -> ImportedKey {
         guard case .private(let privateKey) = key else { return key }
         let expected = try members(of: privateKey.publicKey)
         guard expected.x == b64(x), expected.y == y.map(b64) else {
@@ -129,7 +125,7 @@ enum JSONWebKey {
         return key
     }
 
-    private static func field(_ value: String?, _ name: String) throws -> Data {
+    private static func field(_ value: String?, _ name: String) throws(KeyError) -> Data {
         guard let value else { throw KeyError.malformedJWK("member `\(name)` is missing") }
         guard let bytes = try? Base64URL.decode(value), !bytes.isEmpty else {
             throw KeyError.malformedJWK("member `\(name)` is not unpadded base64url")
@@ -141,9 +137,13 @@ enum JSONWebKey {
 
     private static func b64(_ bytes: some DataProtocol) -> String { Base64URL.encode(bytes) }
 
-    private static func render(_ members: Members) throws -> String {
+    private static func render(_ members: Members) throws(KeyError) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(members), as: UTF8.self)
+        do {
+            return String(decoding: try encoder.encode(members), as: UTF8.self)
+        } catch {
+            throw KeyError.malformedJWK("the members cannot be encoded as JSON")  // not reached: strings only
+        }
     }
 }

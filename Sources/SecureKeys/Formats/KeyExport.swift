@@ -36,7 +36,7 @@ public enum KeyExportFormat: String, Sendable, CaseIterable, CustomStringConvert
 extension AsymmetricPublicKey {
     /// The key in `format`. Throws `notApplicable` for private formats and for formats the key type
     /// lacks (PKCS#1 for non-RSA keys, OpenSSH for X25519, X9.63 for non-NIST keys).
-    public func exported(as format: KeyExportFormat) throws -> Data {
+    public func exported(as format: KeyExportFormat) throws(KeyError) -> Data {
         switch format {
         case .spkiPEM: return Data(PEM.encode(spkiDERRepresentation, label: "PUBLIC KEY").utf8)
         case .spkiDER: return spkiDERRepresentation
@@ -56,7 +56,7 @@ extension AsymmetricPublicKey {
         }
     }
 
-    private func rsaKey() throws -> RSAPublicKey {
+    private func rsaKey() throws(KeyError) -> RSAPublicKey {
         guard case .rsa(let key) = self else { throw KeyError.notApplicable("PKCS#1 is for RSA keys, not \(type)") }
         return key
     }
@@ -65,9 +65,11 @@ extension AsymmetricPublicKey {
 extension AsymmetricPrivateKey {
     /// The key in `format`; public formats write the public half. `pkcs8Encrypted` needs
     /// `passphrase` and uses `iterations` PBKDF2 rounds. The result holds secret material for private formats.
+    /// Throws `KeyError.notApplicable` when the format does not fit the key, `passphraseRequired` for
+    /// `pkcs8Encrypted` without a passphrase, `costAboveCeiling` for iterations out of range.
     public func exported(
         as format: KeyExportFormat, passphrase: SecretBytes? = nil, iterations: Int = EncryptedPKCS8.defaultIterations
-    ) throws -> SecretBytes {
+    ) throws(KeyError) -> SecretBytes {
         switch format {
         case .pkcs8:
             return pkcs8DERRepresentation.withUnsafeBytes { SecretBytes(Data(PEM.encode($0, label: "PRIVATE KEY").utf8)) }
@@ -75,7 +77,7 @@ extension AsymmetricPrivateKey {
             return pkcs8DERRepresentation
         case .pkcs8Encrypted:
             guard let passphrase else { throw KeyError.passphraseRequired }
-            let der = try passphrase.withUnsafeBytes { try EncryptedPKCS8.encrypt(self, passphrase: Array($0), iterations: iterations) }
+            let der = try passphrase.withUnsafeBytes { bytes throws(KeyError) in try EncryptedPKCS8.encrypt(self, passphrase: Array(bytes), iterations: iterations) }
             return SecretBytes(Data(PEM.encode(der, label: "ENCRYPTED PRIVATE KEY").utf8))
         case .pkcs1, .pkcs1DER:
             guard case .rsa(let key) = self else { throw KeyError.notApplicable("PKCS#1 is for RSA keys, not \(type)") }

@@ -26,9 +26,10 @@ public enum ImportedKey: Sendable {
 /// (`openssh-key-v1`), JWK, and raw X9.63 EC points.
 public enum KeyImport {
     /// Reads any key. `passphrase` opens encrypted PKCS#8; its PBKDF2 cost is checked against `limits`.
+    /// Throws `KeyError`: `unrecognizedKeyFormat`, a format's own case (`malformedPEM`, `malformedDER`, `sshKey`, `openSSHKeyFile`, `malformedJWK`, ...), `passphraseRequired`, `wrongPassphrase` or `costAboveCeiling`.
     public static func key(
         from input: some DataProtocol, passphrase: SecretBytes? = nil, limits: KDFLimits = .default
-    ) throws -> ImportedKey {
+    ) throws(KeyError) -> ImportedKey {
         let data = Data(input)
         if let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
             if text.hasPrefix(ECParameters.begin) { return try ECParameters.keyAfterParameters(text) }
@@ -46,18 +47,21 @@ public enum KeyImport {
     }
 
     /// Reads a public key, or the public half of a private key.
-    public static func publicKey(from input: some DataProtocol) throws -> AsymmetricPublicKey {
+    /// Throws as `key(from:passphrase:limits:)`; an encrypted private key is `wrongKeyType`.
+    public static func publicKey(from input: some DataProtocol) throws(KeyError) -> AsymmetricPublicKey {
         do {
             return try key(from: input).publicKey
-        } catch KeyError.passphraseRequired {
-            throw KeyError.wrongKeyType(expected: "a public key", found: "an encrypted private key")
+        } catch .passphraseRequired {
+            throw .wrongKeyType(expected: "a public key", found: "an encrypted private key")
+        } catch {
+            throw error
         }
     }
 
     /// Reads a private key; a public key is a `wrongKeyType` error.
     public static func privateKey(
         from input: some DataProtocol, passphrase: SecretBytes? = nil, limits: KDFLimits = .default
-    ) throws -> AsymmetricPrivateKey {
+    ) throws(KeyError) -> AsymmetricPrivateKey {
         switch try key(from: input, passphrase: passphrase, limits: limits) {
         case .private(let key): return key
         case .public: throw KeyError.wrongKeyType(expected: "a private key", found: "a public key")
@@ -65,7 +69,8 @@ public enum KeyImport {
     }
 
     /// An uncompressed X9.63 point (`04 || X || Y`) on P-256, P-384 or P-521, chosen by its length.
-    public static func x963PublicKey(_ point: some DataProtocol) throws -> AsymmetricPublicKey {
+    /// Throws `KeyError.invalidKey` for another length or a point not on the curve.
+    public static func x963PublicKey(_ point: some DataProtocol) throws(KeyError) -> AsymmetricPublicKey {
         let bytes = Data(point)
         switch bytes.count {
         case 65: return .p256(try curveKey { try P256.Signing.PublicKey(x963Representation: bytes) })
@@ -75,12 +80,12 @@ public enum KeyImport {
         }
     }
 
-    private static func pem(_ text: String, passphrase: SecretBytes?, limits: KDFLimits) throws -> ImportedKey {
+    private static func pem(_ text: String, passphrase: SecretBytes?, limits: KDFLimits) throws(KeyError) -> ImportedKey {
         let document: PEM.Document
         do {
             document = try PEM.decode(text)
-        } catch let error as SecureCoreError {
-            throw KeyError.malformedPEM(error.description)
+        } catch {
+            throw .pem(error)
         }
         let der = document.der
         switch document.label {
@@ -96,7 +101,7 @@ public enum KeyImport {
 
     /// DER of unknown type: the outer structure decides which parser gets the bytes, so errors come
     /// from the parser the input was meant for.
-    private static func der(_ der: Data, passphrase: SecretBytes?, limits: KDFLimits) throws -> ImportedKey {
+    private static func der(_ der: Data, passphrase: SecretBytes?, limits: KDFLimits) throws(KeyError) -> ImportedKey {
         let bytes = Array(der)
         let node: ASN1Node
         do {
@@ -126,14 +131,14 @@ public enum KeyImport {
         }
     }
 
-    private static func encrypted(_ der: Data, passphrase: SecretBytes?, limits: KDFLimits) throws -> AsymmetricPrivateKey {
+    private static func encrypted(_ der: Data, passphrase: SecretBytes?, limits: KDFLimits) throws(KeyError) -> AsymmetricPrivateKey {
         guard let passphrase else { throw KeyError.passphraseRequired }
-        return try passphrase.withUnsafeBytes { try EncryptedPKCS8.decrypt(der, passphrase: Array($0), limits: limits) }
+        return try passphrase.withUnsafeBytes { bytes throws(KeyError) in try EncryptedPKCS8.decrypt(der, passphrase: Array(bytes), limits: limits) }
     }
 
     /// SEC1 `ECPrivateKey` (RFC 5915, `openssl ec` output): the curve is the one whose scalar size
     /// swift-crypto accepts with the embedded parameters.
-    static func sec1PrivateKey(_ der: Data) throws -> AsymmetricPrivateKey {
+    static func sec1PrivateKey(_ der: Data) throws(KeyError) -> AsymmetricPrivateKey {
         if let key = try? P256.Signing.PrivateKey(derRepresentation: der) { return .p256(key) }
         if let key = try? P384.Signing.PrivateKey(derRepresentation: der) { return .p384(key) }
         if let key = try? P521.Signing.PrivateKey(derRepresentation: der) { return .p521(key) }

@@ -8,7 +8,7 @@ import SecureCore
 /// the key type inside the blob is refused.
 enum OpenSSHPublicKey {
     /// The SSH form of `key`; X25519 has none (`notApplicable`).
-    static func sshKey(_ key: AsymmetricPublicKey, comment: String? = nil) throws -> SSHPublicKey {
+    static func sshKey(_ key: AsymmetricPublicKey, comment: String? = nil) throws(KeyError) -> SSHPublicKey {
         let fields: SSHPublicKey.Key
         switch key {
         case .rsa(let rsa):
@@ -19,39 +19,33 @@ enum OpenSSHPublicKey {
         case .p384(let ec): fields = .ecdsa(curve: .nistp384, point: ec.x963Representation)
         case .p521(let ec): fields = .ecdsa(curve: .nistp521, point: ec.x963Representation)
         case .x25519:
-            throw KeyError.notApplicable("OpenSSH has no X25519 public key format")
+            throw .notApplicable("OpenSSH has no X25519 public key format")
         }
-        return try converting { () throws(SSHPublicKeyError) in try SSHPublicKey(fields, comment: comment) }
+        do {
+            return try SSHPublicKey(fields, comment: comment)
+        } catch {
+            throw .sshKey(error)
+        }
     }
 
-    static func encode(_ key: AsymmetricPublicKey, comment: String? = nil) throws -> String {
+    static func encode(_ key: AsymmetricPublicKey, comment: String? = nil) throws(KeyError) -> String {
         try sshKey(key, comment: comment).line
     }
 
-    static func decode(_ line: String) throws -> AsymmetricPublicKey {
-        let ssh = try converting { () throws(SSHPublicKeyError) in try SSHPublicKey(line: line) }
-        guard ssh.label == ssh.keyType else { throw KeyError.malformedOpenSSH("key type in the blob differs from the line") }
+    static func decode(_ line: String) throws(KeyError) -> AsymmetricPublicKey {
+        let ssh: SSHPublicKey
+        do {
+            ssh = try SSHPublicKey(line: line)
+        } catch {
+            throw .sshKey(error)
+        }
+        guard ssh.label == ssh.keyType else { throw .malformedOpenSSH("key type in the blob differs from the line") }
         switch ssh.key {
         case .rsa(let exponent, let modulus): return .rsa(try RSAPublicKey(modulus: modulus, exponent: exponent))
         case .ed25519(let raw): return .ed25519(try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: raw) })
         case .ecdsa(.nistp256, let point): return .p256(try curveKey { try P256.Signing.PublicKey(x963Representation: point) })
         case .ecdsa(.nistp384, let point): return .p384(try curveKey { try P384.Signing.PublicKey(x963Representation: point) })
         case .ecdsa(.nistp521, let point): return .p521(try curveKey { try P521.Signing.PublicKey(x963Representation: point) })
-        }
-    }
-
-    /// Runs the codec, reporting its errors as `KeyError`: an unknown type is `unsupportedAlgorithm`,
-    /// key values that are not a valid key are `invalidKey`, the rest `malformedOpenSSH`.
-    private static func converting<T>(_ body: () throws(SSHPublicKeyError) -> T) throws(KeyError) -> T {
-        do throws(SSHPublicKeyError) {
-            return try body()
-        } catch .unsupportedKeyType(let type) {
-            throw .unsupportedAlgorithm("OpenSSH key type \(type.prefix(64))")
-        } catch let error {
-            switch error {
-            case .invalidEd25519Point, .invalidECDSAPoint, .wrongKeyLength: throw .invalidKey(error.description)
-            default: throw .malformedOpenSSH(error.description)
-            }
         }
     }
 }

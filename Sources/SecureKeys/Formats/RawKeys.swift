@@ -6,8 +6,8 @@ extension KeyImport {
     /// A private key from its raw bytes: the big-endian scalar for P-256/384/521 (32/48/66 bytes), the
     /// 32-byte seed for Ed25519 or scalar for X25519. Throws `notApplicable` for RSA, `invalidKey`
     /// for a wrong length or an out-of-range scalar.
-    public static func rawPrivateKey(_ bytes: SecretBytes, type: KeyType) throws -> AsymmetricPrivateKey {
-        try bytes.withUnsafeBytes { raw in
+    public static func rawPrivateKey(_ bytes: SecretBytes, type: KeyType) throws(KeyError) -> AsymmetricPrivateKey {
+        try bytes.withUnsafeBytes { raw throws(KeyError) in
             switch type {
             case .p256: .p256(try curveKey { try P256.Signing.PrivateKey(rawRepresentation: raw) })
             case .p384: .p384(try curveKey { try P384.Signing.PrivateKey(rawRepresentation: raw) })
@@ -21,7 +21,7 @@ extension KeyImport {
 
     /// A public key from its raw bytes: an X9.63 point, uncompressed or compressed, for P-256/384/521,
     /// or the 32-byte key for Ed25519/X25519. Throws `notApplicable` for RSA, `invalidKey` otherwise.
-    public static func rawPublicKey(_ bytes: some DataProtocol, type: KeyType) throws -> AsymmetricPublicKey {
+    public static func rawPublicKey(_ bytes: some DataProtocol, type: KeyType) throws(KeyError) -> AsymmetricPublicKey {
         let raw = Data(bytes)
         let compressed = raw.first == 0x02 || raw.first == 0x03
         switch type {

@@ -17,7 +17,7 @@ enum HPKEHybrid {
     static let p384 = Suite(ciphersuite: .P384_SHA384_AES_GCM_256, ids: Data([0x00, 0x11, 0x00, 0x02, 0x00, 0x02]), encapsulatedKeyLength: 97)
     static let p521 = Suite(ciphersuite: .P521_SHA512_AES_GCM_256, ids: Data([0x00, 0x12, 0x00, 0x03, 0x00, 0x02]), encapsulatedKeyLength: 133)
 
-    static func seal(_ message: Data, to recipient: AsymmetricPublicKey, sender: AsymmetricPrivateKey?, header: Data) throws -> Data {
+    static func seal(_ message: Data, to recipient: AsymmetricPublicKey, sender: AsymmetricPrivateKey?, header: Data) throws(KeyError) -> Data {
         if let sender, sender.type != recipient.type {
             throw KeyError.wrongKeyType(expected: "a sender key of type \(recipient.type)", found: sender.type.rawValue)
         }
@@ -36,7 +36,7 @@ enum HPKEHybrid {
         }
     }
 
-    static func open(_ rest: Data, with key: AsymmetricPrivateKey, header: Data, sender: AsymmetricPublicKey?) throws -> Data {
+    static func open(_ rest: Data, with key: AsymmetricPrivateKey, header: Data, sender: AsymmetricPublicKey?) throws(KeyError) -> Data {
         if let sender, sender.type != key.type { throw KeyError.unexpectedSender(fingerprint: sender.fingerprint.hex) }
         let senderRaw = sender?.agreementRawRepresentation
         switch key {
@@ -55,27 +55,31 @@ enum HPKEHybrid {
 
     private static func seal<SK: RawAgreementPrivateKey>(
         _ message: Data, to recipientRaw: Data, sender senderRaw: Data?, header: Data, suite: Suite, as _: SK.Type
-    ) throws -> Data {
-        let recipient = try SK.PublicKey(rawRepresentation: recipientRaw)
+    ) throws(KeyError) -> Data {
+        let recipient = try curveKey { try SK.PublicKey(rawRepresentation: recipientRaw) }
         let info = header + suite.ids
-        var context =
-            try senderRaw.map {
-                try HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info, authenticatedBy: SK(rawRepresentation: $0))
-            } ?? HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info)
-        let ciphertext = try context.seal(message)
-        return info + context.encapsulatedKey + ciphertext
+        do {
+            var context =
+                try senderRaw.map {
+                    try HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info, authenticatedBy: SK(rawRepresentation: $0))
+                } ?? HPKE.Sender(recipientKey: recipient, ciphersuite: suite.ciphersuite, info: info)
+            let ciphertext = try context.seal(message)
+            return info + context.encapsulatedKey + ciphertext
+        } catch {
+            throw KeyError.invalidKey("HPKE refused the recipient or sender key")
+        }
     }
 
     private static func open<SK: RawAgreementPrivateKey>(
         _ rest: Data, with ownRaw: Data, sender senderRaw: Data?, header: Data, suite: Suite, as _: SK.Type
-    ) throws -> Data {
+    ) throws(KeyError) -> Data {
         guard rest.count >= suite.ids.count else { throw KeyError.truncated }
         guard rest.prefix(suite.ids.count) == suite.ids else { throw KeyError.unrecognizedMessage("HPKE suite does not fit the key") }
         let encStart = rest.startIndex + suite.ids.count, bodyStart = encStart + suite.encapsulatedKeyLength
         guard rest.endIndex - bodyStart >= 16 else { throw KeyError.truncated }
         let info = header + suite.ids, enc = Data(rest[encStart..<bodyStart])
-        let key = try SK(rawRepresentation: ownRaw)
-        let sender = try senderRaw.map { try SK.PublicKey(rawRepresentation: $0) }
+        let key = try curveKey { try SK(rawRepresentation: ownRaw) }
+        let sender = try curveKey { try senderRaw.map { try SK.PublicKey(rawRepresentation: $0) } }
         do {
             var context =
                 try sender.map {

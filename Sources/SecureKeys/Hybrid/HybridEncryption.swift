@@ -13,21 +13,23 @@ import CryptoExtras
 /// signature inside the encryption for RSA).
 public enum HybridEncryption {
     /// Encrypts `message` to `recipient` (anonymous sender).
-    public static func encrypt(_ message: some DataProtocol, to recipient: AsymmetricPublicKey) throws -> Data {
+    /// Throws `KeyError.wrongKeyType` for an Ed25519 recipient, `unsupportedKeySize` for 1024-bit RSA.
+    public static func encrypt(_ message: some DataProtocol, to recipient: AsymmetricPublicKey) throws(KeyError) -> Data {
         try seal(Data(message), to: recipient, from: nil)
     }
 
     /// Encrypts `message` to `recipient` so the recipient can verify it came from `sender`. The sender
     /// key must be of the same curve as the recipient (HPKE auth mode), or RSA for an RSA recipient.
+    /// Throws as `encrypt(_:to:)`, and `wrongKeyType` when the sender key does not fit the recipient.
     public static func encrypt(
         _ message: some DataProtocol, to recipient: AsymmetricPublicKey, from sender: AsymmetricPrivateKey
-    ) throws -> Data {
+    ) throws(KeyError) -> Data {
         try seal(Data(message), to: recipient, from: sender)
     }
 
     /// Decrypts an anonymous-sender message. Throws `unrecognizedMessage`, `truncated`,
     /// `wrongRecipient`, `senderKeyRequired` (the message is sender-authenticated) or `authenticationFailed`.
-    public static func decrypt(_ message: some DataProtocol, with key: AsymmetricPrivateKey) throws -> Data {
+    public static func decrypt(_ message: some DataProtocol, with key: AsymmetricPrivateKey) throws(KeyError) -> Data {
         try open(Data(message), with: key, expectedSender: nil)
     }
 
@@ -35,17 +37,18 @@ public enum HybridEncryption {
     /// `decrypt(_:with:)`, plus `notSenderAuthenticated` and `unexpectedSender`.
     public static func decrypt(
         _ message: some DataProtocol, with key: AsymmetricPrivateKey, from expectedSender: AsymmetricPublicKey
-    ) throws -> Data {
+    ) throws(KeyError) -> Data {
         try open(Data(message), with: key, expectedSender: expectedSender)
     }
 
     /// The fingerprint of the sender named in a sender-authenticated message, unverified (for
     /// choosing which sender key to try); nil for anonymous messages.
-    public static func claimedSender(of message: some DataProtocol) throws -> KeyFingerprint? {
+    /// Throws `KeyError.unrecognizedMessage` or `truncated` for a message that is not SFK1.
+    public static func claimedSender(of message: some DataProtocol) throws(KeyError) -> KeyFingerprint? {
         try HybridMessage.parsePrefix(Data(message)).0.sender.map(KeyFingerprint.init(bytes:))
     }
 
-    private static func seal(_ message: Data, to recipient: AsymmetricPublicKey, from sender: AsymmetricPrivateKey?) throws -> Data {
+    private static func seal(_ message: Data, to recipient: AsymmetricPublicKey, from sender: AsymmetricPrivateKey?) throws(KeyError) -> Data {
         let recipientID = recipient.fingerprint.bytes, senderID = sender?.publicKey.fingerprint.bytes
         switch recipient {
         case .rsa(let key):
@@ -58,7 +61,7 @@ public enum HybridEncryption {
         }
     }
 
-    private static func open(_ message: Data, with key: AsymmetricPrivateKey, expectedSender: AsymmetricPublicKey?) throws -> Data {
+    private static func open(_ message: Data, with key: AsymmetricPrivateKey, expectedSender: AsymmetricPublicKey?) throws(KeyError) -> Data {
         let (parsed, rest) = try HybridMessage.parsePrefix(message)
         let isRSA: Bool
         switch key {

@@ -34,7 +34,7 @@ struct HybridMessage {
     }
 
     /// Reads the fixed part and returns it with the rest of the message (a slice, not a copy).
-    static func parsePrefix(_ message: Data) throws -> (HybridMessage, rest: Data) {
+    static func parsePrefix(_ message: Data) throws(KeyError) -> (HybridMessage, rest: Data) {
         let start = message.startIndex
         guard message.count >= 5 else {
             throw message.starts(with: magic.prefix(message.count)) ? KeyError.truncated : KeyError.unrecognizedMessage("bad magic")

@@ -10,7 +10,7 @@ import CryptoExtras
 enum RSAHybrid {
     static func seal(
         _ message: Data, to recipient: RSAPublicKey, recipientID: Data, sender: AsymmetricPrivateKey?, senderID: Data?
-    ) throws -> Data {
+    ) throws(KeyError) -> Data {
         guard recipient.keySize.isModern else { throw KeyError.unsupportedKeySize(recipient.keySize.rawValue) }
         var senderKey: RSAPrivateKey?
         if let sender {
@@ -28,11 +28,16 @@ enum RSAHybrid {
         if let senderKey {
             plaintext = try senderKey.signature(for: aad + message, scheme: .rsaPSS) + message
         }
-        let sealed = try AES.GCM.seal(plaintext, using: fileKey, nonce: nonce, authenticating: aad)
+        let sealed: AES.GCM.SealedBox
+        do {
+            sealed = try AES.GCM.seal(plaintext, using: fileKey, nonce: nonce, authenticating: aad)
+        } catch {
+            throw KeyError.invalidKey("AES-GCM refused the file key")  // not reached: a fresh 256-bit key
+        }
         return aad + sealed.ciphertext + sealed.tag
     }
 
-    static func open(_ rest: Data, with key: RSAPrivateKey, header: Data, sender: AsymmetricPublicKey?) throws -> Data {
+    static func open(_ rest: Data, with key: RSAPrivateKey, header: Data, sender: AsymmetricPublicKey?) throws(KeyError) -> Data {
         guard key.publicKey.keySize.isModern else { throw KeyError.unsupportedKeySize(key.publicKey.keySize.rawValue) }
         let wrappedLength = key.publicKey.modulusByteCount
         guard rest.count >= wrappedLength + 12 + 16 else { throw KeyError.truncated }
