@@ -8,22 +8,42 @@ import Foundation
 /// are empty or not UTF-8).
 enum SQLiteFieldMap {
     /// Encodes `entries` (names in any order).
-    static func encode(_ entries: [String: Data]) -> Data {
-        let sorted = entries.map { (name: Array($0.key.utf8), value: $0.value) }
-            .sorted { $0.name.lexicographicallyPrecedes($1.name) }
-        var out = Data(capacity: sorted.reduce(0) { $0 + 8 + $1.name.count + $1.value.count })
-        for entry in sorted {
-            appendLengthPrefixed(entry.name, to: &out)
-            appendLengthPrefixed(entry.value, to: &out)
+    static func encode(_ entries: [String: Data]) -> [UInt8] {
+        encode(entries, size: \.count) { value, out in out.append(contentsOf: value) }
+    }
+
+    /// Encodes clear values, each as `kind || payload` (`FieldValue.encoded`).
+    static func encode(clear entries: [String: FieldValue]) -> [UInt8] {
+        encode(entries, size: { 1 + $0.payloadCount }) { value, out in
+            out.append(value.kindByte)
+            switch value {
+            case .string(let s): out.append(contentsOf: s.utf8)
+            case .bytes(let b): out.append(contentsOf: b)
+            }
+        }
+    }
+
+    private static func encode<Value>(
+        _ entries: [String: Value], size: (Value) -> Int, append: (Value, inout [UInt8]) -> Void
+    ) -> [UInt8] {
+        let sorted = entries.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        var out: [UInt8] = []
+        out.reserveCapacity(sorted.reduce(0) { $0 + 8 + $1.key.utf8.count + size($1.value) })
+        for (name, value) in sorted {
+            appendLength(name.utf8.count, to: &out)
+            out.append(contentsOf: name.utf8)
+            appendLength(size(value), to: &out)
+            append(value, &out)
         }
         return out
     }
 
-    private static func appendLengthPrefixed<C: Collection<UInt8>>(_ bytes: C, to out: inout Data) {
-        let count = UInt32(bytes.count)
-        out.append(contentsOf: [UInt8(count >> 24), UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 8),
-            UInt8(truncatingIfNeeded: count)])
-        out.append(contentsOf: bytes)
+    private static func appendLength(_ count: Int, to out: inout [UInt8]) {
+        let count = UInt32(count)
+        out.append(UInt8(count >> 24))
+        out.append(UInt8(truncatingIfNeeded: count >> 16))
+        out.append(UInt8(truncatingIfNeeded: count >> 8))
+        out.append(UInt8(truncatingIfNeeded: count))
     }
 
     /// Why a stored map was refused.
@@ -32,8 +52,7 @@ enum SQLiteFieldMap {
     }
 
     /// Decodes a map, refusing any other encoding than `encode`'s.
-    static func decode(_ data: Data) throws(Malformed) -> [String: Data] {
-        let bytes = [UInt8](data)
+    static func decode(_ bytes: [UInt8]) throws(Malformed) -> [String: Data] {
         var result: [String: Data] = [:]
         var offset = 0
         var previous: ArraySlice<UInt8>?

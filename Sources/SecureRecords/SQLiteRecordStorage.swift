@@ -334,7 +334,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             record.bind(3, stored.collection)
             record.bind(4, Int64(stored.keying == .storeKey ? 0 : 1))
             if let keyId = stored.keyId { record.bind(5, Int64(keyId)) }
-            record.bind(6, SQLiteFieldMap.encode(stored.clear.mapValues(\.encoded)))
+            record.bind(6, SQLiteFieldMap.encode(clear: stored.clear))
             record.bind(7, SQLiteFieldMap.encode(stored.sealed))
             record.bind(8, SQLiteFieldMap.encode(stored.blindIndexes))
             try record.step()
@@ -484,9 +484,9 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             guard let id = uuid(head.bytes(0)) else { throw malformed("its id is not 16 bytes") }
             let encodedClear: [String: Data], sealed: [String: Data], tokens: [String: Data]
             do throws(SQLiteFieldMap.Malformed) {
-                encodedClear = try SQLiteFieldMap.decode(head.blob(4))
-                sealed = try SQLiteFieldMap.decode(head.blob(5))
-                tokens = try SQLiteFieldMap.decode(head.blob(6))
+                encodedClear = try SQLiteFieldMap.decode(head.bytes(4))
+                sealed = try SQLiteFieldMap.decode(head.bytes(5))
+                tokens = try SQLiteFieldMap.decode(head.bytes(6))
             } catch {
                 throw malformed(error.description)
             }
