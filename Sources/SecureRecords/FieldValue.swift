@@ -23,6 +23,14 @@ public enum FieldValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The payload's byte count (UTF-8 for text).
+    var payloadCount: Int {
+        switch self {
+        case .string(let s): s.utf8.count
+        case .bytes(let b): b.count
+        }
+    }
+
     /// `kind || payload`: what is sealed and what the blind index hashes.
     var encoded: Data {
         switch self {

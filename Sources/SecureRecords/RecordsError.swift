@@ -40,6 +40,9 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     case storeMismatch
     /// The storage holds something that is not a SecureRecords store, or a newer format version.
     case notARecordStore(String)
+    /// The SQLite store file has a schema version newer than this library reads (`found`; this
+    /// library writes `supported`). The file is left unchanged: open it with a newer library.
+    case unsupportedSchemaVersion(found: Int64, supported: Int64)
     /// The storage backend failed (file unreadable, disk full, lock held too long, connection lost).
     case storage(String)
     /// A cryptographic operation failed for a reason other than authentication.
@@ -68,6 +71,8 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidImport(let line, let reason): "import line \(line): \(reason); nothing was imported"
         case .storeMismatch: "the export belongs to another store; sealed values only open in their own store"
         case .notARecordStore(let reason): "not a SecureRecords store: \(reason)"
+        case .unsupportedSchemaVersion(let found, let supported):
+            "record store schema version \(found) is newer than this library supports (\(supported)); upgrade"
         case .storage(let reason): "record storage: \(reason)"
         case .crypto(let error): "\(error)"
         }

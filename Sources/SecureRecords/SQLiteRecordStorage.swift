@@ -4,59 +4,63 @@ import SecureCore
 
 /// `RecordStorage` in one SQLite file (the system library, through the wrapper SecureKeychain uses):
 /// file mode 0600, WAL journal, `synchronous = FULL` (a returned write is durable), `BEGIN IMMEDIATE`
-/// write transactions and a busy timeout, so several processes can write one file. The tables are
-/// documented in docs/FORMATS.md ("SecureRecords").
+/// write transactions and a busy timeout, so several processes can write one file. The tables
+/// (schema version 2) are documented in docs/FORMATS.md ("SecureRecords"); opening a version 1 store
+/// migrates it to version 2 in one transaction, and a newer version is refused (`unsupportedSchemaVersion`).
 public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
     /// `PRAGMA application_id`: "SFRS".
     static let applicationID: Int64 = 0x5346_5253
-    /// The schema version this code writes.
-    static let schemaVersion: Int64 = 1
+    /// The schema version this code writes; version 1 stores are migrated when opened.
+    static let schemaVersion: Int64 = 2
 
-    static let schema = """
-        CREATE TABLE schema_version (version INTEGER NOT NULL);
-        INSERT INTO schema_version VALUES (1);
-        CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
-        CREATE TABLE store_keys (id INTEGER PRIMARY KEY, wrapped BLOB NOT NULL);
-        CREATE TABLE collections (name TEXT PRIMARY KEY, schema TEXT NOT NULL) WITHOUT ROWID;
+    /// The tables of records (schema v2): one `records` row per record holding its clear values,
+    /// sealed values and blind-index tokens as field maps (`SQLiteFieldMap`), and one index row per
+    /// clear value and per token, keyed for the searches.
+    static let recordTables = """
         CREATE TABLE records (
             seq        INTEGER PRIMARY KEY,
             id         BLOB    NOT NULL UNIQUE,
             collection TEXT    NOT NULL,
             keying     INTEGER NOT NULL CHECK (keying IN (0, 1)),
-            key_id     INTEGER
+            key_id     INTEGER,
+            clear      BLOB    NOT NULL,
+            sealed     BLOB    NOT NULL,
+            tokens     BLOB    NOT NULL
         );
         CREATE INDEX records_key_id ON records (key_id) WHERE key_id IS NOT NULL;
         CREATE TABLE clear_fields (
-            seq   INTEGER NOT NULL,
             name  TEXT    NOT NULL,
             kind  INTEGER NOT NULL,
             value         NOT NULL,
-            PRIMARY KEY (seq, name)
-        ) WITHOUT ROWID;
-        CREATE INDEX clear_fields_value ON clear_fields (name, value);
-        CREATE TABLE sealed_fields (
-            seq    INTEGER NOT NULL,
-            name   TEXT    NOT NULL,
-            sealed BLOB    NOT NULL,
-            PRIMARY KEY (seq, name)
+            seq   INTEGER NOT NULL,
+            PRIMARY KEY (name, kind, value, seq)
         ) WITHOUT ROWID;
         CREATE TABLE blind_indexes (
-            seq    INTEGER NOT NULL,
+            token  BLOB    NOT NULL,
             name   TEXT    NOT NULL,
             key_id INTEGER NOT NULL,
-            token  BLOB    NOT NULL,
-            PRIMARY KEY (seq, name)
+            seq    INTEGER NOT NULL,
+            PRIMARY KEY (token, name, key_id, seq)
         ) WITHOUT ROWID;
-        CREATE INDEX blind_indexes_token ON blind_indexes (token, name, key_id);
-        CREATE VIRTUAL TABLE records_fts USING fts5 (body);
+        CREATE VIRTUAL TABLE records_fts USING fts5 (body, content = '', columnsize = 0);
         """
+
+    static let schema = """
+        CREATE TABLE schema_version (version INTEGER NOT NULL);
+        INSERT INTO schema_version VALUES (2);
+        CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE store_keys (id INTEGER PRIMARY KEY, wrapped BLOB NOT NULL);
+        CREATE TABLE collections (name TEXT PRIMARY KEY, schema TEXT NOT NULL) WITHOUT ROWID;
+        """ + recordTables
 
     private let connection: Locked<SQLiteConnection>
     /// The database file.
     public let path: String
 
-    /// Opens (creating, mode 0600, parent directory 0700) the store file at `path`. A file that is a
-    /// SQLite database of something else throws `notARecordStore`.
+    /// Opens (creating, mode 0600, parent directory 0700) the store file at `path`, migrating a
+    /// schema version 1 store to version 2 in one transaction (all or nothing: after a failure or a
+    /// crash the file is still version 1). A file that is a SQLite database of something else throws
+    /// `notARecordStore`; one of a newer schema version throws `unsupportedSchemaVersion`, unchanged.
     public init(path: String, busyTimeoutMilliseconds: Int32 = 10_000) throws(RecordsError) {
         self.path = path
         let connection = try Self.sql { () throws(SQLiteError) in
@@ -101,10 +105,89 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             }
             guard applicationID == Self.applicationID else { throw .notARecordStore("\(c.path) is another kind of database") }
             let version = try sql { () throws(SQLiteError) in try c.integer("SELECT version FROM schema_version") }
-            guard version == Self.schemaVersion else {
-                throw .notARecordStore("schema version \(version) is newer than this library supports (\(Self.schemaVersion))")
+            switch version {
+            case Self.schemaVersion: return
+            case 1: try migrateFromVersion1(c)
+            case ..<1: throw .notARecordStore("unknown schema version \(version)")
+            default: throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion)
             }
         }
+    }
+
+    /// Rewrites a version 1 store as version 2 inside the caller's write transaction: an error or a
+    /// crash before COMMIT leaves the version 1 store, which the next open migrates again. Every
+    /// record keeps its `seq` (insertion order and full-text row ids); a record the version 1 tables
+    /// hold inconsistently fails the migration (`storage`) instead of being dropped.
+    private static func migrateFromVersion1(_ c: SQLiteConnection) throws(RecordsError) {
+        try sql { () throws(SQLiteError) in
+            try c.execute("""
+                DROP INDEX records_key_id; DROP INDEX clear_fields_value; DROP INDEX blind_indexes_token; DROP TABLE records_fts;
+                ALTER TABLE records RENAME TO v1_records; ALTER TABLE clear_fields RENAME TO v1_clear_fields;
+                ALTER TABLE sealed_fields RENAME TO v1_sealed_fields; ALTER TABLE blind_indexes RENAME TO v1_blind_indexes;
+                """ + recordTables)
+        }
+        let writer = try sql { () throws(SQLiteError) in try RowWriter(c) }
+        let (head, clear, sealed, index) = try sql { () throws(SQLiteError) in
+            (
+                try c.statement("SELECT seq, id, collection, keying, key_id FROM v1_records ORDER BY seq"),
+                try c.statement("SELECT name, kind, value FROM v1_clear_fields WHERE seq = ?1"),
+                try c.statement("SELECT name, sealed FROM v1_sealed_fields WHERE seq = ?1"),
+                try c.statement("SELECT name, key_id, token FROM v1_blind_indexes WHERE seq = ?1")
+            )
+        }
+        func refuse(_ seq: Int64, _ reason: String) -> RecordsError {
+            .storage("cannot migrate schema version 1 to 2: record row \(seq) \(reason); the store is left at version 1")
+        }
+        while try sql({ () throws(SQLiteError) in try head.step() }) {
+            let seq = head.int64(0)
+            guard let id = uuid(head.bytes(1)) else { throw refuse(seq, "has an id that is not 16 bytes") }
+            let keying = head.int64(3)
+            guard keying == 0 || keying == 1 else { throw refuse(seq, "has an unknown keying") }
+            let keyId: UInt32? = head.isNull(4) ? nil : UInt32(exactly: head.int64(4))
+            guard head.isNull(4) || keyId != nil, keying == 1 || keyId != nil else { throw refuse(seq, "has no valid key id") }
+            var record = StoredRecord(
+                id: id, collection: head.text(2), keying: keying == 0 ? .storeKey : .password, keyId: keyId,
+                clear: [:], sealed: [:], blindIndexes: [:])
+            for statement in [clear, sealed, index] {
+                statement.reset()
+                statement.bind(1, seq)
+            }
+            while try sql({ () throws(SQLiteError) in try clear.step() }) {
+                switch clear.int64(1) {
+                case 1: record.clear[clear.text(0)] = .string(clear.text(2))
+                case 2: record.clear[clear.text(0)] = .bytes(clear.blob(2))
+                default: throw refuse(seq, "has a clear value of an unknown kind")
+                }
+            }
+            while try sql({ () throws(SQLiteError) in try sealed.step() }) { record.sealed[sealed.text(0)] = sealed.blob(1) }
+            while try sql({ () throws(SQLiteError) in try index.step() }) {
+                guard index.int64(1) == Int64(keyId ?? 0) else { throw refuse(seq, "has a blind index under another key id") }
+                record.blindIndexes[index.text(0)] = index.blob(2)
+            }
+            do throws(SQLiteError) {
+                try writer.write(record, seq: seq)
+            } catch {
+                throw error.isConstraint ? refuse(seq, "repeats a record id") : map(error)
+            }
+        }
+        try sql { () throws(SQLiteError) in
+            head.reset()
+            clear.reset()
+            sealed.reset()
+            index.reset()
+            try c.execute("""
+                DROP TABLE v1_records; DROP TABLE v1_clear_fields; DROP TABLE v1_sealed_fields; DROP TABLE v1_blind_indexes;
+                UPDATE schema_version SET version = 2;
+                """)
+        }
+    }
+
+    /// The UUID of 16 stored bytes.
+    private static func uuid(_ bytes: [UInt8]) -> UUID? {
+        guard bytes.count == 16 else { return nil }
+        return UUID(uuid: (
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 
     // MARK: Metadata and keys
@@ -231,20 +314,19 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
 
     /// The prepared inserts of one record's rows, fetched once per batch.
     private struct RowWriter {
-        let record, clear, sealed, index, fts: SQLiteStatement
+        let record, clear, index, fts: SQLiteStatement
         let connection: SQLiteConnection
 
         init(_ c: SQLiteConnection) throws(SQLiteError) {
             connection = c
-            record = try c.statement("INSERT INTO records (seq, id, collection, keying, key_id) VALUES (?1, ?2, ?3, ?4, ?5)")
-            clear = try c.statement("INSERT INTO clear_fields (seq, name, kind, value) VALUES (?1, ?2, ?3, ?4)")
-            sealed = try c.statement("INSERT INTO sealed_fields (seq, name, sealed) VALUES (?1, ?2, ?3)")
-            index = try c.statement("INSERT INTO blind_indexes (seq, name, key_id, token) VALUES (?1, ?2, ?3, ?4)")
+            record = try c.statement(
+                "INSERT INTO records (seq, id, collection, keying, key_id, clear, sealed, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            clear = try c.statement("INSERT INTO clear_fields (name, kind, value, seq) VALUES (?1, ?2, ?3, ?4)")
+            index = try c.statement("INSERT INTO blind_indexes (token, name, key_id, seq) VALUES (?1, ?2, ?3, ?4)")
             fts = try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
         }
 
-        /// Writes the rows of `stored` under `seq` (a new one when nil; the field tables must hold
-        /// no rows for it).
+        /// Writes the rows of `stored` under `seq` (a new one when nil; no rows may exist for it).
         func write(_ stored: StoredRecord, seq: Int64?) throws(SQLiteError) {
             record.reset()
             if let seq { record.bind(1, seq) }
@@ -252,32 +334,28 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             record.bind(3, stored.collection)
             record.bind(4, Int64(stored.keying == .storeKey ? 0 : 1))
             if let keyId = stored.keyId { record.bind(5, Int64(keyId)) }
+            record.bind(6, SQLiteFieldMap.encode(clear: stored.clear))
+            record.bind(7, SQLiteFieldMap.encode(stored.sealed))
+            record.bind(8, SQLiteFieldMap.encode(stored.blindIndexes))
             try record.step()
             let rowSeq = seq ?? connection.lastInsertRowID
             for (name, value) in stored.clear {
                 clear.reset()
-                clear.bind(1, rowSeq)
-                clear.bind(2, name)
-                clear.bind(3, Int64(value.kindByte))
+                clear.bind(1, name)
+                clear.bind(2, Int64(value.kindByte))
                 switch value {
-                case .string(let s): clear.bind(4, s)
-                case .bytes(let b): clear.bind(4, b)
+                case .string(let s): clear.bind(3, s)
+                case .bytes(let b): clear.bind(3, b)
                 }
+                clear.bind(4, rowSeq)
                 try clear.step()
-            }
-            for (name, value) in stored.sealed {
-                sealed.reset()
-                sealed.bind(1, rowSeq)
-                sealed.bind(2, name)
-                sealed.bind(3, value)
-                try sealed.step()
             }
             for (name, token) in stored.blindIndexes {
                 index.reset()
-                index.bind(1, rowSeq)
+                index.bind(1, token)
                 index.bind(2, name)
                 index.bind(3, Int64(stored.keyId ?? 0))
-                index.bind(4, token)
+                index.bind(4, rowSeq)
                 try index.step()
             }
             let fullText = stored.fullText
@@ -290,16 +368,41 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
-    private static func deleteRows(seq: Int64, _ c: SQLiteConnection) throws(SQLiteError) {
-        for sql in [
-            "DELETE FROM clear_fields WHERE seq = ?1", "DELETE FROM sealed_fields WHERE seq = ?1",
-            "DELETE FROM blind_indexes WHERE seq = ?1", "DELETE FROM records_fts WHERE rowid = ?1",
-            "DELETE FROM records WHERE seq = ?1",
-        ] {
-            let statement = try c.statement(sql)
-            statement.bind(1, seq)
-            try statement.step()
+    /// Deletes the rows of `stored`, stored under `seq`: its index rows by their keys, its full-text
+    /// entry by the FTS5 `delete` command with the body it was indexed with (the table keeps no
+    /// content), then its `records` row.
+    private static func deleteRows(_ stored: StoredRecord, seq: Int64, _ c: SQLiteConnection) throws(SQLiteError) {
+        let clear = try c.statement("DELETE FROM clear_fields WHERE name = ?1 AND kind = ?2 AND value = ?3 AND seq = ?4")
+        for (name, value) in stored.clear {
+            clear.reset()
+            clear.bind(1, name)
+            clear.bind(2, Int64(value.kindByte))
+            switch value {
+            case .string(let s): clear.bind(3, s)
+            case .bytes(let b): clear.bind(3, b)
+            }
+            clear.bind(4, seq)
+            try clear.step()
         }
+        let index = try c.statement("DELETE FROM blind_indexes WHERE token = ?1 AND name = ?2 AND key_id = ?3 AND seq = ?4")
+        for (name, token) in stored.blindIndexes {
+            index.reset()
+            index.bind(1, token)
+            index.bind(2, name)
+            index.bind(3, Int64(stored.keyId ?? 0))
+            index.bind(4, seq)
+            try index.step()
+        }
+        let fullText = stored.fullText
+        if !fullText.isEmpty {
+            let fts = try c.statement("INSERT INTO records_fts (records_fts, rowid, body) VALUES ('delete', ?1, ?2)")
+            fts.bind(1, seq)
+            fts.bind(2, fullText)
+            try fts.step()
+        }
+        let record = try c.statement("DELETE FROM records WHERE seq = ?1")
+        record.bind(1, seq)
+        try record.step()
     }
 
     private static func insertRecords(_ records: [StoredRecord], _ c: SQLiteConnection) throws(RecordsError) {
@@ -332,11 +435,13 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
     public func replace(_ records: [StoredRecord]) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in
             for record in records {
-                guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: record.id, c) }) else {
+                guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: record.id, c) }),
+                    let old = try Self.load(seqs: [seq], c).first
+                else {
                     throw .recordNotFound(record.id)
                 }
                 try Self.sql { () throws(SQLiteError) in
-                    try Self.deleteRows(seq: seq, c)
+                    try Self.deleteRows(old, seq: seq, c)
                     try RowWriter(c).write(record, seq: seq)
                 }
             }
@@ -346,57 +451,53 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
     /// `RecordStorage.delete`, in one SQLite transaction.
     public func delete(_ id: UUID) throws(RecordsError) -> Bool {
         try transaction(write: true) { (c) throws(RecordsError) in
-            try Self.sql { () throws(SQLiteError) -> Bool in
-                guard let seq = try Self.seq(of: id, c) else { return false }
-                try Self.deleteRows(seq: seq, c)
-                return true
-            }
+            guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: id, c) }),
+                let old = try Self.load(seqs: [seq], c).first
+            else { return false }
+            try Self.sql { () throws(SQLiteError) in try Self.deleteRows(old, seq: seq, c) }
+            return true
         }
     }
 
     /// `RecordStorage.record`, in one SQLite transaction.
     public func record(_ id: UUID) throws(RecordsError) -> StoredRecord? {
         try transaction(write: false) { (c) throws(RecordsError) in
-            try Self.sql { () throws(SQLiteError) -> StoredRecord? in
-                guard let seq = try Self.seq(of: id, c) else { return nil }
-                return try Self.load(seqs: [seq], c).first
-            }
+            guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: id, c) }) else { return nil }
+            return try Self.load(seqs: [seq], c).first
         }
     }
 
-    /// Loads the records with these sequence numbers, in the given order.
-    private static func load(seqs: [Int64], _ c: SQLiteConnection) throws(SQLiteError) -> [StoredRecord] {
+    /// Loads the records with these sequence numbers, in the given order (missing ones are left
+    /// out). A row whose id or field maps are malformed throws `storage`.
+    private static func load(seqs: [Int64], _ c: SQLiteConnection) throws(RecordsError) -> [StoredRecord] {
         var result: [StoredRecord] = []
         result.reserveCapacity(seqs.count)
-        let head = try c.statement("SELECT id, collection, keying, key_id FROM records WHERE seq = ?1")
-        let clear = try c.statement("SELECT name, kind, value FROM clear_fields WHERE seq = ?1")
-        let sealed = try c.statement("SELECT name, sealed FROM sealed_fields WHERE seq = ?1")
-        let index = try c.statement("SELECT name, token FROM blind_indexes WHERE seq = ?1")
+        let head = try sql { () throws(SQLiteError) in
+            try c.statement("SELECT id, collection, keying, key_id, clear, sealed, tokens FROM records WHERE seq = ?1")
+        }
         for seq in seqs {
             head.reset()
             head.bind(1, seq)
-            guard try head.step() else { continue }
-            let idBytes = head.bytes(0)
-            guard idBytes.count == 16 else { continue }
-            let id = UUID(uuid: (
-                idBytes[0], idBytes[1], idBytes[2], idBytes[3], idBytes[4], idBytes[5], idBytes[6], idBytes[7],
-                idBytes[8], idBytes[9], idBytes[10], idBytes[11], idBytes[12], idBytes[13], idBytes[14], idBytes[15]))
-            var record = StoredRecord(
-                id: id, collection: head.text(1), keying: head.int64(2) == 0 ? .storeKey : .password,
-                keyId: head.isNull(3) ? nil : UInt32(truncatingIfNeeded: head.int64(3)), clear: [:], sealed: [:], blindIndexes: [:])
-            head.reset()
-            clear.reset()
-            clear.bind(1, seq)
-            while try clear.step() {
-                record.clear[clear.text(0)] = clear.int64(1) == 1 ? .string(clear.text(2)) : .bytes(clear.blob(2))
+            guard try sql({ () throws(SQLiteError) in try head.step() }) else { continue }
+            defer { head.reset() }
+            func malformed(_ reason: String) -> RecordsError { .storage("record row \(seq) is malformed: \(reason)") }
+            guard let id = uuid(head.bytes(0)) else { throw malformed("its id is not 16 bytes") }
+            let encodedClear: [String: Data], sealed: [String: Data], tokens: [String: Data]
+            do throws(SQLiteFieldMap.Malformed) {
+                encodedClear = try SQLiteFieldMap.decode(head.bytes(4))
+                sealed = try SQLiteFieldMap.decode(head.bytes(5))
+                tokens = try SQLiteFieldMap.decode(head.bytes(6))
+            } catch {
+                throw malformed(error.description)
             }
-            sealed.reset()
-            sealed.bind(1, seq)
-            while try sealed.step() { record.sealed[sealed.text(0)] = sealed.blob(1) }
-            index.reset()
-            index.bind(1, seq)
-            while try index.step() { record.blindIndexes[index.text(0)] = index.blob(1) }
-            result.append(record)
+            var clear: [String: FieldValue] = [:]
+            for (name, encoded) in encodedClear {
+                guard let value = FieldValue(encoded: encoded) else { throw malformed("clear value '\(name)' has an unknown kind or is not UTF-8") }
+                clear[name] = value
+            }
+            result.append(StoredRecord(
+                id: id, collection: head.text(1), keying: head.int64(2) == 0 ? .storeKey : .password,
+                keyId: head.isNull(3) ? nil : UInt32(truncatingIfNeeded: head.int64(3)), clear: clear, sealed: sealed, blindIndexes: tokens))
         }
         return result
     }
@@ -437,46 +538,48 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         sql += " ORDER BY seq"
         let statementSQL = sql
         return try transaction(write: false) { (c) throws(RecordsError) in
+            var seqs: [Int64] = []
             do throws(SQLiteError) {
                 let select = try c.statement(statementSQL)
                 for (i, bind) in binds.enumerated() { bind(select, Int32(i + 1)) }
-                var seqs: [Int64] = []
                 while try select.step() { seqs.append(select.int64(0)) }
-                return try Self.load(seqs: seqs, c)
             } catch {
                 if query.fullText != nil, error.code & 0xFF == 1 /* SQLITE_ERROR: FTS5 syntax */ {
                     throw .invalidQuery("full-text query: \(error.message)")
                 }
                 throw Self.map(error)
             }
+            return try Self.load(seqs: seqs, c)
         }
     }
 
     /// `RecordStorage.records`, in one SQLite transaction.
     public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try transaction(write: false) { (c) throws(RecordsError) in
-            try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
+            let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
                 let select = try c.statement("SELECT seq FROM records WHERE key_id IS NOT NULL AND key_id != ?1 ORDER BY seq LIMIT ?2")
                 select.bind(1, Int64(keyId))
                 select.bind(2, Int64(limit))
                 var seqs: [Int64] = []
                 while try select.step() { seqs.append(select.int64(0)) }
-                return try Self.load(seqs: seqs, c)
+                return seqs
             }
+            return try Self.load(seqs: seqs, c)
         }
     }
 
     /// `RecordStorage.allRecords`, in one SQLite transaction.
     public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try transaction(write: false) { (c) throws(RecordsError) in
-            try Self.sql { () throws(SQLiteError) -> [StoredRecord] in
+            let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
                 let select = try c.statement("SELECT seq FROM records ORDER BY seq LIMIT ?1 OFFSET ?2")
                 select.bind(1, Int64(limit))
                 select.bind(2, Int64(offset))
                 var seqs: [Int64] = []
                 while try select.step() { seqs.append(select.int64(0)) }
-                return try Self.load(seqs: seqs, c)
+                return seqs
             }
+            return try Self.load(seqs: seqs, c)
         }
     }
 

@@ -140,27 +140,28 @@ let pythonPeerAvailable: Bool = {
 
     }
 
-    /// Tests/peers/records_open.py, written from docs/FORMATS.md only, opens what sf sealed.
+    /// Tests/peers/records_open.py, written from docs/FORMATS.md only, opens what sf sealed: from the
+    /// export and from the SQLite store file itself (schema version 2).
     /// Skipped without python3 + cryptography, except under CI where it then fails.
     @Test(.enabled(if: pythonPeerAvailable || TestSupport.isCI, "python3 with cryptography is not available"))
     func pythonPeerOpensSealedFields() throws {
         let exported = try exportedStore()
-        let (scratch, keyFile, password, keyedId, pwId, e) = (
-            exported.scratch, exported.keyFile, exported.password, exported.keyedId, exported.pwId, exported.export
-        )
-        let byPassword = try TestSupport.run("python3", [recordsPeer, e, pwId, "description", "--password-file", password])
-        #expect(byPassword.status == 0, "\(byPassword.stderrText)")
-        #expect(byPassword.stdoutText == "a red bicycle\n")
-        let byKey = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--index-value", "123-45-6789"])
-        #expect(byKey.stdoutText == "123-45-6789\nindex: match\n", "\(byKey.stderrText)")
-        let near = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--index-value", "123-45-678"])
-        #expect(near.stdoutText.hasSuffix("index: no match\n"))
-        let photo = try TestSupport.run("python3", [recordsPeer, e, keyedId, "photo", "--key-file", keyFile])
-        #expect(photo.stdoutText == "base64:AAEC+g==\n")
-        let wrongPassword = try scratch.write("wrong", Data("nope\n".utf8))
-        let wrong = try TestSupport.run("python3", [recordsPeer, e, pwId, "description", "--password-file", wrongPassword])
-        #expect(wrong.status == 1)
-        #expect(!wrong.stdoutText.contains("bicycle"))
+        let (scratch, keyFile, password, keyedId, pwId) = (exported.scratch, exported.keyFile, exported.password, exported.keyedId, exported.pwId)
+        for e in [exported.export, scratch.path("s.db")] {
+            let byPassword = try TestSupport.run("python3", [recordsPeer, e, pwId, "description", "--password-file", password])
+            #expect(byPassword.status == 0, "\(e): \(byPassword.stderrText)")
+            #expect(byPassword.stdoutText == "a red bicycle\n")
+            let byKey = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--index-value", "123-45-6789"])
+            #expect(byKey.stdoutText == "123-45-6789\nindex: match\n", "\(e): \(byKey.stderrText)")
+            let near = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--index-value", "123-45-678"])
+            #expect(near.stdoutText.hasSuffix("index: no match\n"))
+            let photo = try TestSupport.run("python3", [recordsPeer, e, keyedId, "photo", "--key-file", keyFile])
+            #expect(photo.stdoutText == "base64:AAEC+g==\n")
+            let wrongPassword = try scratch.write("wrong", Data("nope\n".utf8))
+            let wrong = try TestSupport.run("python3", [recordsPeer, e, pwId, "description", "--password-file", wrongPassword])
+            #expect(wrong.status == 1)
+            #expect(!wrong.stdoutText.contains("bicycle"))
+        }
     }
 
     @Test(arguments: Backend.enabled)

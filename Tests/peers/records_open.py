@@ -3,9 +3,10 @@
 from docs/FORMATS.md ("SecureRecords", "Native envelope SFE1") with Python `cryptography` only.
 
 usage:
-  records_open.py EXPORT.jsonl RECORD_ID FIELD (--password-file F | --key-file F) [--index-value TEXT]
+  records_open.py (EXPORT.jsonl | STORE.db) RECORD_ID FIELD (--password-file F | --key-file F) [--index-value TEXT]
 
-Reads an export (JSON lines), opens one sealed field of one record and prints the value (text as
+Reads an export (JSON lines) or a SQLite store file (schema version 2, "SQLite file"; read only,
+with Python's sqlite3 module), opens one sealed field of one record and prints the value (text as
 is, bytes as "base64:..."). With --key-file (the application's 32-byte key of KeyItemSealer) it first
 unwraps the record's store key. With --index-value it also prints "index: match" or "index: no match"
 after comparing the stored blind-index token with one it computes for TEXT. Exit 1 if anything fails.
@@ -55,6 +56,50 @@ def sfe1_open(envelope, context, key=None, passphrase=None):
     return aead.decrypt(nonce, body, header + context)
 
 
+def field_map(blob):
+    """Decodes a v2 field map: lp(name) || lp(value) entries, names strictly ascending (UTF-8 bytes)."""
+    entries, offset, previous = {}, 0, None
+    while offset < len(blob):
+        parts = []
+        for _ in range(2):
+            if len(blob) - offset < 4:
+                raise ValueError("truncated field map")
+            (n,) = struct.unpack(">I", blob[offset:offset + 4])
+            offset += 4
+            if len(blob) - offset < n:
+                raise ValueError("truncated field map")
+            parts.append(bytes(blob[offset:offset + n]))
+            offset += n
+        name, value = parts
+        if not name or (previous is not None and not previous < name):
+            raise ValueError("field map names empty, unsorted or repeated")
+        previous = name
+        entries[name.decode("utf-8")] = value
+    return entries
+
+
+def read_sqlite(path, record_id):
+    """The store line and one record line, as an export would hold them, from a v2 SQLite file."""
+    import sqlite3
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    if db.execute("PRAGMA application_id").fetchone()[0] != 0x53465253:
+        raise SystemExit("not a SecureRecords store")
+    if db.execute("SELECT version FROM schema_version").fetchone()[0] != 2:
+        raise SystemExit("not schema version 2")
+    meta = dict(db.execute("SELECT name, value FROM meta"))
+    store = {"storeId": base64.b64encode(meta["storeId"]).decode(),
+             "keys": [{"id": i, "wrapped": base64.b64encode(w).decode()} for i, w in db.execute("SELECT id, wrapped FROM store_keys")]}
+    row = db.execute("SELECT collection, keying, key_id, sealed, tokens FROM records WHERE id = ?",
+                     (uuid.UUID(record_id).bytes,)).fetchone()
+    if row is None:
+        raise SystemExit("no such record")
+    collection, keying, key_id, sealed, tokens = row
+    b64 = lambda m: {k: base64.b64encode(v).decode() for k, v in m.items()}
+    rec = {"id": record_id, "collection": collection, "keying": ["storeKey", "password"][keying], "keyId": key_id,
+           "sealed": b64(field_map(sealed)), "blindIndexes": b64(field_map(tokens))}
+    return store, {record_id.lower(): rec}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("export")
@@ -66,14 +111,19 @@ def main():
     a = ap.parse_args()
 
     store, records = None, {}
-    for line in open(a.export, encoding="utf-8"):
-        if not line.strip():
-            continue
-        obj = json.loads(line)
-        if obj["type"] == "store":
-            store = obj
-        elif obj["type"] == "record":
-            records[obj["id"].lower()] = obj
+    with open(a.export, "rb") as f:
+        is_sqlite = f.read(16) == b"SQLite format 3\0"
+    if is_sqlite:
+        store, records = read_sqlite(a.export, a.record)
+    else:
+        for line in open(a.export, encoding="utf-8"):
+            if not line.strip():
+                continue
+            obj = json.loads(line)
+            if obj["type"] == "store":
+                store = obj
+            elif obj["type"] == "record":
+                records[obj["id"].lower()] = obj
     store_id = base64.b64decode(store["storeId"])
     rec = records[a.record.lower()]
     rid = uuid.UUID(rec["id"]).bytes

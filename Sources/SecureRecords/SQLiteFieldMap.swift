@@ -1,0 +1,79 @@
+import Foundation
+
+/// The field-map encoding of the SQLite schema v2 (docs/FORMATS.md, "SecureRecords", "SQLite
+/// file"): a record's clear values, sealed values or blind-index tokens in one column, as
+/// `lp(name) || lp(value)` entries (`lp(x)` = `u32be(len(x)) || x`) in strictly ascending bytewise
+/// order of the names' UTF-8; no entry is the empty blob. One map has exactly one encoding, and a
+/// decoder rejects anything else (truncation, trailing bytes, unsorted or repeated names, names that
+/// are empty or not UTF-8).
+enum SQLiteFieldMap {
+    /// Encodes `entries` (names in any order).
+    static func encode(_ entries: [String: Data]) -> [UInt8] {
+        encode(entries, size: \.count) { value, out in out.append(contentsOf: value) }
+    }
+
+    /// Encodes clear values, each as `kind || payload` (`FieldValue.encoded`).
+    static func encode(clear entries: [String: FieldValue]) -> [UInt8] {
+        encode(entries, size: { 1 + $0.payloadCount }) { value, out in
+            out.append(value.kindByte)
+            switch value {
+            case .string(let s): out.append(contentsOf: s.utf8)
+            case .bytes(let b): out.append(contentsOf: b)
+            }
+        }
+    }
+
+    private static func encode<Value>(
+        _ entries: [String: Value], size: (Value) -> Int, append: (Value, inout [UInt8]) -> Void
+    ) -> [UInt8] {
+        let sorted = entries.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        var out: [UInt8] = []
+        out.reserveCapacity(sorted.reduce(0) { $0 + 8 + $1.key.utf8.count + size($1.value) })
+        for (name, value) in sorted {
+            appendLength(name.utf8.count, to: &out)
+            out.append(contentsOf: name.utf8)
+            appendLength(size(value), to: &out)
+            append(value, &out)
+        }
+        return out
+    }
+
+    private static func appendLength(_ count: Int, to out: inout [UInt8]) {
+        let count = UInt32(count)
+        out.append(UInt8(count >> 24))
+        out.append(UInt8(truncatingIfNeeded: count >> 16))
+        out.append(UInt8(truncatingIfNeeded: count >> 8))
+        out.append(UInt8(truncatingIfNeeded: count))
+    }
+
+    /// Why a stored map was refused.
+    struct Malformed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Decodes a map, refusing any other encoding than `encode`'s.
+    static func decode(_ bytes: [UInt8]) throws(Malformed) -> [String: Data] {
+        var result: [String: Data] = [:]
+        var offset = 0
+        var previous: ArraySlice<UInt8>?
+        func take() throws(Malformed) -> ArraySlice<UInt8> {
+            guard bytes.count - offset >= 4 else { throw Malformed(description: "truncated length") }
+            let count = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            offset += 4
+            guard bytes.count - offset >= count else { throw Malformed(description: "truncated entry") }
+            defer { offset += count }
+            return bytes[offset..<offset + count]
+        }
+        while offset < bytes.count {
+            let name = try take()
+            let value = try take()
+            guard !name.isEmpty, let text = String(validating: name, as: UTF8.self) else {
+                throw Malformed(description: "field name empty or not UTF-8")
+            }
+            if let previous, !previous.lexicographicallyPrecedes(name) { throw Malformed(description: "field names not in ascending order") }
+            guard result.updateValue(Data(value), forKey: text) == nil else { throw Malformed(description: "repeated field name") }
+            previous = name
+        }
+        return result
+    }
+}
