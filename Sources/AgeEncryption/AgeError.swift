@@ -49,6 +49,7 @@ public enum AgeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// RSA-OAEP with a label). Callers may skip such a key when others remain.
     case unsupportedKeyType(String)
 
+    /// What went wrong, in words for a user; never a secret or an internal detail.
     public var description: String {
         switch self {
         case .malformedHeader(let reason): "malformed age header: \(reason)"

@@ -52,7 +52,9 @@ extension Age {
             return [Stanza(arguments: [Self.stanzaType, RawBase64.encode(share)], body: body)]
         }
 
+        /// Equal when the public keys are.
         public static func == (a: Self, b: Self) -> Bool { a.publicKey.rawRepresentation == b.publicKey.rawRepresentation }
+        /// Hashes the public key.
         public func hash(into hasher: inout Hasher) { hasher.combine(publicKey.rawRepresentation) }
     }
 

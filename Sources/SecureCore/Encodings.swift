@@ -93,6 +93,7 @@ public enum PEM {
         /// The decoded contents.
         public let der: Data
 
+        /// A block with label `label` and contents `der`, taken as given.
         public init(label: String, der: Data) {
             self.label = label
             self.der = der

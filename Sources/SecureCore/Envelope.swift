@@ -14,6 +14,7 @@ public enum Envelope {
         /// ChaCha20-Poly1305 (constant time without AES instructions).
         case chaCha20Poly1305 = 0x02
 
+        /// The AEAD's name as the CLI spells it (`aes-256-gcm`, `chacha20-poly1305`).
         public var description: String { self == .aes256GCM ? "aes-256-gcm" : "chacha20-poly1305" }
     }
 
@@ -24,6 +25,7 @@ public enum Envelope {
 
     /// What a header says, readable without a key.
     public struct Header: Sendable, Equatable {
+        /// The AEAD sealing the body.
         public let algorithm: Algorithm
         /// The passphrase KDF, or nil for a raw-key envelope.
         public let kdf: PasswordKDF?

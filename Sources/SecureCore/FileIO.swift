@@ -9,6 +9,7 @@ import Foundation
 
 /// A readable POSIX file descriptor with exact, EINTR-safe reads.
 public struct FileInput: ~Copyable {
+    /// The file descriptor read from (closed when this value is released, if it was opened here).
     public let descriptor: Int32
     private let ownsDescriptor: Bool
     /// A name for error messages.
@@ -102,6 +103,7 @@ private final class PeekBuffer {
 
 /// A writable POSIX file descriptor with complete, EINTR-safe writes.
 public struct FileOutput: ~Copyable {
+    /// The file descriptor written to (closed when this value is released, if it was opened here).
     public let descriptor: Int32
     private let ownsDescriptor: Bool
     /// A name for error messages.

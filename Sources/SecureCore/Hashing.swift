@@ -7,14 +7,19 @@ public struct HashFunction: Sendable, Hashable, CustomStringConvertible {
     enum Kind: String, Sendable, Hashable { case sha256, sha384, sha512, sha1, md5 }
     let kind: Kind
 
+    /// SHA-256 (FIPS 180-4).
     public static let sha256 = HashFunction(kind: .sha256)
+    /// SHA-384 (FIPS 180-4).
     public static let sha384 = HashFunction(kind: .sha384)
+    /// SHA-512 (FIPS 180-4).
     public static let sha512 = HashFunction(kind: .sha512)
 
     /// Broken hash functions, for reading and verifying legacy data only. Never use them for new
     /// signatures, integrity checks or key derivation.
     public enum Insecure {
+        /// SHA-1: collisions are practical; legacy verification only.
         public static let sha1 = HashFunction(kind: .sha1)
+        /// MD5: collisions are trivial; legacy checksums only.
         public static let md5 = HashFunction(kind: .md5)
     }
 
@@ -23,6 +28,7 @@ public struct HashFunction: Sendable, Hashable, CustomStringConvertible {
 
     /// `sha256`, `sha384`, `sha512`, `sha1` or `md5`.
     public var name: String { kind.rawValue }
+    /// The function's name, as `sf hash` prints it (for example `sha256`).
     public var description: String { name }
 
     /// True for SHA-1 and MD5.
@@ -108,6 +114,7 @@ public struct IncrementalHasher: Sendable {
     /// The function this hasher computes.
     public let function: HashFunction
 
+    /// A hasher for `function`, with nothing fed yet.
     public init(_ function: HashFunction) {
         self.function = function
         switch function.kind {

@@ -15,6 +15,7 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     /// PBKDF2-HMAC-SHA256 with 600,000 rounds (OWASP), for when scrypt cannot be used.
     public static let pbkdf2Default = PasswordKDF.pbkdf2(hash: .sha256, rounds: 600_000)
 
+    /// The KDF and its parameters, for example `scrypt(logN=17, r=8, p=1)`; no salt or secret.
     public var description: String {
         switch self {
         case .scrypt(let logN, let r, let p): "scrypt(logN=\(logN), r=\(r), p=\(p))"
@@ -131,13 +132,17 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
 /// Ceilings on KDF costs accepted from untrusted input, so a crafted header cannot make a reader
 /// spend hours or gigabytes before failing.
 public struct KDFLimits: Sendable, Hashable {
+    /// Highest scrypt cost exponent accepted (N = 2^logN).
     public var maxScryptLogN: UInt8
+    /// Highest scrypt block size r accepted.
     public var maxScryptR: UInt32
+    /// Highest scrypt parallelism p accepted.
     public var maxScryptP: UInt32
     /// Upper bound on scrypt's 128·r·N bytes of memory.
     public var maxScryptMemory: UInt64
     /// Upper bound on scrypt's work, N·r·p (its time is proportional to it).
     public var maxScryptWork: UInt64
+    /// Highest PBKDF2 iteration count accepted.
     public var maxPBKDF2Rounds: UInt32
 
     /// Ceilings; `maxScryptWork` defaults to 2^maxScryptLogN · 8 · 1, the work of the largest

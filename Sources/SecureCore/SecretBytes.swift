@@ -79,8 +79,11 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomD
         lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in ConstantTime.equal(a, b) } }
     }
 
+    /// The length only: a secret never reaches a log or a string interpolation.
     public var description: String { "SecretBytes(\(count) bytes, redacted)" }
+    /// The length only, as `description`.
     public var debugDescription: String { description }
+    /// The length only: `dump` and debuggers show no bytes.
     public var customMirror: Mirror { Mirror(self, children: ["count": count]) }
 }
 

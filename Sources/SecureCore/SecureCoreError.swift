@@ -43,6 +43,7 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
         case passphrase
     }
 
+    /// What went wrong, in words for a user; never a secret or an internal detail.
     public var description: String {
         switch self {
         case .authenticationFailed:

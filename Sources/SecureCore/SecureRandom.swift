@@ -38,6 +38,7 @@ public enum SecureRandom {
 
     /// The set of characters a random string is drawn from. Characters are distinct; order is irrelevant.
     public struct Alphabet: Sendable, Hashable {
+        /// The distinct characters drawn from, each with equal probability.
         public let characters: [Character]
 
         /// An alphabet from the distinct characters of `characters`; throws when it has none.

@@ -40,6 +40,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     /// (the vault's state); they change only through their owner (`Vault`).
     case internalItem(service: String, account: String?)
 
+    /// What went wrong, in words for a user; never a secret.
     public var description: String {
         switch self {
         case .duplicateItem(let service, let account):

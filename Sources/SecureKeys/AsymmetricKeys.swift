@@ -14,6 +14,7 @@ public enum KeyType: String, Sendable, CaseIterable, CustomStringConvertible {
 
     /// A short human-readable name; never contains key material.
 
+    /// The algorithm's name as the CLI and key files spell it.
     public var description: String { rawValue }
 
     init(_ size: RSAKeySize) {

@@ -79,6 +79,7 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// A short human-readable name; never contains key material.
 
+    /// What went wrong, in words for a user; never a secret or an internal detail.
     public var description: String {
         switch self {
         case .unrecognizedKeyFormat:

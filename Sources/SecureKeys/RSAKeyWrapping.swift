@@ -13,6 +13,7 @@ public enum RSAOAEPPadding: Sendable, CustomStringConvertible {
 
     /// A short human-readable name; never contains key material.
 
+    /// The padding's name, for example `RSA-OAEP-SHA256`.
     public var description: String { self == .sha256 ? "RSA-OAEP-SHA256" : "RSA-OAEP-SHA1" }
 }
 

@@ -19,6 +19,7 @@ public enum RSAKeySize: Int, Sendable, CaseIterable, CustomStringConvertible {
 
     /// A short human-readable name; never contains key material.
 
+    /// The key size's name, for example `RSA-3072`.
     public var description: String { "RSA-\(rawValue)" }
 }
 

@@ -18,6 +18,7 @@ public enum SignatureScheme: String, Sendable, CaseIterable, CustomStringConvert
 
     /// A short human-readable name; never contains key material.
 
+    /// The signature algorithm's name as the CLI spells it.
     public var description: String { rawValue }
 
     /// The default scheme for keys of `type`; nil for X25519, which cannot sign.

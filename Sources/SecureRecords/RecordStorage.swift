@@ -102,6 +102,7 @@ public struct StorageQuery: Sendable, Hashable {
     /// An unconditional query over `collection`.
     public init(collection: String) { self.collection = collection }
 
+    /// Equal when every condition is equal, in the same order.
     public static func == (a: StorageQuery, b: StorageQuery) -> Bool {
         a.collection == b.collection && a.fullText == b.fullText
             && a.equals.elementsEqual(b.equals) { $0.field == $1.field && $0.value == $1.value }
@@ -109,6 +110,7 @@ public struct StorageQuery: Sendable, Hashable {
             && a.blindIndexes.elementsEqual(b.blindIndexes) { $0.field == $1.field && $0.tokens == $1.tokens }
     }
 
+    /// Hashes the conditions that `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(collection)
         hasher.combine(fullText)

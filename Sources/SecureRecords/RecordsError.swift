@@ -48,6 +48,7 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A cryptographic operation failed for a reason other than authentication.
     case crypto(SecureCoreError)
 
+    /// What went wrong, in words for a user; never a secret or a sealed value.
     public var description: String {
         switch self {
         case .recordNotFound(let id): "no record with id \(id.uuidString.lowercased())"

@@ -27,6 +27,7 @@ public enum KeyExportFormat: String, Sendable, CaseIterable, CustomStringConvert
 
     /// A short human-readable name; never contains key material.
 
+    /// The format's name as the CLI spells it.
     public var description: String { rawValue }
 
     /// True when the format carries private key material.
