@@ -2,10 +2,10 @@
 // interface and prints JSON lines, so the ServiceDiscovery tests can run it inside network
 // namespaces with `ip netns exec`. Usage:
 //   sf-discovery-probe advertise --interface IF --name NAME --port PORT [--host LABEL] [--type T]
-//                                [--txt key=value]... [--duration SECONDS]
+//                                [--txt key=value]... [--duration SECONDS] [--backend builtin|system]
 //       prints {"event":"advertised",...} once announced, then runs until standard input closes or
 //       the duration ends, sends the goodbye and prints {"event":"stopped",...}.
-//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME]
+//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME] [--backend builtin|system]
 //       prints {"event":"browsed","instances":[...]}; with --name, stops as soon as NAME resolves.
 import Foundation
 import ServiceDiscovery
@@ -82,6 +82,12 @@ func serviceType(_ options: Options) throws -> ServiceType {
     return try ServiceType(text)
 }
 
+func backend(_ options: Options) throws -> DiscoveryBackend {
+    guard let text = options.values["backend"] else { return .platformDefault }
+    guard let backend = DiscoveryBackend(text) else { throw ProbeError("unknown --backend \(text)") }
+    return backend
+}
+
 func advertise(_ options: Options) async throws {
     guard let port = UInt16(try options.require("port")) else { throw ProbeError("bad --port") }
     let interface = try options.require("interface")
@@ -89,7 +95,8 @@ func advertise(_ options: Options) async throws {
     let type = try serviceType(options)
     let txt = try TXTRecord(options.txt)
     let advertiser = try ServiceAdvertiser(
-        interface: interface, instanceName: name, type: type, port: port, txt: txt, hostName: options.values["host"])
+        interface: interface, instanceName: name, type: type, port: port, txt: txt, hostName: options.values["host"],
+        backend: try backend(options))
     let records = try await advertiser.start()
     emit([
         "event": "advertised", "name": String(decoding: records.instanceName.labels[0], as: UTF8.self),
@@ -108,7 +115,7 @@ func browse(_ options: Options) async throws {
     let interface = try options.require("interface")
     let type = try serviceType(options)
     let timeout = Duration.milliseconds(Int64((Double(options.values["timeout"] ?? "5") ?? 5) * 1000))
-    let browser = ServiceBrowser(interface: interface, type: type)
+    let browser = ServiceBrowser(interface: interface, type: type, backend: try backend(options))
     var found = [[String: Any]]()
     if let name = options.values["name"] {
         let result = await resolveResult(browser, name: name, timeout: timeout)
