@@ -91,6 +91,7 @@ let package = Package(
             dependencies: [
                 "CDNSServiceShim",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict

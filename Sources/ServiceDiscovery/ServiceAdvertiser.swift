@@ -13,6 +13,8 @@ import Synchronization
 /// replies go only to sources on the interface's subnet (§11).
 /// Limits: IPv4 socket only (AAAA records for the interface's IPv6 addresses are still published);
 /// conflicts found after announcing are not re-probed; responses are not randomly delayed.
+/// All of this is the `.builtIn` backend (the default on Linux); with `.system` the system's DNS-SD
+/// daemon advertises instead (see ``DiscoveryBackend``).
 public final class ServiceAdvertiser: Sendable {
     /// Counters describing what the responder saw; for tests and diagnostics.
     public struct Statistics: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import CDNSServiceShim
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +25,7 @@ final class SystemDNSServiceSession: @unchecked Sendable {
     }
 
     let library: SystemDNSServiceLibrary
-    private let cancelled = Atomic<Bool>(false)
+    private let cancelled = NIOLockedValueBox(false)
     private let wakeRead: Int32, wakeWrite: Int32
     // Thread-confined from here on.
     private var operations = [(ref: SFDNSServiceRef, context: Unmanaged<AnyObject>)]()
@@ -103,7 +103,7 @@ final class SystemDNSServiceSession: @unchecked Sendable {
         while true {
             deallocateDoomed()
             if let failure { return .failed(failure) }
-            if cancelled.load(ordering: .acquiring) { return .cancelled }
+            if isCancelled { return .cancelled }
             if done() { return .done }
             var timeout: Int32 = -1
             if let deadline {
@@ -132,13 +132,13 @@ final class SystemDNSServiceSession: @unchecked Sendable {
 
     /// Ends `run` from any thread.
     func cancel() {
-        cancelled.store(true, ordering: .releasing)
+        cancelled.withLockedValue { $0 = true }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
 
     /// Whether `cancel()` was called.
-    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+    var isCancelled: Bool { cancelled.withLockedValue { $0 } }
 
     /// Deallocates every reference and closes the pipe. Called once, on the session's thread.
     func closeAll() {
