@@ -82,11 +82,16 @@ let package = Package(
             swiftSettings: strict
         ),
         // DNS-SD over multicast DNS (RFC 6763 / RFC 6762): message codec, names, and on Linux a responder
-        // and querier on SwiftNIO UDP multicast sockets.
+        // and querier on SwiftNIO UDP multicast sockets; the system's DNS-SD daemon through CDNSServiceShim.
+        // The DNS-SD C API's declarations (dns_sd.h), for the `.system` backend: resolved at run time with
+        // dlsym, so nothing links against a DNS-SD library at build time.
+        .target(name: "CDNSServiceShim", path: "Sources/CDNSServiceShim"),
         .target(
             name: "ServiceDiscovery",
             dependencies: [
+                "CDNSServiceShim",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict

@@ -2,11 +2,11 @@
 // interface and prints JSON lines, so the ServiceDiscovery tests can run it inside network
 // namespaces with `ip netns exec`. Usage:
 //   sf-discovery-probe advertise --interface IF --name NAME --port PORT [--host LABEL] [--type T]
-//                                [--txt key=value]... [--duration SECONDS] [--family 4|6|all]
+//                                [--txt key=value]... [--duration SECONDS] [--family 4|6|all] [--backend builtin|system]
 //       prints {"event":"advertised",...} once announced, then runs until standard input closes or
 //       the duration ends, sends the goodbye and prints {"event":"stopped",...} (statistics and the
 //       instance name as advertised at the end, which a conflict after announcing may have changed).
-//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME] [--family 4|6|all]
+//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME] [--family 4|6|all] [--backend builtin|system]
 //       prints {"event":"browsed","instances":[...]}; with --name, stops as soon as NAME resolves.
 import Foundation
 import ServiceDiscovery
@@ -92,6 +92,12 @@ func families(_ options: Options) throws -> IPFamilies {
     }
 }
 
+func backend(_ options: Options) throws -> DiscoveryBackend {
+    guard let text = options.values["backend"] else { return .platformDefault }
+    guard let backend = DiscoveryBackend(text) else { throw ProbeError("unknown --backend \(text)") }
+    return backend
+}
+
 func advertise(_ options: Options) async throws {
     guard let port = UInt16(try options.require("port")) else { throw ProbeError("bad --port") }
     let interface = try options.require("interface")
@@ -100,7 +106,7 @@ func advertise(_ options: Options) async throws {
     let txt = try TXTRecord(options.txt)
     let advertiser = try ServiceAdvertiser(
         interface: interface, instanceName: name, type: type, port: port, txt: txt, hostName: options.values["host"],
-        families: try families(options))
+        families: try families(options), backend: try backend(options))
     let records = try await advertiser.start()
     emit([
         "event": "advertised", "name": String(decoding: records.instanceName.labels[0], as: UTF8.self),
@@ -121,7 +127,7 @@ func browse(_ options: Options) async throws {
     let interface = try options.require("interface")
     let type = try serviceType(options)
     let timeout = Duration.milliseconds(Int64((Double(options.values["timeout"] ?? "5") ?? 5) * 1000))
-    let browser = ServiceBrowser(interface: interface, type: type, families: try families(options))
+    let browser = ServiceBrowser(interface: interface, type: type, families: try families(options), backend: try backend(options))
     var found = [[String: Any]]()
     if let name = options.values["name"] {
         let result = await resolveResult(browser, name: name, timeout: timeout)

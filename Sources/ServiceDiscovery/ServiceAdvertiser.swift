@@ -27,6 +27,8 @@ import Synchronization
 /// interface (one family is left out when the interface has no address of it); A and AAAA records
 /// publish the interface's addresses; probes, announcements and goodbyes go to both groups, and a
 /// multicast answer goes to the group of the family the query came on.
+/// All of this is the `.builtIn` backend (the default on Linux); with `.system` the system's DNS-SD
+/// daemon advertises instead (see ``DiscoveryBackend``).
 public final class ServiceAdvertiser: Sendable {
     /// Counters describing what the responder saw; for tests and diagnostics.
     public struct Statistics: Sendable, Equatable {
@@ -99,14 +101,27 @@ public final class ServiceAdvertiser: Sendable {
     private let socketBox = Mutex<MulticastDNSSocket?>(nil)
     private let receiveTask = Mutex<Task<Void, Never>?>(nil)
 
+    private let system: SystemServiceRegistration?
+
     /// Prepares to advertise `instanceName` of `type` at `port` with the TXT attributes `txt` on
     /// interface `interface`, with host name `hostName.local.` (default: this machine's host name,
     /// reduced to letters, digits and hyphens), over the IP `families` asked for (default both).
     /// Nothing is sent until `start()`.
+    ///
+    /// With `backend` `.system` the system's DNS-SD daemon publishes the service on that interface
+    /// under the daemon's own host name and on the families it is configured for (a `hostName` is
+    /// then refused with `invalidHostName`, `families` is not used), and `statistics` stays zero;
+    /// see ``DiscoveryBackend``.
     public init(
         interface: String, instanceName: String, type: ServiceType = .secureChannel, port: UInt16, txt: TXTRecord = TXTRecord(),
-        hostName: String? = nil, families: IPFamilies = .all
+        hostName: String? = nil, families: IPFamilies = .all, backend: DiscoveryBackend = .platformDefault
     ) throws(ServiceDiscoveryError) {
+        if backend == .system {
+            guard hostName == nil else { throw .invalidHostName("the system backend publishes the daemon's own host name") }
+            system = SystemServiceRegistration(library: try SystemDNSServiceLibrary.shared.get())
+        } else {
+            system = nil
+        }
         let instance = try ServiceInstanceName(instanceName)
         let host = hostName ?? Self.defaultHostLabel()
         let records = try ServiceRecords(instance: instance, type: type, hostLabel: host, port: port, txt: txt, addresses: [])
@@ -129,6 +144,17 @@ public final class ServiceAdvertiser: Sendable {
     /// (a second call, even after a failure, throws `invalidState`).
     @discardableResult
     public func start() async throws(ServiceDiscoveryError) -> ServiceRecords {
+        if let system {
+            let current = records
+            let records = try await system.start(
+                instance: baseInstance, type: current.type, port: current.port, txt: current.txt,
+                interfaceIndex: try DiscoveryBackend.interfaceIndex(interface))
+            state.withLock {
+                $0.records = records
+                $0.phase = .announced
+            }
+            return records
+        }
         try state.withLock { state throws(ServiceDiscoveryError) in
             guard state.phase == .idle else { throw .invalidState("the advertiser was already started") }
             state.phase = .probing
@@ -215,6 +241,11 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Sends the goodbye announcement (TTL 0) and closes the socket. Safe to call more than once.
     public func stop() async {
+        if let system {
+            await system.stop()
+            state.withLock { $0.phase = .stopped }
+            return
+        }
         await shutDown(sendGoodbye: true)
     }
 

@@ -2,12 +2,14 @@
 import NIOCore
 import Synchronization
 
-/// Finds DNS-SD instances of one service type on one network interface with multicast DNS (Linux,
-/// SwiftNIO UDP multicast): sends PTR queries (RFC 6763 §4.1) at 0, 1, 2, 4… seconds, asks for
-/// missing SRV, TXT and address records, collects answers in a bounded `DiscoveryCache`, and
-/// returns instances whose SRV, TXT and at least one address are known. By default it queries
-/// over IPv4 (224.0.0.251) and IPv6 (ff02::fb) both, and collects A and AAAA records, so an
-/// instance resolves to its IPv4 and IPv6 addresses.
+/// Finds DNS-SD instances of one service type on one network interface. With the `.builtIn`
+/// backend (the default on Linux) it queries with multicast DNS itself (SwiftNIO UDP multicast):
+/// sends PTR queries (RFC 6763 §4.1) at 0, 1, 2, 4… seconds, asks for missing SRV, TXT and address
+/// records, collects answers in a bounded `DiscoveryCache`, and returns instances whose SRV, TXT
+/// and at least one address are known. By default it queries over IPv4 (224.0.0.251) and IPv6
+/// (ff02::fb) both, and collects A and AAAA records, so an instance resolves to its IPv4 and IPv6
+/// addresses. With `.system` it asks the system's DNS-SD daemon (see ``DiscoveryBackend``) and
+/// returns the same values.
 ///
 /// Everything returned is untrusted input: a name, address, port or TXT value proves nothing about
 /// who answers there. Only the SecureChannel handshake authenticates a peer.
@@ -15,24 +17,39 @@ public final class ServiceBrowser: Sendable {
     private let interface: String
     private let type: ServiceType
     private let families: IPFamilies
+    private let backend: DiscoveryBackend
 
     /// A browser for `type` on interface `interface`, over the IP `families` asked for (default
-    /// both; one is left out when the interface has no address of it). Nothing is sent until
-    /// `browse` or `resolve`.
-    public init(interface: String, type: ServiceType = .secureChannel, families: IPFamilies = .all) {
+    /// both; one is left out when the interface has no address of it), with `backend` (`.system`:
+    /// the system's DNS-SD daemon, limited to that interface, on the families it is configured for;
+    /// see ``DiscoveryBackend``). Nothing is sent until `browse` or `resolve`.
+    public init(
+        interface: String, type: ServiceType = .secureChannel, families: IPFamilies = .all, backend: DiscoveryBackend = .platformDefault
+    ) {
         self.interface = interface
         self.type = type
         self.families = families
+        self.backend = backend
     }
 
     /// Browses for `timeout` and returns every instance resolved by then, sorted by name.
     public func browse(timeout: Duration) async throws(ServiceDiscoveryError) -> [ServiceInstance] {
-        try await run(timeout: timeout) { _ in false }.resolvedInstances(of: type).sorted { $0.name < $1.name }
+        if backend == .system {
+            return try await SystemServiceBrowsing.browse(
+                type: type, interfaceIndex: try DiscoveryBackend.interfaceIndex(interface), timeout: timeout,
+                library: try SystemDNSServiceLibrary.shared.get())
+        }
+        return try await run(timeout: timeout) { _ in false }.resolvedInstances(of: type).sorted { $0.name < $1.name }
     }
 
     /// Browses until the instance named `instanceName` is resolved, or throws `notFound` after
     /// `timeout`.
     public func resolve(instanceName: String, timeout: Duration) async throws(ServiceDiscoveryError) -> ServiceInstance {
+        if backend == .system {
+            return try await SystemServiceBrowsing.resolve(
+                instanceName: instanceName, type: type, interfaceIndex: try DiscoveryBackend.interfaceIndex(interface), timeout: timeout,
+                library: try SystemDNSServiceLibrary.shared.get())
+        }
         let name = try ServiceInstanceName(instanceName).fullName(type: type)
         let type = self.type
         let cache = try await run(timeout: timeout, extraNames: [name]) { cache in cache.resolved(name, type: type) != nil }

@@ -23,9 +23,16 @@ public enum ServiceDiscoveryError: Error, Equatable, Sendable, CustomStringConve
     case notFound(String)
     /// The advertiser was already started or stopped.
     case invalidState(String)
-    /// This platform has no implementation here (the Linux one uses SwiftNIO; Apple platforms
-    /// would use the system's DNS-SD, which this module does not wrap).
+    /// This platform has no implementation of the requested backend.
     case unsupportedPlatform
+    /// The system's DNS-SD library could not be loaded or lacks a function (`.system` backend).
+    case systemDiscoveryUnavailable(String)
+    /// The system's DNS-SD daemon could not be reached, or did not answer (`.system` backend).
+    case systemDaemonUnavailable(String)
+    /// A DNS-SD call failed with this `DNSServiceErrorType` (`.system` backend).
+    case systemDiscoveryFailed(operation: String, code: Int32)
+    /// The task was cancelled before the operation finished.
+    case cancelled
 
     /// A sentence describing the failure.
     public var description: String {
@@ -40,7 +47,11 @@ public enum ServiceDiscoveryError: Error, Equatable, Sendable, CustomStringConve
         case .nameConflict(let name): "the name \(name) is already in use on the network"
         case .notFound(let name): "no service instance named \(name) was found"
         case .invalidState(let detail): "invalid state: \(detail)"
-        case .unsupportedPlatform: "multicast DNS service discovery is not implemented on this platform"
+        case .unsupportedPlatform: "this service discovery backend is not implemented on this platform"
+        case .systemDiscoveryUnavailable(let detail): "the system's DNS-SD is not available: \(detail)"
+        case .systemDaemonUnavailable(let detail): "the system's DNS-SD daemon is not available: \(detail)"
+        case .systemDiscoveryFailed(let operation, let code): "\(operation) failed with DNS-SD error \(code)"
+        case .cancelled: "service discovery was cancelled"
         }
     }
 }

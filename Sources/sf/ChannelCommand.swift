@@ -102,6 +102,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
     @Option(help: "Advertise this DNS-SD instance name (type _sf-channel._tcp) while serving; needs --interface.")
     var advertise: String?
     @Option(help: "The network interface to advertise on.") var interface: String?
+    @OptionGroup var discovery: ChannelDiscoveryOption
     @OptionGroup var peer: ChannelPeerOptions
     @Flag(help: "Accept any peer that proves a static key (its fingerprint is printed).") var anyPeer = false
     @Flag(help: "Serve connections one after another instead of stopping after the first.") var keepServing = false
@@ -155,7 +156,8 @@ struct ChannelServeCommand: AsyncParsableCommand {
         guard let advertise, let interface else { return nil }
         let fingerprint = SecureChannel.fingerprint(of: staticKey.publicKey)
         let txt = try TXTRecord(["fp": fingerprint.description, "proto": configuration.protocolName.description, "v": "1"])
-        let advertisement = try await ChannelAdvertisement.start(interface: interface, name: advertise, port: port, txt: txt)
+        let advertisement = try await ChannelAdvertisement.start(
+            interface: interface, name: advertise, port: port, txt: txt, backend: discovery.backend)
         Terminal.writeError("sf channel: advertising \"\(advertisement.name)\" (_sf-channel._tcp) on \(interface) port \(port)")
         return advertisement
     }
@@ -177,6 +179,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
     @Option(help: "Resolve this DNS-SD instance name (type _sf-channel._tcp) instead of HOST:PORT; needs --interface.")
     var browse: String?
     @Option(help: "The network interface to browse on.") var interface: String?
+    @OptionGroup var discovery: ChannelDiscoveryOption
     @Option(help: "Seconds to look for the --browse instance.") var timeout: Double = 5
     @Option(help: "Seconds the handshake may take.") var handshakeTimeout: Double = 10
     @OptionGroup var peer: ChannelPeerOptions
@@ -196,7 +199,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
         if let endpoint {
             target = endpoint
         } else if let browse, let interface {
-            let found = try await ChannelDiscovery.resolve(name: browse, interface: interface, timeout: timeout)
+            let found = try await ChannelDiscovery.resolve(name: browse, interface: interface, timeout: timeout, backend: discovery.backend)
             // Untrusted: shown as a hint only; the handshake decides.
             Terminal.writeError("sf channel: found \"\(found.name)\" at \(found.endpoint) (advertised fp \(found.fingerprint ?? "none"), not trusted)")
             target = found.endpoint
@@ -224,6 +227,7 @@ struct ChannelBrowseCommand: AsyncParsableCommand {
         discussion: "Everything listed is untrusted; only the handshake of `sf channel connect` authenticates a server.")
 
     @Option(help: "The network interface to browse on.") var interface: String
+    @OptionGroup var discovery: ChannelDiscoveryOption
     @Option(help: "Seconds to listen for answers.") var timeout: Double = 3
     @Flag(help: "Print a JSON array of {name, host, address, addresses, port, fp} objects.") var json = false
 
@@ -236,7 +240,7 @@ struct ChannelBrowseCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let rows = try await ChannelDiscovery.browse(interface: interface, timeout: timeout)
+        let rows = try await ChannelDiscovery.browse(interface: interface, timeout: timeout, backend: discovery.backend)
         if json { return try JSONOutput.print(rows) }
         for row in rows {
             print([row.name, row.host, "\(row.address ?? "-"):\(row.port)", row.fp ?? "-"].joined(separator: "\t"))
@@ -244,7 +248,27 @@ struct ChannelBrowseCommand: AsyncParsableCommand {
     }
 }
 
-/// DNS-SD for `sf channel` (Linux: ServiceDiscovery's multicast responder and querier).
+/// `--discovery` for the `sf channel` commands that advertise or browse.
+struct ChannelDiscoveryOption: ParsableArguments {
+    @Option(
+        help: """
+            Service discovery backend: builtin (sf's own multicast DNS responder and querier, Linux only) or system \
+            (the system's DNS-SD daemon: mDNSResponder, or avahi-daemon through libdns_sd.so.1 on Linux). \
+            Default: builtin on Linux, system elsewhere.
+            """)
+    var discovery: String?
+
+    func validate() throws {
+        if let discovery, DiscoveryBackend(discovery) == nil {
+            throw ValidationError("--discovery must be \(DiscoveryBackend.platformDefault == .system ? "system" : "builtin or system")")
+        }
+    }
+
+    /// The chosen backend.
+    var backend: DiscoveryBackend { discovery.flatMap(DiscoveryBackend.init) ?? .platformDefault }
+}
+
+/// DNS-SD for `sf channel` (ServiceDiscovery with the chosen backend).
 enum ChannelDiscovery {
     struct Found {
         let name: String
@@ -252,54 +276,37 @@ enum ChannelDiscovery {
         let fingerprint: String?
     }
 
-    #if os(Linux)
     static func preferredAddress(_ instance: ServiceInstance) -> String? {
         (instance.addresses.first { if case .v4 = $0 { true } else { false } } ?? instance.addresses.first)?.description
     }
 
-    static func resolve(name: String, interface: String, timeout: Double) async throws -> Found {
-        let instance = try await ServiceBrowser(interface: interface).resolve(instanceName: name, timeout: .milliseconds(Int64(timeout * 1000)))
+    static func resolve(name: String, interface: String, timeout: Double, backend: DiscoveryBackend) async throws -> Found {
+        let instance = try await ServiceBrowser(interface: interface, backend: backend).resolve(
+            instanceName: name, timeout: .milliseconds(Int64(timeout * 1000)))
         guard let address = preferredAddress(instance) else { throw CLIError("no service address for \"\(name)\"") }
         return Found(name: instance.name, endpoint: ChannelEndpoint(host: address, port: Int(instance.port)), fingerprint: instance.txt["fp"]?.string)
     }
 
-    static func browse(interface: String, timeout: Double) async throws -> [ChannelBrowseCommand.Row] {
-        try await ServiceBrowser(interface: interface).browse(timeout: .milliseconds(Int64(timeout * 1000))).map {
+    static func browse(interface: String, timeout: Double, backend: DiscoveryBackend) async throws -> [ChannelBrowseCommand.Row] {
+        try await ServiceBrowser(interface: interface, backend: backend).browse(timeout: .milliseconds(Int64(timeout * 1000))).map {
             ChannelBrowseCommand.Row(
                 name: $0.name, host: $0.host.description, address: preferredAddress($0), addresses: $0.addresses.map(\.description),
                 port: Int($0.port), fp: $0.txt["fp"]?.string)
         }
     }
-    #else
-    static func resolve(name: String, interface: String, timeout: Double) async throws -> Found {
-        throw CLIError("DNS-SD browsing is implemented on Linux only")
-    }
-
-    static func browse(interface: String, timeout: Double) async throws -> [ChannelBrowseCommand.Row] {
-        throw CLIError("DNS-SD browsing is implemented on Linux only")
-    }
-    #endif
 }
 
-/// A running advertisement (Linux only).
+/// A running advertisement.
 struct ChannelAdvertisement {
     let name: String
-    #if os(Linux)
     let advertiser: ServiceAdvertiser
 
-    static func start(interface: String, name: String, port: Int, txt: TXTRecord) async throws -> ChannelAdvertisement {
-        let advertiser = try ServiceAdvertiser(interface: interface, instanceName: name, port: UInt16(port), txt: txt)
+    static func start(interface: String, name: String, port: Int, txt: TXTRecord, backend: DiscoveryBackend) async throws -> ChannelAdvertisement {
+        let advertiser = try ServiceAdvertiser(interface: interface, instanceName: name, port: UInt16(port), txt: txt, backend: backend)
         let records = try await advertiser.start()
         let advertised = records.instanceName.labels.first.map { String(decoding: $0, as: UTF8.self) } ?? name
         return ChannelAdvertisement(name: advertised, advertiser: advertiser)
     }
 
     func stop() async { await advertiser.stop() }
-    #else
-    static func start(interface: String, name: String, port: Int, txt: TXTRecord) async throws -> ChannelAdvertisement {
-        throw CLIError("DNS-SD advertising is implemented on Linux only")
-    }
-
-    func stop() async {}
-    #endif
 }

@@ -241,4 +241,21 @@ struct ChannelCommandTests {
         #expect(client.waitForExit() == 0, "\(client.standardError)")
         #expect(server.waitForExit() == 0, "\(server.standardError)")
     }
+
+    @Test("--discovery picks the backend: system without a reachable daemon says so; an unknown name is a usage error",
+          .requiresSFBinary, .timeLimit(.minutes(1)))
+    func discoveryBackendOption() throws {
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
+        let scratch = try Scratch()
+        // A bus where nothing listens: no daemon is reached, so nothing is sent anywhere.
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(scratch.path("no-bus"))", "AVAHI_COMPAT_NOWARN": "1"]
+        let browse = try TestSupport.run(
+            binary, ["channel", "browse", "--interface", "lo", "--discovery", "system", "--timeout", "1"], environment: environment)
+        #expect(browse.status == 1)
+        #expect(
+            browse.stderrText.contains("DNS-SD daemon is not available") || browse.stderrText.contains("DNS-SD is not available"),
+            "\(browse.stderrText)")
+        let unknown = try TestSupport.run(binary, ["channel", "browse", "--interface", "lo", "--discovery", "carrier-pigeon"])
+        #expect(unknown.status == 2 && unknown.stderrText.contains("--discovery must be"), "\(unknown.stderrText)")
+    }
 }
