@@ -339,25 +339,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             record.bind(8, SQLiteFieldMap.encode(stored.blindIndexes))
             try record.step()
             let rowSeq = seq ?? connection.lastInsertRowID
-            for (name, value) in stored.clear {
-                clear.reset()
-                clear.bind(1, name)
-                clear.bind(2, Int64(value.kindByte))
-                switch value {
-                case .string(let s): clear.bind(3, s)
-                case .bytes(let b): clear.bind(3, b)
-                }
-                clear.bind(4, rowSeq)
-                try clear.step()
-            }
-            for (name, token) in stored.blindIndexes {
-                index.reset()
-                index.bind(1, token)
-                index.bind(2, name)
-                index.bind(3, Int64(stored.keyId ?? 0))
-                index.bind(4, rowSeq)
-                try index.step()
-            }
+            try SQLiteRecordStorage.stepSearchRows(of: stored, seq: rowSeq, clear: clear, index: index)
             let fullText = stored.fullText
             if !fullText.isEmpty {
                 fts.reset()
@@ -368,11 +350,12 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         }
     }
 
-    /// Deletes the rows of `stored`, stored under `seq`: its index rows by their keys, its full-text
-    /// entry by the FTS5 `delete` command with the body it was indexed with (the table keeps no
-    /// content), then its `records` row.
-    private static func deleteRows(_ stored: StoredRecord, seq: Int64, _ c: SQLiteConnection) throws(SQLiteError) {
-        let clear = try c.statement("DELETE FROM clear_fields WHERE name = ?1 AND kind = ?2 AND value = ?3 AND seq = ?4")
+    /// Runs `clear` once per clear value of `stored` bound as (name, kind, value, seq), and `index`
+    /// once per blind-index token bound as (token, name, key_id, seq): the key columns of the two
+    /// search tables, in the same order for inserting and for deleting.
+    private static func stepSearchRows(
+        of stored: StoredRecord, seq: Int64, clear: SQLiteStatement, index: SQLiteStatement
+    ) throws(SQLiteError) {
         for (name, value) in stored.clear {
             clear.reset()
             clear.bind(1, name)
@@ -384,7 +367,6 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             clear.bind(4, seq)
             try clear.step()
         }
-        let index = try c.statement("DELETE FROM blind_indexes WHERE token = ?1 AND name = ?2 AND key_id = ?3 AND seq = ?4")
         for (name, token) in stored.blindIndexes {
             index.reset()
             index.bind(1, token)
@@ -393,6 +375,16 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             index.bind(4, seq)
             try index.step()
         }
+    }
+
+    /// Deletes the rows of `stored`, stored under `seq`: its index rows by their keys, its full-text
+    /// entry by the FTS5 `delete` command with the body it was indexed with (the table keeps no
+    /// content), then its `records` row.
+    private static func deleteRows(_ stored: StoredRecord, seq: Int64, _ c: SQLiteConnection) throws(SQLiteError) {
+        try stepSearchRows(
+            of: stored, seq: seq,
+            clear: c.statement("DELETE FROM clear_fields WHERE name = ?1 AND kind = ?2 AND value = ?3 AND seq = ?4"),
+            index: c.statement("DELETE FROM blind_indexes WHERE token = ?1 AND name = ?2 AND key_id = ?3 AND seq = ?4"))
         let fullText = stored.fullText
         if !fullText.isEmpty {
             let fts = try c.statement("INSERT INTO records_fts (records_fts, rowid, body) VALUES ('delete', ?1, ?2)")
