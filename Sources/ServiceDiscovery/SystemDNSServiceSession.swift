@@ -12,7 +12,8 @@ import Darwin
 /// The DNS-SD operations of one browse, resolve or registration, run on a thread of their own
 /// (never on Swift's cooperative pool: `DNSServiceProcessResult` blocks). Every `DNSServiceRef` is
 /// created, processed and deallocated on that thread, so reply callbacks run there too; only
-/// `cancel()` is called from elsewhere, and it only sets a flag and writes to a wake-up pipe.
+/// `cancel()` is called from elsewhere, and it only sets a flag and writes to a wake-up pipe (never
+/// once the session is closed: the pipe's descriptor numbers may then belong to another file).
 ///
 /// `DNSServiceProcessResult` is called only when the reference's socket is readable (Avahi's
 /// compatibility library deadlocks otherwise). A reference a callback wants gone is deallocated
@@ -25,7 +26,8 @@ final class SystemDNSServiceSession: @unchecked Sendable {
     }
 
     let library: SystemDNSServiceLibrary
-    private let cancelled = NIOLockedValueBox(false)
+    /// Set by `cancel()` and `closeAll()`; the pipe is written and closed under this lock.
+    private let signal = NIOLockedValueBox((cancelled: false, closed: false))
     private let wakeRead: Int32, wakeWrite: Int32
     // Thread-confined from here on.
     private var operations = [(ref: SFDNSServiceRef, context: Unmanaged<AnyObject>)]()
@@ -50,14 +52,14 @@ final class SystemDNSServiceSession: @unchecked Sendable {
         let session = try SystemDNSServiceSession(library: library)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, ServiceDiscoveryError>, Never>) in
-                let started = startThread {
+                let code = startThread {
                     let result = body(session)
                     session.closeAll()
                     continuation.resume(returning: result)
                 }
-                if !started {
+                if code != 0 {
                     session.closeAll()
-                    continuation.resume(returning: .failure(.systemDiscoveryFailed(operation: "pthread_create", code: errno)))
+                    continuation.resume(returning: .failure(.systemDiscoveryFailed(operation: "pthread_create", code: code)))
                 }
             }
         } onCancel: {
@@ -130,29 +132,35 @@ final class SystemDNSServiceSession: @unchecked Sendable {
         }
     }
 
-    /// Ends `run` from any thread.
+    /// Ends `run` from any thread; after `closeAll()` it only records the cancellation.
     func cancel() {
-        cancelled.withLockedValue { $0 = true }
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        signal.withLockedValue { signal in
+            signal.cancelled = true
+            guard !signal.closed else { return }
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
     }
 
     /// Whether `cancel()` was called.
-    var isCancelled: Bool { cancelled.withLockedValue { $0 } }
+    var isCancelled: Bool { signal.withLockedValue { $0.cancelled } }
 
     /// Deallocates every reference and closes the pipe. Called once, on the session's thread.
     func closeAll() {
         doomed = operations.map(\.ref)
         deallocateDoomed()
-        close(wakeRead)
-        close(wakeWrite)
+        signal.withLockedValue { signal in
+            signal.closed = true
+            close(wakeRead)
+            close(wakeWrite)
+        }
     }
 }
 
 extension SystemDNSServiceSession {
-    /// Runs `body` on a new detached thread (outside Swift's cooperative pool); false when no
-    /// thread could be made (then `body` never runs).
-    static func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    /// Runs `body` on a new detached thread (outside Swift's cooperative pool); returns 0, or
+    /// `pthread_create`'s error code when no thread could be made (then `body` never runs).
+    static func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
         let argument = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
         #if canImport(Darwin)
         var thread: pthread_t?
@@ -167,16 +175,17 @@ extension SystemDNSServiceSession {
             return nil
         }
         #endif
-        guard pthread_create(&thread, nil, entry, argument) == 0 else {
+        let code = pthread_create(&thread, nil, entry, argument)
+        guard code == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(argument).release()
-            return false
+            return code
         }
         #if canImport(Darwin)
         if let thread { pthread_detach(thread) }
         #else
         pthread_detach(thread)
         #endif
-        return true
+        return 0
     }
 }
 

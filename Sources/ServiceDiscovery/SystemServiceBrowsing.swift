@@ -6,6 +6,10 @@ import CDNSServiceShim
 /// returned once its host, port, TXT record and at least one address are known, exactly as the
 /// built-in browser returns them; what the daemon reports is as untrusted as what the network says.
 enum SystemServiceBrowsing {
+    /// How long `resolve` waits, after the first address, for the other address family's query to
+    /// answer, so an instance with IPv4 and IPv6 addresses is not returned with one family only.
+    static let otherFamilyGrace = Duration.milliseconds(500)
+
     /// `_service._proto` as the DNS-SD API takes it.
     static func registrationType(_ type: ServiceType) -> String { "_\(type.service)._\(type.transport)" }
 
@@ -43,7 +47,12 @@ enum SystemServiceBrowsing {
             } catch {
                 return .failure(error)
             }
-            switch session.run(until: .now + timeout, done: { state.resolved(instanceName) != nil }) {
+            let deadline = ContinuousClock.now + timeout
+            var outcome = session.run(until: deadline) { state.resolved(instanceName) != nil }
+            if outcome == .done && !state.hasBothAddressFamilies(instanceName) {
+                outcome = session.run(until: min(.now + otherFamilyGrace, deadline)) { state.hasBothAddressFamilies(instanceName) }
+            }
+            switch outcome {
             case .done, .timedOut:
                 guard let instance = state.resolved(instanceName) else { return .failure(.notFound(instanceName)) }
                 return .success(instance)
@@ -71,6 +80,8 @@ private final class BrowseState {
     /// Addresses by lower-cased host name, and the host names whose queries run.
     var addresses = [String: Set<IPAddress>]()
     var queried = Set<String>()
+    /// The record types (A, AAAA) that have given an address, by lower-cased host name.
+    var answeredTypes = [String: Set<UInt16>]()
 
     init(session: SystemDNSServiceSession, type: ServiceType) {
         self.session = session
@@ -140,7 +151,7 @@ private final class BrowseState {
         queried.insert(key)
         let library = session.library
         for recordType in [UInt16(SFDNSServiceTypeA), UInt16(SFDNSServiceTypeAAAA)] {
-            let box = ReplyBox<RecordReply> { [unowned self] reply in recorded(key, reply) }
+            let box = ReplyBox<RecordReply> { [unowned self] reply in recorded(key, recordType, reply) }
             do throws(ServiceDiscoveryError) {
                 _ = try session.start("DNSServiceQueryRecord", context: box) { ref, context in
                     library.queryRecord(ref, 0, candidate.interfaceIndex, host, recordType, UInt16(SFDNSServiceClassIN), recordCallback, context)
@@ -151,10 +162,11 @@ private final class BrowseState {
         }
     }
 
-    private func recorded(_ host: String, _ reply: RecordReply) {
+    private func recorded(_ host: String, _ recordType: UInt16, _ reply: RecordReply) {
         guard reply.error == SFDNSServiceErrNoError, let address = reply.address else { return }
         if reply.flags & UInt32(SFDNSServiceFlagsAdd) != 0 {
             addresses[host, default: []].insert(address)
+            answeredTypes[host, default: []].insert(recordType)
         } else {
             addresses[host]?.remove(address)
         }
@@ -167,6 +179,12 @@ private final class BrowseState {
             let hostName = try? DNSName(host)
         else { return nil }
         return ServiceInstance(name: name, type: type, host: hostName, addresses: Array(found), port: candidate.port, txt: candidate.txt)
+    }
+
+    /// Whether both the A and the AAAA query of the instance's host have given an address.
+    func hasBothAddressFamilies(_ name: String) -> Bool {
+        guard let host = candidates[name]?.host else { return false }
+        return answeredTypes[host.lowercased()]?.count == 2
     }
 
     func resolvedInstances() -> [ServiceInstance] {

@@ -80,7 +80,7 @@ final class SystemServiceRegistration: Sendable {
         let library = self.library
         let regtype = SystemServiceBrowsing.registrationType(type)
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, ServiceDiscoveryError>, Never>) in
-            let started = SystemDNSServiceSession.startThread { [self] in
+            let code = SystemDNSServiceSession.startThread { [self] in
                 let box = RegistrationBox()
                 var reported = false
                 func report(_ result: Result<String, ServiceDiscoveryError>) {
@@ -114,10 +114,10 @@ final class SystemServiceRegistration: Sendable {
                 session.closeAll()
                 markFinished()
             }
-            if !started {
+            if code != 0 {
                 session.closeAll()
                 markFinished()
-                continuation.resume(returning: .failure(.systemDiscoveryFailed(operation: "pthread_create", code: errno)))
+                continuation.resume(returning: .failure(.systemDiscoveryFailed(operation: "pthread_create", code: code)))
             }
         }
         return result
