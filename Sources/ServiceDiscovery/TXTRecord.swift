@@ -62,7 +62,8 @@ public struct TXTRecord: Hashable, Sendable {
         var candidate = entries.filter { $0.key.lowercased() != key.lowercased() }
         candidate.append((key, value))
         let size = Self.strings(of: candidate).reduce(0) { $0 + 1 + $1.count }
-        if case .bytes(let bytes) = value, keyBytes.count + 1 + bytes.count > 255 {
+        // Each attribute is one length-prefixed string: a key alone counts too.
+        guard Self.strings(of: [(key, value)])[0].count <= 255 else {
             throw .invalidTXT("attribute \"\(key)\" is longer than 255 bytes")
         }
         guard size <= Self.maximumSize else { throw .invalidTXT("record of \(size) bytes exceeds \(Self.maximumSize)") }

@@ -117,4 +117,15 @@ struct CodecTests {
         let big = DNSMessage(answers: Array(repeating: DNSResourceRecord(name: name, ttl: 1, data: .opaque(type: .nsec, bytes: Array(repeating: 0, count: 1000))), count: 10))
         #expect(throws: DNSError.self) { try big.serialized() }
     }
+
+    @Test("a TXT attribute over 255 bytes is refused when set, with or without a value")
+    func txtAttributeLimit() throws {
+        var record = TXTRecord()
+        let longKey = String(repeating: "k", count: 256)
+        #expect(throws: DNSError.invalidTXT("attribute \"\(longKey)\" is longer than 255 bytes")) { try record.set(longKey, .present) }
+        #expect(throws: DNSError.self) { try record.set("k", .bytes(Array(repeating: 0x61, count: 254))) }
+        try record.set(String(repeating: "k", count: 255), .present)
+        try record.set("v", .bytes(Array(repeating: 0x61, count: 253)))
+        #expect(record.strings.map(\.count).sorted() == [255, 255])
+    }
 }
