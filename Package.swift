@@ -35,9 +35,18 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // The RSA public operation for PSS verification with any salt length and OAEP with a label.
+        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
     ],
     targets: [
         .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
+        // RSA paddings swift-crypto lacks: PSS verification with any salt length, OAEP with a label
+        // (package-internal; not a product). Public operations on BigInt, private ones in BoringSSL.
+        .target(
+            name: "SecureRSA",
+            dependencies: ["SecureCore", .product(name: "BigInt", package: "BigInt")] + crypto,
+            swiftSettings: strict
+        ),
         // The system's libsqlite3 (module map only; see Sources/CSQLite).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The thin SQLite wrapper shared by SecureKeychain and SecureRecords (package-internal; not a product).
@@ -46,10 +55,10 @@ let package = Package(
         .target(name: "SecureVault", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
         .target(
             name: "SecureKeys",
-            dependencies: ["SecureCore", "SecureKeychain", .product(name: "SwiftASN1", package: "swift-asn1")] + crypto,
+            dependencies: ["SecureCore", "SecureRSA", "SecureKeychain", .product(name: "SwiftASN1", package: "swift-asn1")] + crypto,
             swiftSettings: strict
         ),
-        .target(name: "AgeEncryption", dependencies: ["SecureCore"] + crypto, swiftSettings: strict),
+        .target(name: "AgeEncryption", dependencies: ["SecureCore", "SecureRSA"] + crypto, swiftSettings: strict),
         .target(name: "SecureRecords", dependencies: ["SecureCore", "SQLiteSupport", "CSQLite"] + crypto, swiftSettings: strict),
         // The PostgreSQL `RecordStorage` (postgres-nio; TLS through swift-nio-ssl).
         .target(
@@ -131,7 +140,7 @@ let package = Package(
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SQLiteSupport", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureVaultTests", dependencies: ["SecureVault", "SFTestSupport"], swiftSettings: strict),
-        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
+        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureRSA", "SecureKeychain", "SFTestSupport"] + crypto, swiftSettings: strict),
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(

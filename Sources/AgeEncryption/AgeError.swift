@@ -45,8 +45,8 @@ public enum AgeError: Error, Equatable, Sendable, CustomStringConvertible {
     case passphraseUnavailable(String)
     /// scrypt could not run for a passphrase stanza (SecureCore's error, for example `outOfMemory`).
     case scrypt(SecureCoreError)
-    /// A well-formed key of a type this module cannot use (`ssh-rsa`: swift-crypto has no
-    /// RSA-OAEP with a label). Callers may skip such a key when others remain.
+    /// A well-formed key of a type this module cannot use (`ecdsa-sha2-…`, `sk-…`: age has no
+    /// recipient type for them). Callers may skip such a key when others remain.
     case unsupportedKeyType(String)
 
     /// What went wrong, in words for a user; never a secret or an internal detail.

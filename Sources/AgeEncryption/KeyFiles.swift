@@ -4,7 +4,7 @@ extension Age {
     /// Parses a recipients file (as `age -R` reads it): one recipient per line, `#` comments and
     /// empty lines ignored. Accepts `age1…` X25519 and `age1pq1…` hybrid recipients and OpenSSH
     /// `ssh-ed25519` public key lines. Throws `invalidRecipient` naming the line that fails, and
-    /// `unsupportedKeyType` (naming the line) for an `ssh-rsa` line.
+    /// `unsupportedKeyType` (naming the line) for an OpenSSH key of a type age cannot use (`ecdsa-sha2-…`).
     public static func parseRecipients(_ text: String) throws(AgeError) -> [any Recipient] {
         var skipped = [SkippedKey]()
         let recipients = try parseRecipients(text, skippingUnsupported: &skipped)
@@ -12,7 +12,7 @@ extension Age {
         return recipients
     }
 
-    /// Parses a recipients file as above, but skips lines whose key type is unsupported (`ssh-rsa`),
+    /// Parses a recipients file as above, but skips lines whose key type is unsupported (`ecdsa-sha2-…`),
     /// appending each to `skipped`, as long as at least one recipient remains. Malformed lines are
     /// still errors naming the line (`invalidRecipient`, or `sshKey` with its `line`).
     public static func parseRecipients(
@@ -56,8 +56,8 @@ extension Age {
         }
     }
 
-    /// Parses one recipient string: `age1…`, `age1pq1…` or `ssh-ed25519 …`. Other OpenSSH public key
-    /// lines (`ssh-rsa`, `ecdsa-sha2-…`, `sk-…`) naming their own key type are `unsupportedKeyType`;
+    /// Parses one recipient string: `age1…`, `age1pq1…`, `ssh-ed25519 …` or `ssh-rsa …`. Other OpenSSH
+    /// public key lines (`ecdsa-sha2-…`, `sk-…`) naming their own key type are `unsupportedKeyType`;
     /// an OpenSSH line SecureCore's codec refuses is `sshKey`; anything else `invalidRecipient`.
     public static func parseRecipient(_ text: String) throws(AgeError) -> any Recipient {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
@@ -72,8 +72,8 @@ extension Age {
     }
 
     /// Parses an identity file (as `age -i` reads it): `AGE-SECRET-KEY-1…` and `AGE-SECRET-KEY-PQ-1…` lines with `#` comments
-    /// and empty lines, or one unencrypted OpenSSH private key (`ssh-ed25519`; an `ssh-rsa` key
-    /// throws `unsupportedKeyType`, which callers holding other identities may skip).
+    /// and empty lines, or one unencrypted OpenSSH private key (`ssh-ed25519` or `ssh-rsa`; another
+    /// type throws `unsupportedKeyType`, which callers holding other identities may skip).
     /// Errors never quote the file, which holds secrets: `invalidIdentity` naming the line, or for
     /// an OpenSSH file `openSSHKeyFile`, `sshKey`, `unsupportedKeyType` or `invalidIdentity`.
     public static func parseIdentities(_ text: String) throws(AgeError) -> [any Identity] {

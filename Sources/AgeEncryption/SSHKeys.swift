@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SecureCore
+import SecureRSA
 
 /// OpenSSH key encodings: public key lines (`ssh-ed25519 AAAA… comment`) and unencrypted
 /// `openssh-key-v1` private key files (PROTOCOL.key in OpenSSH).
@@ -8,9 +9,9 @@ enum SSHKeys {
     /// A recipient from an OpenSSH public key line, read by SecureCore's `SSHPublicKey` codec. As in
     /// age (Go's `x/crypto/ssh` `ParseAuthorizedKey`), the key type is the one inside the blob: the
     /// line's first field is ignored, so `ssh-rsa <ssh-ed25519 blob>` is an ssh-ed25519 recipient.
-    /// An `ssh-rsa` key, or a well-formed key of another type whose line names that same type, is
-    /// `unsupportedKeyType` (age skips such lines in recipients files too); anything else that is not
-    /// an ssh-ed25519 key is `sshKey` with the codec's error.
+    /// `ssh-ed25519` and `ssh-rsa` keys are recipients; a well-formed key of another type whose line
+    /// names that same type is `unsupportedKeyType` (age skips such lines in recipients files too);
+    /// anything else is `sshKey` with the codec's error.
     static func parseRecipient(_ line: String) throws(AgeError) -> any Age.Recipient {
         let key: SSHPublicKey
         do {
@@ -26,9 +27,8 @@ enum SSHKeys {
         switch key.key {
         case .ed25519(let publicKey):
             return try Age.SSHEd25519Recipient(publicKey: publicKey, wireFormat: key.blob)
-        case .rsa:
-            throw .unsupportedKeyType(
-                "ssh-rsa recipients need RSA-OAEP with a label, which swift-crypto does not offer; use an ssh-ed25519 or age1 key")
+        case .rsa(let exponent, let modulus):
+            return try Age.SSHRSARecipient(exponent: exponent, modulus: modulus, wireFormat: key.blob)
         case .ecdsa:
             let unsupported = SSHPublicKeyError.unsupportedKeyType(key.keyType)
             throw key.label == key.keyType ? .unsupportedKeyType(unsupported.description) : .sshKey(unsupported)
@@ -36,7 +36,7 @@ enum SSHKeys {
     }
 
     /// An identity from an unencrypted OpenSSH private key file, read by SecureCore's
-    /// `OpenSSHPrivateKeyFile` (the reader `sf key` uses too). Only ssh-ed25519 is supported.
+    /// `OpenSSHPrivateKeyFile` (the reader `sf key` uses too): ssh-ed25519 and ssh-rsa.
     static func parseIdentity(_ text: String) throws(AgeError) -> any Age.Identity {
         let file: OpenSSHPrivateKeyFile
         do {
@@ -62,10 +62,46 @@ enum SSHKeys {
             }
             return try Age.SSHEd25519Identity(seed: seed, publicKey: publicKey, wireFormat: file.publicKeyBlob)
         case "ssh-rsa":
-            throw .unsupportedKeyType("ssh-rsa identities need RSA-OAEP with a label, which swift-crypto does not offer")
+            return try rsaIdentity(file)
         default:
-            throw .invalidIdentity("unsupported SSH key type \(file.keyType)")
+            // Skippable like an unsupported recipient line, when other identities remain.
+            throw .unsupportedKeyType("\(file.keyType) identities are not supported (ssh-ed25519 and ssh-rsa are)")
         }
+    }
+
+    /// An ssh-rsa identity: the private section holds n, e, d, iqmp, p and q as mpints (PROTOCOL.key);
+    /// n and e must equal the file's public key, and BoringSSL checks that the numbers form a key.
+    private static func rsaIdentity(_ file: OpenSSHPrivateKeyFile) throws(AgeError) -> any Age.Identity {
+        let key: SSHPublicKey
+        do {
+            key = try SSHPublicKey(blob: file.publicKeyBlob)
+        } catch {
+            throw .sshKey(error)
+        }
+        guard case .rsa(let exponent, let modulus) = key.key else {
+            throw .invalidIdentity("the ssh-rsa private key file holds another type of public key")
+        }
+        let recipient = try Age.SSHRSARecipient(exponent: exponent, modulus: modulus, wireFormat: file.publicKeyBlob)
+        let numbers: (n: Data, e: Data, d: Data, p: Data, q: Data)
+        do {
+            numbers = try file.withPrivateFields { fields throws(OpenSSHKeyFileError) in
+                let n = try fields.unsignedMPInt(), e = try fields.unsignedMPInt(), d = try fields.unsignedMPInt()
+                _ = try fields.unsignedMPInt()  // iqmp: BoringSSL derives the CRT values itself
+                return (n, e, d, try fields.unsignedMPInt(), try fields.unsignedMPInt())
+            }
+        } catch {
+            throw .openSSHKeyFile(error)
+        }
+        guard numbers.n == modulus, numbers.e == exponent else {
+            throw .invalidIdentity("the ssh-rsa private key does not match the file's public key")
+        }
+        let operation: RSAPrivateOperation
+        do {
+            operation = try RSAPrivateOperation(n: numbers.n, e: numbers.e, d: numbers.d, p: numbers.p, q: numbers.q)
+        } catch {
+            throw .invalidIdentity("the ssh-rsa private key's numbers do not form an RSA key of at least 2048 bits")
+        }
+        return Age.SSHRSAIdentity(key: operation, recipient: recipient)
     }
 
     /// The 4-byte stanza tag: SHA-256 of the public key's wire format, truncated.

@@ -102,9 +102,9 @@ public enum ConstantTime {
     }
 }
 
-enum Zeroization {
+package enum Zeroization {
     /// Overwrites `buffer` with zeros in a way the compiler may not elide.
-    static func zero(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func zero(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         #if canImport(Darwin)
         _ = memset_s(base, buffer.count, 0, buffer.count)

@@ -13,8 +13,12 @@ import CryptoExtras
 /// Heimdall's "URL-safe" variant (`/` → `_`, `+` → `-`, padding kept).
 public enum Heimdall {
     /// Encrypts `message` to `key` in Heimdall's payload layout.
-    /// Throws `KeyError.invalidKey` only if the key cannot wrap the AES key (not for accepted sizes).
+    /// Throws `KeyError.invalidKey` only if the key cannot wrap the AES key (not for accepted sizes),
+    /// and `notApplicable` for a message over `maximumMessageByteCount` (which no reader would open).
     public static func encrypt(_ message: some DataProtocol, to key: RSAPublicKey) throws(KeyError) -> Data {
+        guard message.count < maximumMessageByteCount else {
+            throw .notApplicable("a Heimdall message is at most \(maximumMessageByteCount >> 20) MiB; use sf key encrypt without --heimdall or sf encrypt")
+        }
         let keyLength = aesKeyLength(for: key)
         let keyAndIV = SecretBytes.random(count: keyLength + 16)
         let wrapped = try key.wrap(keyAndIV, padding: .legacySHA1)
@@ -33,6 +37,7 @@ public enum Heimdall {
     /// Decrypts a Heimdall payload. Throws `legacyDecryptionFailed` when the payload is too short,
     /// the key does not unwrap, or the padding is wrong (the payload has no other integrity check).
     public static func decrypt(_ payload: some DataProtocol, with key: RSAPrivateKey) throws(KeyError) -> Data {
+        guard payload.count <= key.publicKey.modulusByteCount + maximumMessageByteCount + 16 else { throw payloadTooLarge }
         let bytes = Data(payload)
         let modulusBytes = key.publicKey.modulusByteCount
         guard bytes.count >= modulusBytes + 16, (bytes.count - modulusBytes) % 16 == 0 else {
@@ -122,6 +127,7 @@ public enum Heimdall {
         let characters = text.utf8.count
         let minimum = base64Length(ofByteCount: key.modulusByteCount + 16)
         guard characters >= minimum else { throw KeyError.legacyDecryptionFailed("payload length does not fit the key") }
+        try checkEncodedPayloadLength(characters, for: key)
         // Canonical padded base64 encodes whole 3-byte groups in 4 characters; beyond the trimmed
         // whitespace, a payload of n bytes is exactly base64Length(n) characters.
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines).utf8
@@ -132,6 +138,23 @@ public enum Heimdall {
             throw KeyError.legacyDecryptionFailed("payload length does not fit the key")
         }
         return try decodeBase64(text)
+    }
+
+    /// The largest message a Heimdall payload may carry: 64 MiB. Heimdall encrypts strings in memory
+    /// on a phone; a larger payload is refused before it is decoded, so a huge input costs no
+    /// allocation of several copies of its size.
+    public static let maximumMessageByteCount = 64 << 20
+
+    /// Refuses base64 text of `length` bytes that is longer than the encoding of the largest
+    /// payload for `key` (with surrounding whitespace), so a caller holding raw input can refuse it
+    /// before converting it to a string. Throws `legacyDecryptionFailed`.
+    public static func checkEncodedPayloadLength(_ length: Int, for key: RSAPublicKey) throws(KeyError) {
+        let maximum = base64Length(ofByteCount: key.modulusByteCount + maximumMessageByteCount + 16) + maximumSurroundingWhitespace
+        guard length <= maximum else { throw payloadTooLarge }
+    }
+
+    private static var payloadTooLarge: KeyError {
+        .legacyDecryptionFailed("the payload is larger than a Heimdall message may be (\(maximumMessageByteCount >> 20) MiB)")
     }
 
     /// Whitespace (a trailing newline, say) accepted around base64 text beyond its encoded length.

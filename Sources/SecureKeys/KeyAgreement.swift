@@ -20,7 +20,7 @@ extension AsymmetricPrivateKey {
             default: secret = try Self.agree(own, theirs, as: P521.KeyAgreement.PrivateKey.self)
             }
         } catch {
-            throw KeyError.invalidKey("key agreement failed: \(error)")
+            throw KeyError.invalidKey("key agreement failed: the peer's public key is not a valid point, or the shared secret is zero (a low-order point)")
         }
         return secret.withUnsafeBytes { SecretBytes($0) }
     }

@@ -3,6 +3,7 @@ import Foundation
 import SecureCore
 import SwiftASN1
 import CryptoExtras
+import SecureRSA
 
 /// RSA key sizes this module accepts. 2048, 3072 and 4096 bits are accepted everywhere; 1024 bits only
 /// by the legacy Heimdall operations (`Heimdall`), for talking to existing apps.
@@ -28,6 +29,8 @@ public enum RSAKeySize: Int, Sendable, CaseIterable, CustomStringConvertible {
 public struct RSAPublicKey: Sendable {
     let backing: _RSA.Signing.PublicKey
     private let encryption: SharedKey<_RSA.Encryption.PublicKey>
+    /// The raw public operation, for PSS verification with any salt length (swift-crypto's fixes it).
+    let publicOperation: RSAPublicOperation
     /// The size of the modulus.
     public let keySize: RSAKeySize
 
@@ -58,8 +61,9 @@ public struct RSAPublicKey: Sendable {
             let der = DER.encoded(structure)
             backing = try _RSA.Signing.PublicKey(unsafeDERRepresentation: der)
             encryption = SharedKey(try _RSA.Encryption.PublicKey(unsafeDERRepresentation: der))
+            publicOperation = try RSAPublicOperation(modulus: structure.modulus, exponent: structure.publicExponent)
         } catch {
-            throw KeyError.invalidKey("RSA public key rejected: \(error)")
+            throw KeyError.invalidKey("RSA public key rejected")
         }
         keySize = size
     }
@@ -118,7 +122,7 @@ public struct RSAPrivateKey: Sendable {
         do {
             key = try _RSA.Signing.PrivateKey(unsafeDERRepresentation: DER.encoded(structure))
         } catch {
-            throw KeyError.invalidKey("RSA private key rejected: \(error)")
+            throw KeyError.invalidKey("the RSA private key's numbers are inconsistent (n is not p·q, or d, dp, dq or qinv does not match; BoringSSL's key check failed)")
         }
         try self.init(backing: key)
     }

@@ -2,11 +2,18 @@ import Crypto
 import Foundation
 import SecureCore
 import CryptoExtras
+import SecureRSA
 
 /// How a signature is computed and encoded.
 public enum SignatureScheme: String, Sendable, CaseIterable, CustomStringConvertible {
-    /// RSASSA-PSS with SHA-256, MGF1-SHA-256 and a 32-byte salt. The default for RSA.
+    /// RSASSA-PSS with SHA-256 and MGF1-SHA-256. The default for RSA. Signing uses a 32-byte salt
+    /// (the digest length); verifying accepts any salt length (OpenSSL's `rsa_pss_saltlen:auto`), so
+    /// signatures made with OpenSSL's default (`max`), pyca's `PSS.MAX_LENGTH` or a salt of 0 verify.
     case rsaPSS = "rsa-pss-sha256"
+    /// RSASSA-PSS with SHA-384 and MGF1-SHA-384 (48-byte salt when signing, any when verifying).
+    case rsaPSSSHA384 = "rsa-pss-sha384"
+    /// RSASSA-PSS with SHA-512 and MGF1-SHA-512 (64-byte salt when signing, any when verifying).
+    case rsaPSSSHA512 = "rsa-pss-sha512"
     /// RSASSA-PKCS1-v1_5 with SHA-256 (compatibility, and Heimdall's scheme).
     case rsaPKCS1v15 = "rsa-pkcs1v15-sha256"
     /// ECDSA with the curve's hash (SHA-256/384/512 for P-256/384/521), DER `Ecdsa-Sig-Value`. The default for EC.
@@ -38,7 +45,7 @@ extension AsymmetricPrivateKey {
     public func signature(for message: some DataProtocol, scheme: SignatureScheme? = nil) throws(KeyError) -> Data {
         let scheme = try resolve(scheme, for: type)
         switch (self, scheme) {
-        case (.rsa(let key), .rsaPSS), (.rsa(let key), .rsaPKCS1v15):
+        case (.rsa(let key), .rsaPSS), (.rsa(let key), .rsaPSSSHA384), (.rsa(let key), .rsaPSSSHA512), (.rsa(let key), .rsaPKCS1v15):
             guard key.publicKey.keySize.isModern else { throw KeyError.unsupportedKeySize(key.publicKey.keySize.rawValue) }
             return try key.signature(for: message, scheme: scheme)
         case (.p256(let key), .ecdsaDER): return try signing { try key.signature(for: message).derRepresentation }
@@ -78,7 +85,7 @@ extension AsymmetricPublicKey {
         let scheme = try resolve(scheme, for: type)
         let valid: Bool
         switch (self, scheme) {
-        case (.rsa(let key), .rsaPSS), (.rsa(let key), .rsaPKCS1v15):
+        case (.rsa(let key), .rsaPSS), (.rsa(let key), .rsaPSSSHA384), (.rsa(let key), .rsaPSSSHA512), (.rsa(let key), .rsaPKCS1v15):
             guard key.keySize.isModern else { throw KeyError.unsupportedKeySize(key.keySize.rawValue) }
             valid = try key.isValidSignature(signature, for: message, scheme: scheme)
         case (.p256(let key), .ecdsaDER): valid = key.isValidSignature(try ecdsa { try P256.Signing.ECDSASignature(derRepresentation: signature) }, for: message)
@@ -98,24 +105,42 @@ extension AsymmetricPublicKey {
 }
 
 extension RSAPrivateKey {
-    /// RSA signature of `message` with SHA-256 under `scheme` (`rsaPSS` or `rsaPKCS1v15`), for any
-    /// accepted key size including legacy 1024 bits.
+    /// RSA signature of `message` under `scheme` (an RSA-PSS scheme, salt = digest length, or
+    /// `rsaPKCS1v15` with SHA-256), for any accepted key size including legacy 1024 bits.
     func signature(for message: some DataProtocol, scheme: SignatureScheme) throws(KeyError) -> Data {
-        try signing {
-            try backing.signature(for: SHA256.hash(data: Data(message)), padding: scheme == .rsaPSS ? .PSS : .insecurePKCS1v1_5)
-                .rawRepresentation
+        let data = Data(message)
+        return try signing {
+            switch scheme {
+            case .rsaPSSSHA384: try backing.signature(for: SHA384.hash(data: data), padding: .PSS).rawRepresentation
+            case .rsaPSSSHA512: try backing.signature(for: SHA512.hash(data: data), padding: .PSS).rawRepresentation
+            case .rsaPKCS1v15: try backing.signature(for: SHA256.hash(data: data), padding: .insecurePKCS1v1_5).rawRepresentation
+            default: try backing.signature(for: SHA256.hash(data: data), padding: .PSS).rawRepresentation
+            }
         }
     }
 }
 
 extension RSAPublicKey {
+    /// PSS (any salt length, SecureRSA's verifier) or PKCS#1 v1.5 (swift-crypto) verification.
     func isValidSignature(_ signature: some DataProtocol, for message: some DataProtocol, scheme: SignatureScheme) throws(KeyError) -> Bool {
         guard signature.count == modulusByteCount else {
             throw KeyError.malformedSignature("an RSA-\(keySize.rawValue) signature is \(modulusByteCount) bytes")
         }
-        return backing.isValidSignature(
-            _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: Data(message)),
-            padding: scheme == .rsaPSS ? .PSS : .insecurePKCS1v1_5)
+        let data = Data(message)
+        switch scheme {
+        case .rsaPKCS1v15:
+            return backing.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: data), padding: .insecurePKCS1v1_5)
+        case .rsaPSSSHA384:
+            return PSSVerifier.isValid(signature: signature, messageHash: SHA384.hash(data: data), key: publicOperation,
+                                       hash: SHA384.self, mgfHash: SHA384.self, saltLength: .any)
+        case .rsaPSSSHA512:
+            return PSSVerifier.isValid(signature: signature, messageHash: SHA512.hash(data: data), key: publicOperation,
+                                       hash: SHA512.self, mgfHash: SHA512.self, saltLength: .any)
+        default:
+            return PSSVerifier.isValid(signature: signature, messageHash: SHA256.hash(data: data), key: publicOperation,
+                                       hash: SHA256.self, mgfHash: SHA256.self, saltLength: .any)
+        }
     }
 }
 

@@ -49,7 +49,7 @@ struct DecryptCommand: ParsableCommand {
                 do {
                     identities += try Age.parseIdentities(AgeCommandSupport.readText(path))
                 } catch let error as AgeError {
-                    // An identity of an unsupported type (ssh-rsa) is skipped when others remain.
+                    // An identity of an unsupported type (an ECDSA SSH key) is skipped when others remain.
                     guard case .unsupportedKeyType = error else { throw error }
                     AgeCommandSupport.warn("skipping identity file \(path): \(error)")
                     unsupported = unsupported ?? error

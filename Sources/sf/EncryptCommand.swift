@@ -13,7 +13,7 @@ struct EncryptCommand: ParsableCommand {
             at the terminal without echo, or read from the first line of --passphrase-file.
             """)
 
-    @Option(name: [.customShort("r"), .customLong("recipient")], help: "An age1..., age1pq1... or ssh-ed25519 recipient (repeatable).")
+    @Option(name: [.customShort("r"), .customLong("recipient")], help: "An age1..., age1pq1..., ssh-ed25519 or ssh-rsa recipient (repeatable).")
     var recipients: [String] = []
 
     @Option(name: [.customShort("R"), .customLong("recipients-file")], help: "A file of recipients, one per line (repeatable).")
@@ -67,7 +67,7 @@ struct EncryptCommand: ParsableCommand {
             var all = [any Age.Recipient]()
             for text in recipients { all.append(try Age.parseRecipient(text)) }
             for path in recipientFiles {
-                // ssh-rsa lines are skipped with a warning naming the line, when other recipients remain.
+                // Lines of unsupported key types (ecdsa-sha2-…) are skipped with a warning naming the line, when other recipients remain.
                 var skipped = [Age.SkippedKey]()
                 all += try Age.parseRecipients(AgeCommandSupport.readText(path), skippingUnsupported: &skipped)
                 for key in skipped { AgeCommandSupport.warn("skipping \(path) line \(key.line): \(key.reason)") }

@@ -47,22 +47,27 @@ import Testing
         #expect(x.stdoutText.split(separator: " ").count == 2 && x.stdoutText.hasPrefix("x25519 sha256-spki:"))
     }
 
-    // Live peer: OpenSSL signs with PSS; sf verifies 32-byte salts and says what to do otherwise.
+    // Live peer: OpenSSL signs with PSS with every salt-length setting (its default is `max`); sf
+    // verifies them all, and refuses a signature of another message.
     @Test(.requires(.openssl)) func verifyOpenSSLPSSSignatures() throws {
         let openssl = try TestSupport.path(of: .openssl)
         let scratch = try Scratch()
         #expect(try sf(["key", "generate", "--type", "rsa2048", "--out", scratch.path("k.pem"), "--public-out", scratch.path("k.pub")]).status == 0)
         let message = try scratch.write("msg", Data("pss from openssl".utf8))
-        for (salt, valid) in [("digest", true), ("max", false)] {
-            let signed = try TestSupport.run(openssl, ["dgst", "-sha256", "-sign", scratch.path("k.pem"), "-sigopt", "rsa_padding_mode:pss",
-                                                       "-sigopt", "rsa_pss_saltlen:\(salt)", "-out", scratch.path("sig-\(salt)"), message])
-            #expect(signed.status == 0, "\(signed.stderrText)")
-            let verified = try sf(["key", "verify", "--key", scratch.path("k.pub"), "--scheme", "rsa-pss-sha256",
-                                   "--signature", scratch.path("sig-\(salt)"), message])
-            if valid {
-                #expect(verified.status == 0 && verified.stdoutText.hasPrefix("signature valid: rsa2048 sha256-spki:"), "\(verified.stderrText)")
-            } else {
-                #expect(verified.status == 1 && verified.stdout.isEmpty && verified.stderrText.contains("rsa_pss_saltlen:digest"))
+        let other = try scratch.write("other", Data("pss from openssl!".utf8))
+        for salt in ["digest", "max", "auto", "0", "20"] {
+            for hash in ["sha256", "sha384", "sha512"] {
+                var sign = ["dgst", "-\(hash)", "-sign", scratch.path("k.pem"), "-sigopt", "rsa_padding_mode:pss"]
+                if salt != "max" { sign += ["-sigopt", "rsa_pss_saltlen:\(salt)"] }  // max: OpenSSL's default
+                let signed = try TestSupport.run(openssl, sign + ["-out", scratch.path("sig"), message])
+                #expect(signed.status == 0, "\(signed.stderrText)")
+                let verified = try sf(["key", "verify", "--key", scratch.path("k.pub"), "--scheme", "rsa-pss-\(hash)",
+                                       "--signature", scratch.path("sig"), message])
+                #expect(verified.status == 0 && verified.stdoutText.hasPrefix("signature valid: rsa2048 sha256-spki:"),
+                        "\(salt) \(hash): \(verified.stderrText)")
+                let refused = try sf(["key", "verify", "--key", scratch.path("k.pub"), "--scheme", "rsa-pss-\(hash)",
+                                      "--signature", scratch.path("sig"), other])
+                #expect(refused.status == 1 && refused.stdout.isEmpty, "\(salt) \(hash)")
             }
         }
     }

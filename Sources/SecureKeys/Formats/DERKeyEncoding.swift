@@ -126,6 +126,7 @@ func curveKey<K>(_ make: () throws -> K) throws(KeyError) -> K {
     do {
         return try make()
     } catch {
-        throw KeyError.invalidKey("the key bytes are not a valid point or scalar: \(error)")
+        // swift-crypto's error says only "underlyingCoreCryptoError(error: N)"; say what is wrong instead.
+        throw KeyError.invalidKey("the key bytes are not a valid point or scalar for this curve (a point off the curve, or a scalar of zero or not below the group order)")
     }
 }

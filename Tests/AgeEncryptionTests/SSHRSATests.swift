@@ -1,0 +1,200 @@
+import AgeEncryption
+import Foundation
+import SFTestSupport
+import SecureCore
+import Testing
+
+/// age's `ssh-rsa` recipient type (RSA-OAEP-SHA256 with the label `age-encryption.org/v1/ssh-rsa`),
+/// against the reference age and rage (pyrage), with keys made by ssh-keygen.
+@Suite(.serialized) struct SSHRSATests {
+    /// A fresh OpenSSH RSA key pair of `bits` (with `passphrase`, if any) in a temporary directory:
+    /// `id` and `id.pub`.
+    static func keyPair(bits: Int = 2048, passphrase: String = "") throws -> URL {
+        let keygen = try PeerTests.require(.sshKeygen)
+        let dir = try TestSupport.temporaryDirectory("age-ssh-rsa")
+        let result = try TestSupport.run(
+            keygen, ["-q", "-t", "rsa", "-b", String(bits), "-N", passphrase, "-C", "rsa test", "-f", dir.appendingPathComponent("id").path])
+        try #require(result.status == 0, "\(result.stderrText)")
+        return dir
+    }
+
+    static func text(_ dir: URL, _ name: String) throws -> String {
+        try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
+    }
+
+    // Live peer: ssh-keygen makes the keys.
+    @Test(.requires(.sshKeygen), arguments: [2048, 3072, 4096])
+    func roundTripInProcess(bits: Int) throws {
+        let dir = try Self.keyPair(bits: bits)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let recipient = try Age.parseRecipient(try Self.text(dir, "id.pub"))
+        #expect(recipient is Age.SSHRSARecipient)
+        let identities = try Age.parseIdentities(try Self.text(dir, "id"))
+        #expect(identities.first is Age.SSHRSAIdentity)
+        for size in [0, 1, 64 * 1024 + 1] {
+            let plaintext = SecureRandom.bytes(count: size)
+            #expect(try Age.decrypt(try Age.encrypt(plaintext, to: [recipient]), identities: identities) == plaintext)
+        }
+        // The stanza: `-> ssh-rsa TAG` and a body of k bytes.
+        let stanzas = try recipient.wrap(fileKey: SecretBytes.random(count: 16))
+        #expect(stanzas.count == 1 && stanzas[0].arguments.count == 2 && stanzas[0].type == "ssh-rsa")
+        #expect(stanzas[0].body.count == bits / 8)
+    }
+
+    /// Every byte of the wrapped file key flipped, the stanza truncated or extended, a wrong key
+    /// with the same tag, a wrong number of arguments: nothing opens, and each is a typed error.
+    // Live peer: ssh-keygen makes the keys.
+    @Test(.requires(.sshKeygen))
+    func tamperedStanzasDoNotOpen() throws {
+        let dir = try Self.keyPair()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let identity = try #require(try Age.parseIdentities(try Self.text(dir, "id")).first as? Age.SSHRSAIdentity)
+        let fileKey = SecretBytes.random(count: 16)
+        let stanza = try #require(try identity.recipient.wrap(fileKey: fileKey).first)
+        #expect(try identity.unwrap(stanzas: [stanza]) == fileKey)
+        for index in stanza.body.indices {
+            var flipped = stanza
+            flipped.body[index] ^= 0x01
+            #expect(try identity.unwrap(stanzas: [flipped]) == nil, "byte \(index)")
+        }
+        for body in [stanza.body.dropLast(), stanza.body + [0], Data(), Data(repeating: 0xff, count: stanza.body.count)] {
+            #expect(try identity.unwrap(stanzas: [Age.Stanza(arguments: stanza.arguments, body: Data(body))]) == nil)
+        }
+        // A wrapped key that is not 16 bytes: decrypts, but is not an age file key.
+        let recipient = try Age.parseRecipient(try Self.text(dir, "id.pub"))
+        let long = try recipient.wrap(fileKey: SecretBytes.random(count: 32))
+        #expect(throws: AgeError.malformedHeader("an ssh-rsa stanza holds a file key of 32 bytes, not 16")) {
+            try identity.unwrap(stanzas: long)
+        }
+        #expect(throws: AgeError.self) { try identity.unwrap(stanzas: [Age.Stanza(arguments: ["ssh-rsa"], body: stanza.body)]) }
+        #expect(throws: AgeError.self) {
+            try identity.unwrap(stanzas: [Age.Stanza(arguments: stanza.arguments + ["x"], body: stanza.body)])
+        }
+        // Another key's stanza (a different tag) is passed over; another key's identity finds none.
+        let other = try Self.keyPair()
+        defer { try? FileManager.default.removeItem(at: other) }
+        let otherIdentities = try Age.parseIdentities(try Self.text(other, "id"))
+        let file = try Age.encrypt(Data("x".utf8), to: [recipient])
+        #expect(throws: AgeError.noIdentityMatched) { try Age.decrypt(file, identities: otherIdentities) }
+        // A stanza for our tag wrapped to another key (a tag collision): not ours, passed over.
+        let otherRecipient = try #require(try Age.parseRecipient(try Self.text(other, "id.pub")) as? Age.SSHRSARecipient)
+        var collided = try #require(try otherRecipient.wrap(fileKey: fileKey).first)
+        collided.arguments[1] = stanza.arguments[1]
+        #expect(try identity.unwrap(stanzas: [collided, stanza]) == fileKey)
+        #expect(try identity.unwrap(stanzas: [collided]) == nil)
+    }
+
+    // Live peers: ssh-keygen makes the keys, the reference age reads and writes the files.
+    @Test(.requires(.sshKeygen, .age), arguments: [2048, 4096], [false, true])
+    func withAge(bits: Int, armored: Bool) throws {
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        let dir = try Self.keyPair(bits: bits)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        let plaintext = SecureRandom.bytes(count: 100_000)
+        try plaintext.write(to: dir.appendingPathComponent("plain"))
+        let armor = armored ? ["-a"] : []
+
+        let byAge = try TestSupport.run(age, ["-R", path("id.pub")] + armor + ["-o", path("age.age"), path("plain")])
+        try #require(byAge.status == 0, "\(byAge.stderrText)")
+        let sfOpens = try TestSupport.run(sf, ["decrypt", "-i", path("id"), path("age.age")])
+        #expect(sfOpens.status == 0 && sfOpens.stdout == plaintext, "\(sfOpens.stderrText)")
+
+        let bySf = try TestSupport.run(sf, ["encrypt", "-R", path("id.pub")] + armor + ["-o", path("sf.age"), path("plain")])
+        try #require(bySf.status == 0, "\(bySf.stderrText)")
+        let ageOpens = try TestSupport.run(age, ["-d", "-i", path("id"), path("sf.age")])
+        #expect(ageOpens.status == 0 && ageOpens.stdout == plaintext, "\(ageOpens.stderrText)")
+    }
+
+    /// ssh-rsa mixed with X25519 and ssh-ed25519 recipients, as age mixes them: every identity
+    /// opens the file, with sf and with age; age's own mixed file opens with sf.
+    // Live peers: ssh-keygen makes the keys, the reference age reads and writes the files.
+    @Test(.requires(.sshKeygen, .age))
+    func mixedWithOtherClassicalRecipients() throws {
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        let dir = try Self.keyPair()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        let keygen = try PeerTests.require(.sshKeygen)
+        #expect(try TestSupport.run(keygen, ["-q", "-t", "ed25519", "-N", "", "-f", path("ed")]).status == 0)
+        #expect(try TestSupport.run(sf, ["keygen", "-o", path("x.key")]).status == 0)
+        let x25519 = try TestSupport.run(sf, ["keygen", "-y", path("x.key")]).stdoutText
+        try Data((try Self.text(dir, "id.pub") + (try Self.text(dir, "ed.pub")) + x25519).utf8).write(to: dir.appendingPathComponent("all"))
+        let plaintext = Data("to three kinds of key".utf8)
+        for tool in [sf, age] {
+            let encrypted = try TestSupport.run(tool, (tool == sf ? ["encrypt"] : []) + ["-R", path("all")], stdin: plaintext)
+            try #require(encrypted.status == 0, "\(tool): \(encrypted.stderrText)")
+            for identity in ["id", "ed", "x.key"] {
+                for reader in [sf, age] {
+                    let opened = try TestSupport.run(reader, (reader == sf ? ["decrypt"] : ["-d"]) + ["-i", path(identity)], stdin: encrypted.stdout)
+                    #expect(opened.status == 0 && opened.stdout == plaintext, "\(tool) → \(reader) -i \(identity): \(opened.stderrText)")
+                }
+            }
+        }
+    }
+
+    /// Keys under 2048 bits are refused as recipients by age and by sf, with a message saying why.
+    // Live peers: ssh-keygen makes the key, the reference age refuses it too.
+    @Test(.requires(.sshKeygen, .age))
+    func smallKeysAreRefusedAsByAge() throws {
+        let age = try PeerTests.require(.age), sf = try PeerTests.sf()
+        let dir = try Self.keyPair(bits: 1024)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        #expect(throws: AgeError.invalidRecipient("the ssh-rsa key has 1024 bits; age needs at least 2048")) {
+            try Age.parseRecipient(try Self.text(dir, "id.pub"))
+        }
+        let bySf = try TestSupport.run(sf, ["encrypt", "-R", path("id.pub")], stdin: Data("x".utf8))
+        #expect(bySf.status == 1 && bySf.stdout.isEmpty && bySf.stderrText.contains("at least 2048"), "\(bySf.stderrText)")
+        let byAge = try TestSupport.run(age, ["-R", path("id.pub")], stdin: Data("x".utf8))
+        #expect(byAge.status != 0 && byAge.stdout.isEmpty, "age accepted a 1024-bit key")
+        // The identity is refused too (nothing could have been encrypted to it).
+        #expect(throws: AgeError.self) { try Age.parseIdentities(try Self.text(dir, "id")) }
+    }
+
+    /// A passphrase-protected OpenSSH key is refused with a message that says what to do: decrypting
+    /// it needs bcrypt_pbkdf (Blowfish), which swift-crypto does not provide (docs/FORMATS.md).
+    // Live peer: ssh-keygen makes the key.
+    @Test(.requires(.sshKeygen))
+    func passphraseProtectedKeysAreRefusedClearly() throws {
+        let sf = try PeerTests.sf()
+        let dir = try Self.keyPair(passphrase: "secret words")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(throws: AgeError.openSSHKeyFile(.passphraseProtected)) { try Age.parseIdentities(try Self.text(dir, "id")) }
+        let recipient = try Age.parseRecipient(try Self.text(dir, "id.pub"))
+        let file = try Age.encrypt(Data("x".utf8), to: [recipient])
+        let result = try TestSupport.run(sf, ["decrypt", "-i", dir.appendingPathComponent("id").path], stdin: file)
+        #expect(result.status == 1 && result.stdout.isEmpty && result.stderrText.contains("ssh-keygen -p"), "\(result.stderrText)")
+    }
+
+    /// Both directions with rage, through pyrage's ssh recipients and identities.
+    // Live peers: ssh-keygen makes the key; Python pyrage (rage) encrypts and decrypts.
+    @Test(.requires(.sshKeygen, .pyrage))
+    func withPyrage() throws {
+        let python = try PeerTests.require(.pyrage), sf = try PeerTests.sf()
+        let dir = try Self.keyPair()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        let plaintext = SecureRandom.bytes(count: 70_000)
+        try plaintext.write(to: dir.appendingPathComponent("plain"))
+        let script = """
+            import sys, pyrage
+            mode, key, src, dst = sys.argv[1:5]
+            data = open(src, 'rb').read()
+            if mode == 'e':
+                out = pyrage.encrypt(data, [pyrage.ssh.Recipient.from_str(open(key).read().strip())])
+            else:
+                out = pyrage.decrypt(data, [pyrage.ssh.Identity.from_buffer(open(key, 'rb').read())])
+            open(dst, 'wb').write(out)
+            """
+        let pyEncrypt = try TestSupport.run(python, ["-c", script, "e", path("id.pub"), path("plain"), path("py.age")])
+        try #require(pyEncrypt.status == 0, "\(pyEncrypt.stderrText)")
+        let sfDecrypt = try TestSupport.run(sf, ["decrypt", "-i", path("id"), path("py.age")])
+        #expect(sfDecrypt.status == 0 && sfDecrypt.stdout == plaintext, "\(sfDecrypt.stderrText)")
+        let sfEncrypt = try TestSupport.run(sf, ["encrypt", "-R", path("id.pub"), "-o", path("sf.age"), path("plain")])
+        try #require(sfEncrypt.status == 0, "\(sfEncrypt.stderrText)")
+        let pyDecrypt = try TestSupport.run(python, ["-c", script, "d", path("id"), path("sf.age"), path("out")])
+        #expect(pyDecrypt.status == 0, "\(pyDecrypt.stderrText)")
+        #expect(try Data(contentsOf: dir.appendingPathComponent("out")) == plaintext)
+    }
+}
