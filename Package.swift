@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "SecureVault", targets: ["SecureVault"]),
         .library(name: "SecureKeys", targets: ["SecureKeys"]),
         .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
+        // RSA paddings swift-crypto lacks (PSS verification with any salt length, OAEP with a label).
+        .library(name: "SecureRSA", targets: ["SecureRSA"]),
         .library(name: "SecureRecords", targets: ["SecureRecords"]),
         // SecureRecords on PostgreSQL: its own product so SQLite-only users do not link postgres-nio.
         .library(name: "SecureRecordsPostgres", targets: ["SecureRecordsPostgres"]),
@@ -40,8 +42,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
-        // RSA paddings swift-crypto lacks: PSS verification with any salt length, OAEP with a label
-        // (package-internal; not a product). Public operations on BigInt, private ones in BoringSSL.
+        // RSA paddings swift-crypto lacks: PSS verification with any salt length, OAEP with a label.
+        // Public-key operations on BigInt (no secret involved), private-key ones in BoringSSL.
         .target(
             name: "SecureRSA",
             dependencies: ["SecureCore", .product(name: "BigInt", package: "BigInt")] + crypto,

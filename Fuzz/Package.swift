@@ -15,6 +15,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzHeimdall", ["SecureKeys"]),
     ("FuzzKeyImport", ["SecureCore", "SecureKeys"]),
     ("FuzzSignatures", ["SecureKeys"]),
+    ("FuzzRSAPadding", ["SecureRSA", "SecureKeys", "SecureCore"]),
     ("FuzzLegacyIMAS", ["SecureCore"]),
     ("FuzzLegacyKeychain", ["SecureKeychain"]),
 ]

@@ -20,6 +20,7 @@ extension Age {
         /// `wireFormat`. Throws `AgeError.invalidRecipient` for keys under 2048 bits or a key the
         /// RSA arithmetic refuses.
         init(exponent: Data, modulus: Data, wireFormat: Data) throws(AgeError) {
+            let key: RSAPublicOperation
             do {
                 key = try RSAPublicOperation(modulus: modulus, exponent: exponent)
             } catch {
@@ -28,6 +29,7 @@ extension Age {
             guard key.modulusByteCount >= Self.minimumModulusByteCount else {
                 throw .invalidRecipient("the ssh-rsa key has \(key.modulusBitCount) bits; age needs at least 2048")
             }
+            self.key = key
             self.wireFormat = wireFormat
         }
 

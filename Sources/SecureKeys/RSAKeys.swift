@@ -57,14 +57,17 @@ public struct RSAPublicKey: Sendable {
         else {
             throw KeyError.invalidKey("RSA public exponent must be an odd number above 1 of at most 32 bits")
         }
-        do {
-            let der = DER.encoded(structure)
-            backing = try _RSA.Signing.PublicKey(unsafeDERRepresentation: der)
-            encryption = SharedKey(try _RSA.Encryption.PublicKey(unsafeDERRepresentation: der))
-            publicOperation = try RSAPublicOperation(modulus: structure.modulus, exponent: structure.publicExponent)
-        } catch {
-            throw KeyError.invalidKey("RSA public key rejected")
+        // Every member is made before any is assigned: a throw never leaves a partly initialized key.
+        let der = DER.encoded(structure)
+        guard let signing = try? _RSA.Signing.PublicKey(unsafeDERRepresentation: der),
+            let encrypting = try? _RSA.Encryption.PublicKey(unsafeDERRepresentation: der),
+            let operation = try? RSAPublicOperation(modulus: structure.modulus, exponent: structure.publicExponent)
+        else {
+            throw KeyError.invalidKey("RSA public key rejected by swift-crypto (modulus not odd, or exponent out of range)")
         }
+        backing = signing
+        encryption = SharedKey(encrypting)
+        publicOperation = operation
         keySize = size
     }
 

@@ -8,23 +8,37 @@ import SecureCore
 /// Encryption uses the public operation (`RSAPublicOperation`); decryption uses BoringSSL's private
 /// operation (`RSAPrivateOperation`) and decodes the padding in constant time with one error for
 /// every failure.
-package enum OAEP {
+public enum OAEP {
     /// The longest message OAEP carries with a k-byte modulus and an `H` hash: k − 2·hLen − 2.
-    package static func maximumMessageLength<H: Crypto.HashFunction>(modulusByteCount: Int, hash: H.Type) -> Int {
+    public static func maximumMessageLength<H: Crypto.HashFunction>(modulusByteCount: Int, hash: H.Type) -> Int {
         modulusByteCount - 2 * H.Digest.byteCount - 2
     }
 
     /// RSAES-OAEP-ENCRYPT (§7.1.1) of `message` under `key` with `label`, hash `H` and MGF1 over
     /// `MGFHash`, with a fresh random seed. Throws `RSAError.messageTooLong`.
-    package static func encrypt<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
+    public static func encrypt<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
         _ message: SecretBytes, label: some DataProtocol, key: RSAPublicOperation, hash: H.Type, mgfHash: MGFHash.Type
     ) throws(RSAError) -> Data {
-        let k = key.modulusByteCount, hashLength = H.Digest.byteCount
+        let em = try encode(message, label: label, modulusByteCount: key.modulusByteCount, hash: hash, mgfHash: mgfHash)
+        do {
+            return try em.withUnsafeBytes { bytes throws(RSAError) in Data(try key.apply(bytes)) }
+        } catch {
+            // EM starts with a zero byte, so it is always below n: the public operation cannot refuse it.
+            throw .messageTooLong(maximum: maximumMessageLength(modulusByteCount: key.modulusByteCount, hash: hash))
+        }
+    }
+
+    /// EME-OAEP encoding (§7.1.1 step 2) with a fresh random seed: the k-byte encoded message
+    /// `0x00 ‖ maskedSeed ‖ maskedDB`, DB = lHash ‖ PS ‖ 0x01 ‖ M. Throws `RSAError.messageTooLong`.
+    /// Public for the fuzz targets, which need well-formed encodings as seeds.
+    @_spi(Fuzzing) public static func encode<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
+        _ message: SecretBytes, label: some DataProtocol, modulusByteCount k: Int, hash: H.Type, mgfHash: MGFHash.Type
+    ) throws(RSAError) -> SecretBytes {
+        let hashLength = H.Digest.byteCount
         let maximum = maximumMessageLength(modulusByteCount: k, hash: hash)
         guard maximum >= 0, message.count <= maximum else { throw .messageTooLong(maximum: max(maximum, 0)) }
         let seed = SecretBytes.random(count: hashLength)
-        // EM = 0x00 ‖ maskedSeed ‖ maskedDB with DB = lHash ‖ PS ‖ 0x01 ‖ M.
-        let em = SecretBytes(count: k) { em in
+        return SecretBytes(count: k) { em in
             em.initializeMemory(as: UInt8.self, repeating: 0)
             let seedPart = UnsafeMutableRawBufferPointer(rebasing: em[1...hashLength])
             let db = UnsafeMutableRawBufferPointer(rebasing: em[(1 + hashLength)...])
@@ -35,19 +49,13 @@ package enum OAEP {
             seed.withUnsafeBytes { MGF1.xorMask(mgfHash, seed: $0, into: db) }
             MGF1.xorMask(mgfHash, seed: UnsafeRawBufferPointer(db), into: seedPart)
         }
-        do {
-            return try em.withUnsafeBytes { bytes throws(RSAError) in Data(try key.apply(bytes)) }
-        } catch {
-            // EM starts with a zero byte, so it is always below n: the public operation cannot refuse it.
-            throw .messageTooLong(maximum: maximum)
-        }
     }
 
     /// RSAES-OAEP-DECRYPT (§7.1.2) of `ciphertext` with `key`, `label`, hash `H` and MGF1 over
     /// `MGFHash`. Throws `RSAError.decryptionFailed` for every failure: a wrong length, a number not
     /// below n, a wrong label, key or padding. The padding check does not branch on secret values
     /// and has no early exit; only its overall result decides.
-    package static func decrypt<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
+    public static func decrypt<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
         _ ciphertext: some DataProtocol, label: some DataProtocol, key: RSAPrivateOperation, hash: H.Type, mgfHash: MGFHash.Type
     ) throws(RSAError) -> SecretBytes {
         let k = key.publicOperation.modulusByteCount, hashLength = H.Digest.byteCount
@@ -76,8 +84,8 @@ package enum OAEP {
 
     /// Unmasks EM in place and checks its padding without branching on its contents. Returns
     /// `good` (all ones when Y = 0, lHash' = lHash and PS ‖ 0x01 is well formed; zero otherwise) and
-    /// the offset in EM where the message starts.
-    static func unpad<MGFHash: Crypto.HashFunction>(
+    /// the offset in EM where the message starts. Public for the fuzz targets only.
+    @_spi(Fuzzing) public static func unpad<MGFHash: Crypto.HashFunction>(
         _ em: UnsafeMutableRawBufferPointer, labelHash: [UInt8], mgfHash: MGFHash.Type
     ) -> (good: UInt, messageStart: Int) {
         let hashLength = labelHash.count

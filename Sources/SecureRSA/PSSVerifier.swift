@@ -7,9 +7,9 @@ import Foundation
 /// (`rsa_pss_saltlen:max`, older releases `auto`) and pyca's `PSS.MAX_LENGTH` use other lengths. A
 /// verifier that recovers the salt length from the encoded message, as OpenSSL's `auto` does,
 /// accepts all of them: PSS's security does not depend on the verifier knowing the salt length.
-package enum PSSVerifier {
+public enum PSSVerifier {
     /// How long the salt must be.
-    package enum SaltLength: Sendable, Equatable {
+    public enum SaltLength: Sendable, Equatable {
         /// Any length: recovered from the encoded message (OpenSSL's `rsa_pss_saltlen:auto` when verifying).
         case any
         /// Exactly this many bytes.
@@ -19,7 +19,7 @@ package enum PSSVerifier {
     /// True when `signature` is a valid RSASSA-PSS signature of the digest `messageHash` (computed
     /// with `H`) under `key`, with MGF1 over `MGFHash` and a salt of `saltLength`. A signature of
     /// the wrong length, a number not below the modulus, or any padding error is simply not valid.
-    package static func isValid<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
+    public static func isValid<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
         signature: some DataProtocol, messageHash: some Sequence<UInt8>, key: RSAPublicOperation,
         hash: H.Type, mgfHash: MGFHash.Type, saltLength: SaltLength
     ) -> Bool {
@@ -29,8 +29,9 @@ package enum PSSVerifier {
                                hash: hash, mgfHash: mgfHash, saltLength: saltLength)
     }
 
-    /// EMSA-PSS-VERIFY (§9.1.2) on the k-byte result of RSAVP1, with emBits = modBits − 1.
-    static func isValidEncoding<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
+    /// EMSA-PSS-VERIFY (§9.1.2) on the k-byte result of RSAVP1, with emBits = modBits − 1. For the
+    /// fuzz targets, which reach the decoding with chosen encoded messages (no RSA in the way).
+    @_spi(Fuzzing) public static func isValidEncoding<H: Crypto.HashFunction, MGFHash: Crypto.HashFunction>(
         _ k: [UInt8], messageHash: [UInt8], modulusBits: Int, hash: H.Type, mgfHash: MGFHash.Type,
         saltLength: SaltLength
     ) -> Bool {

@@ -2,7 +2,7 @@
 ///
 /// Decryption has a single failure case (`decryptionFailed`) whatever went wrong, so that an
 /// attacker who submits ciphertexts learns nothing about the padding (Manger's attack).
-package enum RSAError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum RSAError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The modulus or public exponent is outside what this module accepts (the reason says which).
     case invalidKey(String)
     /// The input to the public operation is not a number below the modulus, or has the wrong length.
@@ -13,7 +13,7 @@ package enum RSAError: Error, Equatable, Sendable, CustomStringConvertible {
     case decryptionFailed
 
     /// A sentence saying what is wrong.
-    package var description: String {
+    public var description: String {
         switch self {
         case .invalidKey(let reason): "invalid RSA key: \(reason)"
         case .inputOutOfRange: "the RSA input is not a number below the modulus"

@@ -10,36 +10,36 @@ import SecureCore
 /// `RSA_NO_PADDING` (blinded, constant-time CRT with a fault check), after checking only that the
 /// input is k bytes and below n, and then checks `x^e = c`. No padding or message check is applied,
 /// so it is RSADP as RFC 8017 §5.1.2 defines it.
-package struct RSAPrivateOperation: Sendable {
+public struct RSAPrivateOperation: Sendable {
     // The blind-signing parameters choose a hash and salt for RFC 9474's own padding, which
     // `blindSignature(for:)` does not use.
     private let key: _RSA.BlindSigning.PrivateKey<SHA384>
     /// The matching public operation.
-    package let publicOperation: RSAPublicOperation
+    public let publicOperation: RSAPublicOperation
 
     /// A key from its numbers (unsigned big-endian bytes), as an OpenSSH `ssh-rsa` private key holds
     /// them; BoringSSL derives the CRT values and checks the key. Throws `RSAError.invalidKey` when
     /// the numbers do not form a key of at least 2048 bits.
-    package init(n: some DataProtocol, e: some DataProtocol, d: some DataProtocol, p: some DataProtocol, q: some DataProtocol) throws(RSAError) {
+    public init(n: some DataProtocol, e: some DataProtocol, d: some DataProtocol, p: some DataProtocol, q: some DataProtocol) throws(RSAError) {
         let publicOperation = try RSAPublicOperation(modulus: n, exponent: e)
-        do {
-            key = try _RSA.BlindSigning.PrivateKey(
-                n: Data(n), e: Data(e), d: Data(d), p: Data(p), q: Data(q), parameters: .RSABSSA_SHA384_PSS_Deterministic)
-        } catch {
+        guard let key = try? _RSA.BlindSigning.PrivateKey(
+            n: Data(n), e: Data(e), d: Data(d), p: Data(p), q: Data(q), parameters: .RSABSSA_SHA384_PSS_Deterministic)
+        else {
             throw .invalidKey("the numbers n, e, d, p and q do not form an RSA key of at least 2048 bits")
         }
+        self.key = key
         self.publicOperation = publicOperation
     }
 
     /// A key from its PKCS#1 `RSAPrivateKey` (or PKCS#8) DER encoding, with its public numbers.
     /// Throws `RSAError.invalidKey` when BoringSSL refuses it (below 1024 bits among others).
-    package init(der: some DataProtocol, modulus: some DataProtocol, exponent: some DataProtocol) throws(RSAError) {
+    public init(der: some DataProtocol, modulus: some DataProtocol, exponent: some DataProtocol) throws(RSAError) {
         let publicOperation = try RSAPublicOperation(modulus: modulus, exponent: exponent)
-        do {
-            key = try _RSA.BlindSigning.PrivateKey(unsafeDERRepresentation: Data(der), parameters: .RSABSSA_SHA384_PSS_Deterministic)
-        } catch {
+        guard let key = try? _RSA.BlindSigning.PrivateKey(unsafeDERRepresentation: Data(der), parameters: .RSABSSA_SHA384_PSS_Deterministic)
+        else {
             throw .invalidKey("BoringSSL refused the RSA private key")
         }
+        self.key = key
         self.publicOperation = publicOperation
     }
 

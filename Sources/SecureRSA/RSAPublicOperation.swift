@@ -6,22 +6,22 @@ import Foundation
 /// Only public values take part (the key and the signature or padded message), so the arithmetic
 /// needs no constant-time guarantee and is done with BigInt. Private-key operations never come here:
 /// they stay in BoringSSL (`RSAPrivateOperation`).
-package struct RSAPublicOperation: Sendable {
+public struct RSAPublicOperation: Sendable {
     /// Moduli above this many bits are refused: the cost of the operation grows with the square of
     /// the size, and no deployed key is larger.
-    package static let maximumModulusBits = 16384
+    public static let maximumModulusBits = 16384
 
     private let modulus: BigUInt
     private let exponent: BigUInt
     /// The length in bytes of the modulus, and of every input and output: k in RFC 8017.
-    package let modulusByteCount: Int
+    public let modulusByteCount: Int
     /// The bit length of the modulus (modBits in RFC 8017).
-    package let modulusBitCount: Int
+    public let modulusBitCount: Int
 
     /// A public key from its modulus and exponent as unsigned big-endian bytes (leading zeros
     /// allowed). Throws `RSAError.invalidKey` unless the modulus is odd, of 512 to 16384 bits, and the
     /// exponent odd, above 1, below the modulus and of at most 64 bits.
-    package init(modulus n: some DataProtocol, exponent e: some DataProtocol) throws(RSAError) {
+    public init(modulus n: some DataProtocol, exponent e: some DataProtocol) throws(RSAError) {
         let modulus = BigUInt(Data(n)), exponent = BigUInt(Data(e))
         guard (512...Self.maximumModulusBits).contains(modulus.bitWidth), modulus[bitAt: 0] else {
             throw .invalidKey("the modulus must be odd and of 512 to \(Self.maximumModulusBits) bits")
@@ -38,7 +38,7 @@ package struct RSAPublicOperation: Sendable {
     /// `input^e mod n` for an input of exactly `modulusByteCount` bytes, returned in as many bytes.
     /// Throws `RSAError.inputOutOfRange` when the input has another length or is not below n
     /// (RFC 8017 §5.1.1 and §5.2.2 step 1).
-    package func apply(_ input: some DataProtocol) throws(RSAError) -> [UInt8] {
+    public func apply(_ input: some DataProtocol) throws(RSAError) -> [UInt8] {
         guard input.count == modulusByteCount else { throw .inputOutOfRange }
         let base = BigUInt(Data(input))
         guard base < modulus else { throw .inputOutOfRange }

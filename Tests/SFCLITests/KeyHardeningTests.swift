@@ -91,4 +91,19 @@ import Testing
             #expect(result.stdout.isEmpty)
         }
     }
+
+    /// Issue 20: a Heimdall payload far over the 64 MiB maximum is refused by its size, before it is
+    /// decoded, with a message, under a 4 GB address-space limit (it used to abort with "failed to
+    /// allocate" while copying a 700 MB text several times).
+    @Test func hugeHeimdallPayloadIsRefusedBySize() throws {
+        let scratch = try Scratch()
+        #expect(try sf(["key", "generate", "--type", "rsa2048", "--out", scratch.path("k.pem")]).status == 0)
+        let payload = scratch.path("payload.txt")
+        try Data(repeating: UInt8(ascii: "A"), count: 200 << 20).write(to: URL(fileURLWithPath: payload))
+        let binary = try #require(TestSupport.sfBinary).path
+        let result = try TestSupport.run("/bin/sh", ["-c", "ulimit -v 4000000 && exec \"$0\" \"$@\"", binary,
+                                                     "key", "decrypt", "--heimdall", "--key", scratch.path("k.pem"), payload])
+        #expect(result.status == 1 && result.stdout.isEmpty, "\(result.stderrText)")
+        #expect(result.stderrText.contains("larger than a Heimdall message may be (64 MiB)"), "\(result.stderrText)")
+    }
 }

@@ -3,7 +3,7 @@ import Foundation
 import SFTestSupport
 import SecureCore
 @testable import SecureKeys
-@testable import SecureRSA
+@_spi(Fuzzing) @testable import SecureRSA
 import Testing
 
 /// SecureRSA's PSS verifier (any salt length) and OAEP with a label: Wycheproof's vectors through
