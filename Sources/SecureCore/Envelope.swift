@@ -57,7 +57,9 @@ public enum Envelope {
     }
 
     /// Seals `plaintext` under a key derived from `passphrase` with `kdf` and a fresh random salt.
-    /// Throws `SecureCoreError.invalidParameter` for KDF parameters the format cannot store, `costAboveCeiling`/`outOfMemory` from the KDF.
+    /// Throws `SecureCoreError.invalidParameter` for KDF parameters the format cannot store,
+    /// `costAboveCeiling` for a cost above `KDFLimits.default` (which readers apply; checked before
+    /// any work), `outOfMemory` from the KDF.
     public static func seal<P: DataProtocol, S: DataProtocol>(
         _ plaintext: P, passphrase: S, kdf: PasswordKDF = .default, algorithm: Algorithm = .aes256GCM,
         context: some DataProtocol = Data()
@@ -67,7 +69,9 @@ public enum Envelope {
         }
         let salt = SecureRandom.bytes(count: saltByteCount)
         let header = try encodeHeader(algorithm: algorithm, kdf: kdf, salt: salt)
-        let key = try kdf.deriveKey(from: passphrase, salt: salt, limits: .unlimited)
+        // The readers' default ceiling: nothing is written that a default reader would refuse (a
+        // 4,294,967,295-round PBKDF2 took 25 minutes to write a file nobody opens).
+        let key = try kdf.deriveKey(from: passphrase, salt: salt, limits: .default)
         return try seal(plaintext, key: key.symmetricKey, header: header, context: context)
     }
 

@@ -162,7 +162,8 @@ public struct KDFLimits: Sendable, Hashable {
     /// scrypt logN ≤ 22, r ≤ 32, p ≤ 16, memory ≤ 4 GiB, work N·r·p ≤ 2^25; PBKDF2 ≤ 10,000,000 rounds.
     public static let `default` = KDFLimits()
 
-    /// No ceiling: for parameters the caller chose itself (sealing), never for untrusted input.
+    /// No ceiling: for parameters the caller chose itself and reads itself, never for untrusted input
+    /// (sealing applies `default`, so that default readers open what is written).
     public static let unlimited = KDFLimits(
         maxScryptLogN: 56, maxScryptR: .max, maxScryptP: .max, maxScryptMemory: .max, maxScryptWork: .max,
         maxPBKDF2Rounds: .max)

@@ -50,7 +50,8 @@ public enum StreamEnvelope {
         }
         let salt = SecureRandom.bytes(count: Envelope.saltByteCount)
         let header = try makeHeader(algorithm: algorithm, kdf: kdf, salt: salt)
-        let key = try kdf.deriveKey(from: passphrase, salt: salt, limits: .unlimited)
+        // The readers' default ceiling, as Envelope.seal: nothing is written that they would refuse.
+        let key = try kdf.deriveKey(from: passphrase, salt: salt, limits: .default)
         try encrypt(from: input, to: output, header: header, masterKey: key.symmetricKey, context: context)
     }
 

@@ -105,7 +105,8 @@ struct ChannelServeCommand: AsyncParsableCommand {
     @OptionGroup var discovery: ChannelDiscoveryOption
     @OptionGroup var peer: ChannelPeerOptions
     @Flag(help: "Accept any peer that proves a static key (its fingerprint is printed).") var anyPeer = false
-    @Flag(help: "Serve connections one after another instead of stopping after the first.") var keepServing = false
+    @Flag(help: "Serve connections one after another (one at a time) instead of stopping after the first; a connection that fails is reported and the next is served.")
+    var keepServing = false
     @Option(help: "Seconds a handshake may take.") var handshakeTimeout: Double = 10
 
     func validate() throws {
@@ -134,7 +135,15 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
                 Terminal.writeError("sf channel: peer verified: \(fingerprint)")
-                let ended = try await ChannelSession.run(connection, input: input)
+                let ended: ChannelSession.Ending
+                do {
+                    ended = try await ChannelSession.run(connection, input: input)
+                } catch where keepServing {
+                    // A forged, replayed or malformed frame, an over-long message or a reset ends
+                    // that connection only: the server says so and serves the next.
+                    Terminal.writeError("sf channel: connection from \(fingerprint) failed: \(error)")
+                    continue
+                }
                 if !keepServing || ended == .inputEnded { break }
             }
         } catch {

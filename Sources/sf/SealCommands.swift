@@ -34,6 +34,9 @@ struct SealCommand: ParsableCommand {
         if kdf == .scrypt, !(1...ceiling).contains(logN) {
             throw ValidationError("--log-n must be 1...\(ceiling) (readers refuse more by default)")
         }
+        if kdf == .pbkdf2, !(1...KDFLimits.default.maxPBKDF2Rounds).contains(rounds) {
+            throw ValidationError("--rounds must be 1...\(KDFLimits.default.maxPBKDF2Rounds) (readers refuse more by default)")
+        }
     }
 
     func run() throws {

@@ -193,6 +193,48 @@ struct ChannelCommandTests {
         #expect(!impostor.standardOutput.contains("for alice only"))
     }
 
+    /// Issue 21: a hostile authenticated client (Python noiseprotocol after an honest handshake)
+    /// sends a forged, replayed, too-short, empty or malformed frame, an over-long message, half a
+    /// frame, or resets the connection. Each ends that connection only: after every one an honest
+    /// client is served, and the server is still running at the end.
+    // Live peer: Python noiseprotocol plays the hostile client.
+    @Test("one bad frame, reset or over-long message ends that connection only; --keep-serving serves the next client",
+          .requiresSFBinary, .timeLimit(.minutes(3)))
+    func hostileClientsEndOnlyTheirOwnConnection() throws {
+        if TestSupport.isCI {
+            #expect((try? TestSupport.run("python3", ["-c", "import noise.connection"]).status) == 0, "python3 -m pip install noiseprotocol")
+        }
+        guard (try? TestSupport.run("python3", ["-c", "import noise.connection"]).status) == 0 else {
+            print("SKIPPED: Python noiseprotocol not installed")
+            return
+        }
+        let parties = try Parties()
+        let server = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let script = TestSupport.packageRoot.appendingPathComponent("Tests/peers/noise_peer.py").path
+        let prologue = Data("SecureChannel/1".utf8).map { String(format: "%02x", $0) }.joined()
+        let staticKey = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let cases = ["flip", "replay", "short", "empty", "badflag", "emptyplain", "oversize", "halfframe", "reset"]
+        for (index, name) in cases.enumerated() {
+            let hostile = try TestSupport.run("python3", [script, "hostile", "Noise_XX_25519_ChaChaPoly_SHA256", prologue, "\(port)", name],
+                                              environment: ["NOISE_STATIC": staticKey])
+            #expect(hostile.stdoutText.contains("SENT"), "\(name): \(hostile.stderrText)")
+            // The honest client is served after the hostile connection ended (one at a time).
+            let honest = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+            defer { honest.kill() }
+            honest.write(Data("honest \(index)\n".utf8))
+            #expect(server.wait { $0.outputLines.contains("honest \(index)") || !$0.isRunning }, "\(name): \(server.standardError)")
+            honest.closeInput()
+            #expect(honest.waitForExit() == 0, "\(name): \(honest.standardError)")
+            #expect(server.isRunning, "\(name) ended the server: \(server.standardError)")
+        }
+        // Each hostile connection delivered its good message first, and the failures were reported.
+        #expect(server.outputLines.filter { $0 == "good" }.count == cases.count, "\(server.outputLines)")
+        let failures = server.standardError.components(separatedBy: "failed:").count - 1
+        #expect(failures >= 6, "\(server.standardError)")
+    }
+
     static let namespacesUsable = NamespacePair.available || TestSupport.isCI
     static let namespacesReason = NamespacePair.unavailableReason ?? ""
 

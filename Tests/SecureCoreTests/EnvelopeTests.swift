@@ -163,6 +163,16 @@ func expectError(where matches: (SecureCoreError) -> Bool, _ comment: Comment? =
         expectError(.costAboveCeiling("PBKDF2 rounds 4294967295 above ceiling 10000000")) {
             _ = try Envelope.open(pbkdf2, passphrase: passphrase)
         }
+        // Writers apply the readers' ceiling: nothing is sealed that a default reader refuses, and
+        // the refusal comes before any work (issue 21: 4,294,967,295 rounds ran 25 minutes).
+        let writeStarted = ContinuousClock.now
+        expectError(.costAboveCeiling("PBKDF2 rounds 4294967295 above ceiling 10000000")) {
+            _ = try Envelope.seal(Data("x".utf8), passphrase: passphrase, kdf: .pbkdf2(hash: .sha256, rounds: .max))
+        }
+        expectError(.costAboveCeiling("scrypt logN 23 above ceiling 22")) {
+            _ = try Envelope.seal(Data("x".utf8), passphrase: passphrase, kdf: .scrypt(logN: 23, r: 8, p: 1))
+        }
+        #expect(ContinuousClock.now - writeStarted < .seconds(1))
         // A caller may lower the ceiling below what the data needs.
         let strict = KDFLimits(maxScryptLogN: 9)
         let small = try Envelope.seal(Data("x".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))

@@ -9,6 +9,10 @@ transport messages whose plaintext is a flag byte (0x00 more follows, 0x01 last)
     noise_peer.py responder PROTOCOL PROLOGUE_HEX
         listens on 127.0.0.1 (ephemeral port, printed as "PORT n"), accepts one connection, runs
         the handshake and echoes every application message until the peer closes.
+    noise_peer.py hostile PROTOCOL PROLOGUE_HEX PORT CASE
+        connects, runs an honest handshake, sends one good message and then CASE: flip, replay,
+        short, empty, badflag, emptyplain, oversize, halfframe or reset (see hostile()); prints
+        "SENT" and exits.
     noise_peer.py initiator PROTOCOL PROLOGUE_HEX PORT SIZES
         connects to 127.0.0.1:PORT, runs the handshake, sends one application message per size in
         SIZES (comma-separated; byte i of a message of n bytes is (i * 7 + n) mod 256), checks
@@ -112,6 +116,8 @@ def main():
                 break
             send_message(sock, noise, message)
         print("OK", flush=True)
+    elif role == "hostile":
+        hostile(protocol, prologue, int(sys.argv[4]), sys.argv[5])
     else:
         port, sizes = int(sys.argv[4]), [int(s) for s in sys.argv[5].split(",")]
         sock = socket.create_connection(("127.0.0.1", port))
@@ -123,6 +129,47 @@ def main():
                 raise SystemExit("echo mismatch for a message of %d bytes" % size)
         sock.close()
         print("OK", flush=True)
+
+
+def hostile(protocol, prologue, port, case):
+    """Completes an honest handshake, then sends one bad thing after a good message, and leaves."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    noise = handshake(sock, protocol, prologue, initiator=True)
+    send_message(sock, noise, b"good\n")
+    try:
+        send_bad(sock, noise, case)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server closed the connection first: what it should do
+    sock.close()
+    print("SENT", flush=True)
+
+
+def send_bad(sock, noise, case):
+    if case == "flip":          # a transport message with one ciphertext bit flipped
+        frame = bytearray(noise.encrypt(b"\x01bad\n"))
+        frame[3] ^= 0x40
+        send_frame(sock, bytes(frame))
+    elif case == "replay":      # the previous transport message again (its nonce is spent)
+        first = noise.encrypt(b"\x01once\n")
+        send_frame(sock, first)
+        send_frame(sock, first)
+    elif case == "short":       # shorter than the 16-byte tag
+        send_frame(sock, b"\x00" * 5)
+    elif case == "empty":       # an empty frame
+        send_frame(sock, b"")
+    elif case == "badflag":     # authentic, but the application flag byte is neither 0 nor 1
+        send_frame(sock, noise.encrypt(b"\x07bad\n"))
+    elif case == "emptyplain":  # authentic, but no flag byte at all
+        send_frame(sock, noise.encrypt(b""))
+    elif case == "oversize":    # a message over the 16 MiB limit, in non-final chunks
+        for _ in range((16 << 20) // CHUNK + 2):
+            send_frame(sock, noise.encrypt(b"\x00" + b"x" * CHUNK))
+    elif case == "halfframe":   # a length prefix promising more than is sent, then close
+        sock.sendall((100).to_bytes(2, "big") + b"x" * 10)
+    elif case == "reset":       # close with a TCP reset
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    else:
+        raise SystemExit("unknown case " + case)
 
 
 if __name__ == "__main__":
