@@ -229,8 +229,9 @@ struct ChannelCommandTests {
             #expect(honest.waitForExit() == 0, "\(name): \(honest.standardError)")
             #expect(server.isRunning, "\(name) ended the server: \(server.standardError)")
         }
-        // Each hostile connection delivered its good message first, and the failures were reported.
-        #expect(server.outputLines.filter { $0 == "good" }.count == cases.count, "\(server.outputLines)")
+        // Each hostile connection delivered its good message first (a TCP reset may discard what the
+        // server had not read yet, so the reset case may lose it), and the failures were reported.
+        #expect(server.outputLines.filter { $0 == "good" }.count >= cases.count - 1, "\(server.outputLines)")
         let failures = server.standardError.components(separatedBy: "failed:").count - 1
         #expect(failures >= 6, "\(server.standardError)")
     }
