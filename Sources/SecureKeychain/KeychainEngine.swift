@@ -44,22 +44,24 @@ final class KeychainEngine: Sendable {
         var closeError: KeychainError?
 
         mutating func record(_ identity: KeychainItem.Identity, _ change: StoredItem?) {
+            let existed = items[identity] != nil
             items[identity] = change
-            pending.append(KeychainChange(identity: identity, item: change))
+            pending.append(KeychainChange(identity: identity, item: change, freesValue: existed))
             mutations += 1
         }
 
         /// Records the item `make` builds from the current one (nil when absent), with one lookup.
         mutating func record(_ identity: KeychainItem.Identity, _ make: (StoredItem?) -> StoredItem) {
-            let change = Self.replace(&items[identity], with: make)
-            pending.append(KeychainChange(identity: identity, item: change))
+            let (change, existed) = Self.replace(&items[identity], with: make)
+            pending.append(KeychainChange(identity: identity, item: change, freesValue: existed))
             mutations += 1
         }
 
-        private static func replace(_ slot: inout StoredItem?, with make: (StoredItem?) -> StoredItem) -> StoredItem {
+        private static func replace(_ slot: inout StoredItem?, with make: (StoredItem?) -> StoredItem) -> (StoredItem, existed: Bool) {
+            let existed = slot != nil
             let change = make(slot)
             slot = change
-            return change
+            return (change, existed)
         }
 
         mutating func takeWaiters(upTo sequence: UInt64) -> [Waiter] {
@@ -244,6 +246,11 @@ final class KeychainEngine: Sendable {
                 }
             }
             knownVersion = version
+            // A deleted or replaced value is zeroed in the new page (secure_delete), but the WAL
+            // still holds the frames that wrote it, until a checkpoint resets the WAL: that only
+            // happened when the last connection closed, so with another process holding the file
+            // open the old value stayed in `-wal`. Truncate it now.
+            if batch.contains(where: \.freesValue) { store.checkpointDiscardingOldFrames() }
             let done = state.withLock { s in
                 if let reloaded { s.replace(with: reloaded) }
                 s.durable = sequence

@@ -136,6 +136,8 @@ public struct KeychainQuery: Sendable, Equatable {
 struct KeychainChange: Sendable {
     let identity: KeychainItem.Identity
     let item: StoredItem?
+    /// The change deletes or replaces an item that existed: its old value's bytes are freed.
+    var freesValue = false
 }
 
 /// An item as held in memory and in one row of the file: everything except its identity. Kept

@@ -292,6 +292,13 @@ final class KeychainStore {
         }
     }
 
+    /// Copies the WAL into the database file and truncates it to zero bytes (`wal_checkpoint(TRUNCATE)`),
+    /// so frames holding freed values leave the disk. Best effort: while another connection reads an
+    /// older snapshot the checkpoint cannot finish, and the next one that frees a value tries again.
+    func checkpointDiscardingOldFrames() {
+        _ = try? sql { (c) throws(SQLiteError) in try c.text("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
     /// Runs `PRAGMA integrity_check` and throws `corrupted` unless it reports "ok".
     func checkIntegrity() throws(KeychainError) {
         let report = try sql { (c) throws(SQLiteError) in try c.text("PRAGMA integrity_check") }
