@@ -9,8 +9,10 @@ import Foundation
 
 extension SQLiteConnection {
     /// Creates the parent directory (0700) when missing and the file (0600) when missing, so SQLite
-    /// (which gives its -wal and -shm files the database's mode) never creates a wider file.
-    /// Failures carry code 0 (a file-system failure, not SQLite's).
+    /// (which gives its -wal and -shm files the database's mode) never creates a wider file. A path
+    /// that is not a regular file (a device, a FIFO, a directory) is refused before SQLite sees it:
+    /// SQLite would create `PATH-journal` or `PATH-wal` beside it. Failures carry code 0 (a
+    /// file-system failure, not SQLite's).
     package static func preparePrivateFile(_ path: String) throws(SQLiteError) {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
@@ -21,11 +23,16 @@ extension SQLiteConnection {
                 throw SQLiteError(path: path, code: 0, message: "cannot create \(directory): \(error.localizedDescription)")
             }
         }
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
             throw SQLiteError(path: path, code: 0, message: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
-        close(fd)
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw SQLiteError(path: path, code: 0, message: "\(path) is not a regular file")
+        }
     }
 
     /// Opens (creating, mode 0600) the database at `path` for durable shared use: WAL journal (readers

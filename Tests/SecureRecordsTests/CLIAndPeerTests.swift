@@ -187,3 +187,25 @@ let pythonPeerAvailable: Bool = {
         }
     }
 }
+
+/// Issue 21: `--store` naming something other than a regular file (a FIFO here, a device such as
+/// /dev/null in the campaign) is refused before SQLite opens it; SQLite used to create
+/// `NODE-journal` beside it.
+@Suite struct StoreNodeTests {
+    @Test func aStoreThatIsNotARegularFileIsRefusedAndNothingIsCreated() throws {
+        let scratch = try RecordsScratch()
+        let fifo = scratch.path("node")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let directory = scratch.path("dir")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for node in [fifo, directory] {
+            let before = try FileManager.default.contentsOfDirectory(atPath: scratch.path("."))
+            let result = try sf(["records", "list", "--store", node, "--collection", "gifts"])
+            let refused = result.stderrText.contains("not a regular file") || result.stderrText.contains("Is a directory")
+            #expect(result.status == 1 && refused, "\(node): \(result.stderrText)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path(".")).sorted() == before.sorted(), "\(node)")
+            #expect(throws: RecordsError.self) { _ = try SQLiteRecordStorage(path: node) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: fifo + "-journal") && !FileManager.default.fileExists(atPath: fifo + "-wal"))
+    }
+}
