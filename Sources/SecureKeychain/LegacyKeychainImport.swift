@@ -12,22 +12,32 @@ extension Keychain {
     }
 
     /// Imports every password of a legacy iMAS keychain file into the default access group. Existing
-    /// items are kept unless `overwrite`. The whole file is validated before anything changes:
-    /// `invalidLegacyFile` leaves the keychain untouched. Call `synchronize()` to make it durable.
+    /// items are kept unless `overwrite`. All or nothing: the whole file is validated, and every
+    /// entry checked against the keychain (an internal name, or with `overwrite` a secure item the
+    /// clear password would replace: `protectionMismatch`), before one change records them all, so
+    /// they are written in one transaction and a failure leaves the keychain untouched. Call
+    /// `synchronize()` to make it durable.
     @discardableResult
     public func importLegacy(_ fileContents: Data, overwrite: Bool = false) throws(KeychainError) -> LegacyImportSummary {
-        let entries = try Self.legacyEntries(fileContents)
-        var summary = LegacyImportSummary(imported: 0, skipped: 0)
-        for entry in entries {
-            let identity = KeychainItem.Identity(service: entry.service, account: entry.account)
-            if !overwrite, engine.read({ $0.items[identity] != nil }) {
-                summary.skipped += 1
-                continue
-            }
-            try setPassword(entry.password, service: entry.service, account: entry.account)
-            summary.imported += 1
+        let entries = try Self.legacyEntries(fileContents).map { entry in
+            (identity: KeychainItem.Identity(service: entry.service, account: entry.account), password: entry.password)
         }
-        return summary
+        for entry in entries { try Self.refuseInternal(entry.identity) }
+        let now = Date().timeIntervalSince1970
+        return try engine.mutate { (s: inout KeychainEngine.State) throws(KeychainError) in
+            let importing = entries.filter { overwrite || s.items[$0.identity] == nil }
+            if let sealed = importing.first(where: { s.items[$0.identity]?.isSealed == true }) {
+                throw .protectionMismatch(service: sealed.identity.service, account: sealed.identity.account, isSealed: true)
+            }
+            for entry in importing {
+                s.record(entry.identity) { existing in
+                    StoredItem(
+                        attributes: existing?.attributes ?? .init(), created: existing?.created ?? now,
+                        modified: now, isSealed: false, value: Array(entry.password))
+                }
+            }
+            return LegacyImportSummary(imported: importing.count, skipped: entries.count - importing.count)
+        }
     }
 
     /// The (service, account, password) triples of a legacy file, sorted by service then account.

@@ -1,5 +1,6 @@
 import Foundation
 import SFTestSupport
+import SecureCore
 import Testing
 @testable import SecureKeychain
 
@@ -23,6 +24,31 @@ import Testing
             #expect(try keychain.password(service: "chat ✓", account: "名前") == "text password")
             #expect(try keychain.importLegacy(file, overwrite: true) == .init(imported: 3, skipped: 0))
             #expect(try keychain.password(service: "mail", account: "ann") == "ann-pw")
+        }
+    }
+
+    /// Issue 21: an import that fails part-way (here: with `overwrite`, a clear legacy password would
+    /// replace a secure item) used to keep the entries written before the failure. It is all or
+    /// nothing: the keychain, in memory and in the file, is as before.
+    @Test func aFailedImportChangesNothing() async throws {
+        let file = try PropertyListSerialization.data(
+            fromPropertyList: ["a": ["first": Data("1".utf8)], "m": ["sealed": Data("2".utf8)], "z": ["last": Data("3".utf8)]],
+            format: .binary, options: 0)
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            let sealer = try KeyItemSealer(key: SecretBytes.random(count: 32))
+            try keychain.setSecurePassword("secret", service: "m", account: "sealed", sealer: sealer)
+            try keychain.synchronizeBlocking()
+            #expect(throws: KeychainError.protectionMismatch(service: "m", account: "sealed", isSealed: true)) {
+                try keychain.importLegacy(file, overwrite: true)
+            }
+            #expect(keychain.accountsByService() == ["m": ["sealed"]])
+            try keychain.close()
+            let reopened = try Keychain(path: path)
+            #expect(reopened.accountsByService() == ["m": ["sealed"]])
+            // Without overwrite the secure item is skipped and the rest imported together.
+            #expect(try reopened.importLegacy(file) == .init(imported: 2, skipped: 1))
+            #expect(try reopened.password(service: "z", account: "last") == "3")
         }
     }
 
