@@ -18,12 +18,19 @@ import Foundation
 ///   (`/dev/null`, `/dev/stdout`, `/dev/fd/3`), is opened and written in place. It is never
 ///   renamed over, so `-o /dev/null` run as root leaves the system's `/dev/null` a device. Such
 ///   output is not atomic: a reader of a pipe sees bytes as they are written.
+/// - A regular file reached through a symbolic link that does not resolve to a path naming that
+///   same file (`/proc/self/fd/1` of a memfd or of a deleted file, `/dev/stdout` redirected to one)
+///   is truncated and written in place: there is no path to rename over, and renaming over the
+///   link would replace the link (`/dev/stdout` itself, run as root) with a file.
 /// - A directory is refused.
 public enum OutputDestination: Equatable, Sendable {
     /// A regular file or a new path, replaced atomically. `path` is the file itself (links resolved).
     case file(path: String)
     /// A device, FIFO or socket, written in place and never replaced.
     case special(path: String)
+    /// A regular file with no path of its own (see above), truncated and written in place through
+    /// the link; not atomic.
+    case linkedFile(path: String)
 
     /// Classifies `path` by what is there now. Throws `SecureCoreError.io` for a directory.
     public init(path: String) throws(SecureCoreError) {
@@ -41,10 +48,19 @@ public enum OutputDestination: Equatable, Sendable {
         }
         switch status.st_mode & S_IFMT {
         case S_IFREG:
-            if linkStatus.st_mode & S_IFMT == S_IFLNK, let resolved = Self.resolve(path) {
+            guard linkStatus.st_mode & S_IFMT == S_IFLNK else {
+                self = .file(path: path)
+                return
+            }
+            // The resolved path must name the very file the link reaches (realpath of a
+            // /proc/self/fd link to a deleted file gives "… (deleted)", which names nothing or another file).
+            var resolvedStatus = stat()
+            if let resolved = Self.resolve(path), stat(resolved, &resolvedStatus) == 0,
+                resolvedStatus.st_dev == status.st_dev, resolvedStatus.st_ino == status.st_ino
+            {
                 self = .file(path: resolved)
             } else {
-                self = .file(path: path)
+                self = .linkedFile(path: path)
             }
         case S_IFDIR:
             throw .io(path: path, reason: "is a directory")
@@ -56,7 +72,7 @@ public enum OutputDestination: Equatable, Sendable {
     /// The path that is written (for a file, with symbolic links resolved).
     public var path: String {
         switch self {
-        case .file(let path), .special(let path): return path
+        case .file(let path), .special(let path), .linkedFile(let path): return path
         }
     }
 
@@ -92,6 +108,11 @@ public enum OutputDestination: Equatable, Sendable {
                 throw wrap(.io(path: path, reason: "changed from a device or pipe to a file while opening"))
             }
             return try body(output)
+        case .linkedFile(let path):
+            guard overwrite else { throw wrap(.fileExists(path: path)) }
+            let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY)
+            guard fd >= 0 else { throw wrap(.io(path: path, reason: String(cString: strerror(errno)))) }
+            return try body(FileOutput(ownedDescriptor: fd, path: path))
         }
     }
 

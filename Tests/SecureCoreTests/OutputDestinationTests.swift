@@ -59,3 +59,60 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["null", "plain"])
     }
 }
+
+/// Issue 21: a symbolic link to `/proc/self/fd/N` where N is a file with no path (deleted; a memfd
+/// as standard output is the same) has no file to rename over: the old policy renamed a 0600 file
+/// over the link itself. It is written in place, and the link stays a link.
+@Suite struct LinkedFileOutputTests {
+    @Test func aLinkToAFileWithoutAPathIsWrittenInPlace() throws {
+        let directory = try TestSupport.temporaryDirectory("sf-linked-output")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = { (name: String) in directory.appendingPathComponent(name).path }
+        // In this process: fd → a deleted file, a link to /proc/self/fd/N.
+        let target = path("target")
+        let fd = open(target, O_RDWR | O_CREAT, 0o600)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        unlink(target)
+        let link = path("L")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/proc/self/fd/\(fd)")
+        #expect(try OutputDestination(path: link) == .linkedFile(path: link))
+        try OutputDestination.write(Data("first, longer contents".utf8), to: link)
+        try OutputDestination.write(Data("second".utf8), to: link)
+        var status = stat()
+        #expect(lstat(link, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK, "the link stays a link")
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = pread(fd, &buffer, buffer.count, 0)
+        #expect(count == 6 && String(decoding: buffer.prefix(6), as: UTF8.self) == "second", "truncated, then written in place")
+        #expect(throws: SecureCoreError.fileExists(path: link)) { try OutputDestination.write(Data("x".utf8), to: link, overwrite: false) }
+        // A link to a file that has a path is still resolved and replaced atomically.
+        let named = path("named")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: named))
+        try FileManager.default.createSymbolicLink(atPath: path("named-link"), withDestinationPath: named)
+        #expect(try OutputDestination(path: path("named-link")) == .file(path: named))
+    }
+
+    /// The same through `sf seal -o L` in a child whose fd 3 is a deleted file.
+    @Test(.requiresSFBinary) func sfSealThroughALinkToADeletedFile() throws {
+        let directory = try TestSupport.temporaryDirectory("sf-linked-output-cli")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sf = try #require(TestSupport.sfBinary).path
+        let script = """
+            set -e
+            cd "$1"
+            "$2" random > key
+            printf 'linked output' > in
+            : > target
+            exec 3<>target
+            rm target
+            ln -s /proc/self/fd/3 L
+            "$2" seal --key-file key -o L in
+            test -L L && echo "still a link"
+            cat /proc/$$/fd/3 > sealed
+            "$2" open --key-file key sealed
+            """
+        let result = try TestSupport.run("/bin/sh", ["-c", script, "sh", directory.path, sf])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(result.stdoutText == "still a link\nlinked output", "\(result.stdoutText) \(result.stderrText)")
+    }
+}
