@@ -16,6 +16,8 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzKeyImport", ["SecureCore", "SecureKeys"]),
     ("FuzzSignatures", ["SecureKeys"]),
     ("FuzzRSAPadding", ["SecureRSA", "SecureKeys", "SecureCore"]),
+    ("FuzzDNS", ["ServiceDiscovery"]),
+    ("FuzzNoise", ["SecureChannel"]),
     ("FuzzLegacyIMAS", ["SecureCore"]),
     ("FuzzLegacyKeychain", ["SecureKeychain"]),
 ]

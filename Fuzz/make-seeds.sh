@@ -14,7 +14,7 @@ for dir in "${SF_TEST_VECTORS:-}" ../Tests/Vectors /work/shared/vectors; do
 done
 rm -rf "$CORPUS"; mkdir -p "$CORPUS"
 for target in FuzzAgeDecrypt FuzzAgeArmor FuzzAgeKeys FuzzEnvelope FuzzStreamEnvelope FuzzVault FuzzHybrid \
-    FuzzHeimdall FuzzKeyImport FuzzSignatures FuzzRSAPadding; do
+    FuzzHeimdall FuzzKeyImport FuzzSignatures FuzzRSAPadding FuzzDNS FuzzNoise; do
     FUZZ_WRITE_SEEDS="$CORPUS/$target" "$BIN/$target" >/dev/null
 done
 mkdir -p "$CORPUS/FuzzLegacyIMAS" "$CORPUS/FuzzLegacyKeychain"
@@ -44,6 +44,28 @@ for i, text in enumerate([b"", b"hello imas", b"x" * 40]):
 root = {"com.example.app": {"alice": b"secret", "bob": "password"}, "other": {"": b""}}
 for i, fmt in enumerate([plistlib.FMT_XML, plistlib.FMT_BINARY]):
     open(os.path.join(corpus, "FuzzLegacyKeychain", f"plist-{i}"), "wb").write(plistlib.dumps(root, fmt=fmt))
+PY
+# Multicast DNS packets written by python-zeroconf (a query with a known answer, a full response).
+python3 -c 'import zeroconf' 2>/dev/null || python3 -m pip install -q zeroconf
+python3 - "$CORPUS/FuzzDNS" <<'PY'
+import os, socket, sys
+from zeroconf import DNSOutgoing, DNSQuestion, DNSPointer, DNSService, DNSText, DNSAddress, const
+t = "_sf-channel._tcp.local."
+name = "Py Printer." + t
+q = DNSOutgoing(const._FLAGS_QR_QUERY)
+q.add_question(DNSQuestion(t, const._TYPE_PTR, const._CLASS_IN))
+q.add_question(DNSQuestion(name, const._TYPE_SRV, const._CLASS_IN | const._CLASS_UNIQUE))
+q.add_answer_at_time(DNSPointer(t, const._TYPE_PTR, const._CLASS_IN, 4500, name), 0)
+r = DNSOutgoing(const._FLAGS_QR_RESPONSE | const._FLAGS_AA)
+r.add_answer_at_time(DNSPointer(t, const._TYPE_PTR, const._CLASS_IN, 4500, name), 0)
+r.add_answer_at_time(DNSService(name, const._TYPE_SRV, const._CLASS_IN | const._CLASS_UNIQUE, 120, 0, 0, 4242, "py-host.local."), 0)
+r.add_answer_at_time(DNSText(name, const._TYPE_TXT, const._CLASS_IN | const._CLASS_UNIQUE, 4500, b"\x07fp=00ff\x03v=1"), 0)
+r.add_answer_at_time(DNSAddress("py-host.local.", const._TYPE_A, const._CLASS_IN | const._CLASS_UNIQUE, 120, socket.inet_aton("192.0.2.9")), 0)
+r.add_answer_at_time(DNSAddress("py-host.local.", const._TYPE_AAAA, const._CLASS_IN | const._CLASS_UNIQUE, 120,
+                                socket.inet_pton(socket.AF_INET6, "fe80::9")), 0)
+for i, message in enumerate([q, r]):
+    for j, packet in enumerate(message.packets()):
+        open(os.path.join(sys.argv[1], f"zeroconf-{i}-{j}"), "wb").write(packet)
 PY
 # SEC1 EC keys and an openssl-encrypted PKCS#8 (passphrase "fuzz", 1000 PBKDF2 rounds).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
