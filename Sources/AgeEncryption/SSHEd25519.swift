@@ -85,11 +85,10 @@ extension Age {
         /// opens. Throws `AgeError.malformedHeader` for a malformed stanza or a low-order share.
         public func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes? {
             let ownTag = SSHKeys.tag(wireFormat)
-            for stanza in stanzas where stanza.type == SSHEd25519Recipient.stanzaType {
-                guard stanza.arguments.count == 3 else {
-                    throw AgeError.malformedHeader("an ssh-ed25519 stanza must have a tag and a share")
-                }
-                guard stanza.arguments[1] == ownTag else { continue }
+            for stanza in stanzas {
+                guard try SSHKeys.isAddressed(stanza, type: SSHEd25519Recipient.stanzaType, to: ownTag, argumentCount: 3,
+                                              malformed: "an ssh-ed25519 stanza must have a tag and a share")
+                else { continue }
                 guard let share = RawBase64.decode(stanza.arguments[2]), share.count == 32 else {
                     throw AgeError.malformedHeader("an ssh-ed25519 share is not canonical base64 of 32 bytes")
                 }

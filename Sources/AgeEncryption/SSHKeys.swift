@@ -104,6 +104,17 @@ enum SSHKeys {
         return Age.SSHRSAIdentity(key: operation, recipient: recipient)
     }
 
+    /// Whether `stanza` is of `type` and addressed to the SSH key tagged `ownTag` (its second
+    /// argument). Throws `AgeError.malformedHeader(malformed)` for a stanza of that type without
+    /// exactly `argumentCount` arguments, addressed to this key or not (as age does, in order).
+    static func isAddressed(
+        _ stanza: Age.Stanza, type: String, to ownTag: String, argumentCount: Int, malformed: String
+    ) throws(AgeError) -> Bool {
+        guard stanza.type == type else { return false }
+        guard stanza.arguments.count == argumentCount else { throw AgeError.malformedHeader(malformed) }
+        return stanza.arguments[1] == ownTag
+    }
+
     /// The 4-byte stanza tag: SHA-256 of the public key's wire format, truncated.
     static func tag(_ wireFormat: Data) -> String { RawBase64.encode(Data(SHA256.hash(data: wireFormat)).prefix(4)) }
 }

@@ -86,11 +86,10 @@ extension Age {
         /// Throws `AgeError.malformedHeader` for an ssh-rsa stanza without exactly one argument.
         public func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes? {
             let ownTag = SSHKeys.tag(wireFormat)
-            for stanza in stanzas where stanza.type == SSHRSARecipient.stanzaType {
-                guard stanza.arguments.count == 2 else {
-                    throw AgeError.malformedHeader("an ssh-rsa stanza must have exactly one argument, the key tag")
-                }
-                guard stanza.arguments[1] == ownTag else { continue }
+            for stanza in stanzas {
+                guard try SSHKeys.isAddressed(stanza, type: SSHRSARecipient.stanzaType, to: ownTag, argumentCount: 2,
+                                              malformed: "an ssh-rsa stanza must have exactly one argument, the key tag")
+                else { continue }
                 guard let fileKey = try? OAEP.decrypt(
                     stanza.body, label: SSHRSARecipient.oaepLabel, key: key, hash: SHA256.self, mgfHash: SHA256.self)
                 else { continue }
