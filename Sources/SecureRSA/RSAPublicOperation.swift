@@ -3,9 +3,10 @@ import Foundation
 
 /// The RSA public operation `m = x^e mod n` (RFC 8017 RSAEP and RSAVP1) on a public key.
 ///
-/// Only public values take part (the key and the signature or padded message), so the arithmetic
-/// needs no constant-time guarantee and is done with BigInt. Private-key operations never come here:
-/// they stay in BoringSSL (`RSAPrivateOperation`).
+/// Done with BigInt, which is not constant time. For verification every value is public (the key
+/// and the signature); for OAEP encryption the input is the encoded message, which carries the
+/// masked plaintext, so its timing is not guaranteed independent of it (docs/SECURITY.md).
+/// Private-key operations never come here: they stay in BoringSSL (`RSAPrivateOperation`).
 public struct RSAPublicOperation: Sendable {
     /// Moduli above this many bits are refused: the cost of the operation grows with the square of
     /// the size, and no deployed key is larger.
