@@ -450,6 +450,7 @@ public final class RecordStore: Sendable {
                     query.prefixes.append((field, prefix))
                 case .fullText(let text):
                     guard query.fullText == nil else { throw .invalidQuery("give one full-text query") }
+                    try FullTextQueryLimits.check(text)
                     query.fullText = text
                 }
             }

@@ -524,6 +524,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             }
         }
         if let fullText = query.fullText {
+            try FullTextQueryLimits.check(fullText)
             sql += " AND seq IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
             binds.append { $0.bind($1, fullText) }
         }

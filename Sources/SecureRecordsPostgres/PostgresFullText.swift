@@ -126,6 +126,9 @@ public enum PostgresFullText {
 
     /// The `tsquery` literal equivalent to the FTS5 query `query`, or `invalidQuery`.
     public static func tsquery(_ query: String) throws(RecordsError) -> String {
+        // Bounds the recursion of the parser and of `Expression.tsquery` (and the tree's own
+        // deinitialization): at most 1,000 bytes, so a few hundred terms, nested at most 32 deep.
+        try FullTextQueryLimits.check(query)
         var parser = Parser(tokens: try lex(query))
         guard !parser.tokens.isEmpty else { throw .invalidQuery("full-text query: the query is empty") }
         let expression = try parser.parseOr()

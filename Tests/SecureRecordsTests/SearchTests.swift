@@ -1,5 +1,6 @@
 import Foundation
 @testable import SecureRecords
+import SecureRecordsPostgres
 import SecureCore
 import Testing
 
@@ -115,5 +116,31 @@ import Testing
         #expect(try found("drum") == [bob])
         try store.delete(bob)
         #expect(try found("drum").isEmpty)
+    }
+}
+
+/// Issue 19 item 4: one nesting and length limit for full-text queries on both backends. 30,000
+/// nested parentheses crashed the PostgreSQL translator (unbounded recursion); SQLite returned
+/// its own error. Both now give `invalidQuery` before the backend sees the query.
+@Suite struct FullTextLimitTests {
+    @Test(arguments: Backend.enabled)
+    func deepAndLongQueriesAreInvalidOnBothBackends(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        _ = try store.add(["toWhom": "Alice", "note": "a red bicycle"], to: "gifts")
+        let deep = String(repeating: "(", count: 30_000) + "bicycle" + String(repeating: ")", count: 30_000)
+        let long = Array(repeating: "bicycle", count: 200).joined(separator: " OR ")
+        for query in [deep, long, String(repeating: "(", count: 33) + "bicycle" + String(repeating: ")", count: 33)] {
+            #expect(throws: RecordsError.self) { try store.search(in: "gifts", [.fullText(query)]) }
+            var direct = StorageQuery(collection: "gifts")
+            direct.fullText = query
+            #expect(throws: RecordsError.self) { try store.storage.search(direct) }
+        }
+        // At the limits the query runs, with the same result on both backends.
+        let nested = String(repeating: "(", count: 32) + "bicycle" + String(repeating: ")", count: 32)
+        #expect(try store.search(in: "gifts", [.fullText(nested)]).count == 1)
+        let quotedParentheses = "\"" + String(repeating: "(", count: 40) + "bicycle\""
+        #expect(try store.search(in: "gifts", [.fullText(quotedParentheses)]).count == 1)
+        #expect(throws: RecordsError.self) { try PostgresFullText.tsquery(deep) }
     }
 }
