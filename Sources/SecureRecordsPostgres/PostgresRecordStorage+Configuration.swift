@@ -1,3 +1,8 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import SecureCore
 import SecureRecords
@@ -7,8 +12,9 @@ extension PostgresRecordStorage {
     public struct Configuration: Sendable {
         /// Transport security of the connection.
         public enum TLS: Sendable, Hashable {
-            /// Off on loopback hosts (`127.0.0.1`, `::1`, `localhost`), required (with certificate
-            /// and host name verification against the system's roots) everywhere else.
+            /// Off when the host is, or resolves only to, loopback addresses (`127.0.0.1`, `::1`,
+            /// `localhost`; see `loopbackAddress`), required (with certificate and host name
+            /// verification against the system's roots) everywhere else.
             case automatic
             /// No TLS. Only sensible on loopback or a trusted private link.
             case disabled
@@ -84,10 +90,50 @@ extension PostgresRecordStorage {
             }
         }
 
-        /// Whether `host` is a loopback name or address.
-        public var isLoopback: Bool {
-            let h = host.lowercased()
-            return h == "localhost" || h == "::1" || h.hasPrefix("127.")
+        /// Whether `host` is, or resolves only to, loopback addresses (see `loopbackAddress`).
+        public var isLoopback: Bool { loopbackAddress != nil }
+
+        /// The address to connect to when `host` is a loopback address (127.0.0.0/8, ::1) or a name
+        /// that resolves only to loopback addresses; nil otherwise, and when it does not resolve.
+        /// Decided by the resolved address, not by the text: `127.db.example` resolving to a remote
+        /// server is not loopback (so TLS stays required). A caller that skips TLS connects to the
+        /// returned address itself, so a second resolution cannot send it elsewhere.
+        public var loopbackAddress: String? {
+            var hints = addrinfo()
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var list: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return nil }
+            defer { freeaddrinfo(list) }
+            var addresses: [String] = []
+            var entry: UnsafeMutablePointer<addrinfo>? = first
+            while let current = entry {
+                guard let address = Self.loopbackText(current.pointee) else { return nil }
+                addresses.append(address)
+                entry = current.pointee.ai_next
+            }
+            return addresses.first
+        }
+
+        /// The numeric text of `entry`'s address when it is a loopback address; nil otherwise.
+        private static func loopbackText(_ entry: addrinfo) -> String? {
+            guard let socketAddress = entry.ai_addr else { return nil }
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            switch entry.ai_family {
+            case AF_INET:
+                var address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                guard UInt32(bigEndian: address.s_addr) >> 24 == 127,
+                    inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil
+                else { return nil }
+            case AF_INET6:
+                var address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+                let bytes = withUnsafeBytes(of: address) { Array($0) }
+                guard bytes == [UInt8](repeating: 0, count: 15) + [1],
+                    inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil
+                else { return nil }
+            default:
+                return nil
+            }
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
 
         /// Where the server is, for messages (never the password).

@@ -50,10 +50,13 @@ final class PostgresSession: @unchecked Sendable {
         connection = nil
         let c = configuration
         let tls: PostgresConnection.Configuration.TLS
+        // Automatic TLS is off only for an address that resolved to loopback, and then that very
+        // address is the one connected to.
+        let loopback = c.tls == .automatic ? c.loopbackAddress : nil
         do {
             switch c.tls {
             case .disabled: tls = .disable
-            case .automatic where c.isLoopback: tls = .disable
+            case .automatic where loopback != nil: tls = .disable
             case .automatic: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
             case .required(let caFile):
                 var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
@@ -66,7 +69,7 @@ final class PostgresSession: @unchecked Sendable {
         var password: String?
         if let secret = c.password { password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
         var pgConfiguration = PostgresConnection.Configuration(
-            host: c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
+            host: loopback ?? c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
         password = nil
         pgConfiguration.options.connectTimeout = .seconds(Int64(c.connectTimeoutSeconds))
         // No explicit TLS server name: postgres-nio sends the host as SNI unless it is an IP address,

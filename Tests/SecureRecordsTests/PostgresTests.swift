@@ -264,6 +264,24 @@ import Testing
 
     // MARK: Without a server
 
+    /// Issue 19 item 2: loopback is decided by the resolved address, not by the text. A name that
+    /// starts with `127.` but resolves elsewhere (or nowhere) is not loopback, so automatic TLS stays
+    /// required; `localhost` and loopback literals are, and the connection goes to that address.
+    @Test func loopbackIsDecidedByTheResolvedAddress() throws {
+        for host in ["127.0.0.1", "127.1.2.3", "::1", "localhost"] {
+            let c = PostgresRecordStorage.Configuration(host: host, user: "u")
+            #expect(c.isLoopback, "\(host)")
+            let address = try #require(c.loopbackAddress, "\(host)")
+            #expect(address.hasPrefix("127.") || address == "::1", "\(host) → \(address)")
+        }
+        // Names that look like loopback but are not (RFC 2606 .invalid never resolves), and
+        // addresses that are not loopback.
+        for host in ["127.db.invalid", "127.0.0.1.invalid", "db.invalid", "192.0.2.1", "0.0.0.0"] {
+            let c = PostgresRecordStorage.Configuration(host: host, user: "u")
+            #expect(!c.isLoopback && c.loopbackAddress == nil, "\(host)")
+        }
+    }
+
     @Test func urlParsingRefusesPasswords() throws {
         let c = try PostgresRecordStorage.Configuration(url: "postgres://alice@db.example:6543/gifts?schema=s1&prefix=p_&sslmode=require")
         #expect(c.host == "db.example" && c.port == 6543 && c.user == "alice" && c.database == "gifts")
