@@ -60,8 +60,10 @@ extension PostgresRecordStorage {
             self.connectTimeoutSeconds = connectTimeoutSeconds
         }
 
-        /// Parses `postgres://user@host:port/database?schema=S&prefix=P&sslmode=disable|require`
-        /// (`postgresql://` too; port, database and parameters optional). A URL that carries a
+        /// Parses `postgres://user@host:port/database?schema=S&prefix=P&sslmode=disable|require&sslrootcert=PATH`
+        /// (`postgresql://` too; port, database and parameters optional). `sslrootcert` names a PEM
+        /// file of CA certificates to verify the server against (a team's private CA), as in libpq;
+        /// it implies TLS and cannot go with `sslmode=disable`. A URL that carries a
         /// password is refused (`invalidConfiguration`-style `RecordsError.storage`): passwords come
         /// from `password` (a file or the environment), never from a command line.
         public init(url text: String, password: SecretBytes? = nil) throws(RecordsError) {
@@ -78,15 +80,23 @@ extension PostgresRecordStorage {
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
             self.init(host: host, port: url.port ?? 5432, user: user, database: database.isEmpty ? nil : database, password: password)
+            var rootCertificates: String?
             for item in url.queryItems ?? [] {
                 switch (item.name, item.value ?? "") {
                 case ("schema", let value): schema = value
                 case ("prefix", let value): tablePrefix = value
                 case ("sslmode", "disable"): tls = .disabled
                 case ("sslmode", "require"), ("sslmode", "verify-full"): tls = .required()
+                case ("sslrootcert", let path) where !path.isEmpty: rootCertificates = path
                 case ("connect_timeout", let value) where Int(value) != nil: connectTimeoutSeconds = Int(value) ?? 10
-                default: throw .storage("the PostgreSQL URL parameter '\(item.name)' is not supported (schema, prefix, sslmode, connect_timeout)")
+                default: throw .storage("the PostgreSQL URL parameter '\(item.name)' is not supported (schema, prefix, sslmode, sslrootcert, connect_timeout)")
                 }
+            }
+            if let rootCertificates {
+                guard tls != .disabled else {
+                    throw .storage("the PostgreSQL URL says sslmode=disable and sslrootcert: a CA file needs TLS")
+                }
+                tls = .required(caFile: rootCertificates)
             }
         }
 

@@ -106,8 +106,23 @@ final class PostgresSession: @unchecked Sendable {
             text += String(describing: psql.code)
         }
         // postgres-nio's own errors describe themselves generically; name only foreign causes.
-        if let underlying = psql.underlying, !(underlying is PSQLError) { text += ": \(underlying)" }
+        if let underlying = psql.underlying, !(underlying is PSQLError) {
+            text += ": \(underlying)"
+            if underlying is NIOSSLError { text += tlsAdvice(configuration) }
+        }
         return .storage("\(place): \(text)")
+    }
+
+    /// What fixes a TLS handshake that failed, for the configuration that was used.
+    static func tlsAdvice(_ configuration: PostgresRecordStorage.Configuration) -> String {
+        switch configuration.tls {
+        case .required(let caFile?):
+            " (the server's certificate does not verify against \(caFile), or does not name the host "
+                + "\(configuration.host): check the CA file and connect by a name or address the certificate lists)"
+        default:
+            " (the server's certificate does not verify against the system's CAs: if it comes from your own CA, "
+                + "name that CA with sslrootcert=PATH in the URL, or sf records --postgres-ca-file PATH)"
+        }
     }
 
     /// Forgets `connection` (closing it; it keeps itself alive until closed).

@@ -32,10 +32,13 @@ struct RecordsStoreOption: ParsableArguments {
     var postgres: String?
     @Option(help: "File whose first line is the PostgreSQL password (default: the PGPASSWORD environment variable).")
     var postgresPasswordFile: String?
+    @Option(help: "PEM file of the CA certificates to verify the PostgreSQL server against (a private CA; as sslrootcert=PATH in the URL). Implies TLS.")
+    var postgresCaFile: String?
 
     func validate() throws {
         guard store == nil || postgres == nil else { throw ValidationError("give --store or --postgres, not both") }
         guard postgresPasswordFile == nil || postgres != nil else { throw ValidationError("--postgres-password-file needs --postgres") }
+        guard postgresCaFile == nil || postgres != nil else { throw ValidationError("--postgres-ca-file needs --postgres") }
     }
 
     /// The PostgreSQL storage, when --postgres was given.
@@ -47,7 +50,12 @@ struct RecordsStoreOption: ParsableArguments {
         } else if let environment = ProcessInfo.processInfo.environment["PGPASSWORD"] {
             password = SecretBytes(Data(environment.utf8))
         }
-        return try PostgresRecordStorage(configuration: try PostgresRecordStorage.Configuration(url: postgres, password: password))
+        var configuration = try PostgresRecordStorage.Configuration(url: postgres, password: password)
+        if let postgresCaFile {
+            guard configuration.tls != .disabled else { throw CLIError("--postgres-ca-file needs TLS, but the URL says sslmode=disable") }
+            configuration.tls = .required(caFile: postgresCaFile)
+        }
+        return try PostgresRecordStorage(configuration: configuration)
     }
 
     /// The store file's path (without --postgres).

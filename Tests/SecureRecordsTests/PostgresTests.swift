@@ -192,6 +192,52 @@ import Testing
         #expect(try plain.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["false"])
     }
 
+    /// Issue 19 item 3: a private CA is named in the URL (`sslrootcert`, as libpq) or with
+    /// `sf records --postgres-ca-file`; a failed verification says which of these fixes it.
+    @Test(.requires(.postgres), .enabled(if: TestSupport.postgresCAFile != nil || TestSupport.isCI, "SF_TEST_POSTGRES_CA_FILE is not set"))
+    func privateCAFromTheURLAndTheCommandLine() throws {
+        let caFile = try #require(TestSupport.postgresCAFile)
+        let url = try #require(TestSupport.postgresURL)
+        let password = TestSupport.postgresPassword.map { SecretBytes(Data($0.utf8)) }
+        let separator = url.contains("?") ? "&" : "?"
+        let verified = try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=verify-full&sslrootcert=" + caFile, password: password)
+        #expect(verified.tls == .required(caFile: caFile))
+        let storage = try PostgresRecordStorage(configuration: verified)
+        #expect(try storage.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
+        storage.close()
+        // The system's CAs do not know the test CA: the message names the fix.
+        let unverified = try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=require", password: password)
+        do {
+            _ = try PostgresRecordStorage(configuration: unverified)
+            Issue.record("a certificate from an unknown CA was accepted")
+        } catch {
+            #expect("\(error)".contains("sslrootcert=PATH") && "\(error)".contains("--postgres-ca-file"), "\(error)")
+        }
+        // The wrong CA (another self-made one): refused, naming the CA file and the host.
+        let scratch = try RecordsScratch()
+        let otherCA = scratch.path("other-ca.pem")
+        let made = try TestSupport.run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                                    "-days", "1", "-subj", "/CN=other", "-keyout", scratch.path("other.key"), "-out", otherCA])
+        try #require(made.status == 0, "\(made.stderrText)")
+        var wrong = unverified
+        wrong.tls = .required(caFile: otherCA)
+        #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: wrong) }
+        // sslrootcert with sslmode=disable is a contradiction.
+        #expect(throws: RecordsError.self) {
+            try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=disable&sslrootcert=" + caFile)
+        }
+        // The command line: --postgres-ca-file (in this test's own schema, dropped afterwards).
+        let pgScratch = try RecordsScratch(.postgres)
+        _ = try pgScratch.storage("ca")
+        let cliURL = url + separator + "schema=\(pgScratch.schema)&prefix=ca_&sslmode=require"
+        let environment = ["PGPASSWORD": TestSupport.postgresPassword ?? ""]
+        let listed = try TestSupport.run(try sfBinary(), ["records", "list", "--postgres", cliURL, "--postgres-ca-file", caFile],
+                                         environment: environment)
+        #expect(listed.status == 0, "\(listed.stderrText)")
+        let refused = try TestSupport.run(try sfBinary(), ["records", "list", "--postgres", cliURL], environment: environment)
+        #expect(refused.status == 1 && refused.stderrText.contains("--postgres-ca-file"), "\(refused.stderrText)")
+    }
+
     /// A connection the server drops is replaced on a later call: no crash, typed errors only.
     @Test(.requires(.postgres)) func droppedConnectionIsReplaced() throws {
         let scratch = try RecordsScratch(.postgres)
