@@ -152,14 +152,32 @@ enum RecordsArguments {
 
 /// Field values given to add and update.
 struct RecordsFieldOptions: ParsableArguments {
+    /// The largest value `--sealed-file` reads: records are held and sealed in memory, whole.
+    static let maximumFileValueBytes = 64 << 20
+
     @Option(name: .customLong("field"), help: "A clear field, name=value (value 'base64:...' for bytes). Repeatable.")
     var clear: [String] = []
     @Option(name: .customLong("sealed"), help: "A sealed field, name=value. Repeatable. The value is data, not a secret.")
     var sealed: [String] = []
-    @Option(name: .customLong("sealed-file"), help: "A sealed field whose value is the bytes of a file, name=PATH. Repeatable.")
+    @Option(name: .customLong("sealed-file"), help: "A sealed field whose value is the bytes of a file (at most 64 MiB), name=PATH. Repeatable.")
     var sealedFiles: [String] = []
     @Option(name: .customLong("indexed"), help: "A sealed field with a blind index (store key only), name=value. Repeatable.")
     var indexed: [String] = []
+
+    /// The bytes of `path`, refused past `maximumFileValueBytes` as soon as the reading gets there
+    /// (a 3 GB file died with SIGILL while it was read whole).
+    static func readValue(_ path: String) throws -> Data {
+        let input = try FileInput(path: path)
+        var bytes = Data()
+        while true {
+            let chunk = try input.read(upTo: 1 << 20)
+            bytes.append(chunk)
+            guard bytes.count <= maximumFileValueBytes else {
+                throw CLIError("\(path): input too large (a record value from a file is at most \(maximumFileValueBytes >> 20) MiB)")
+            }
+            if chunk.count < 1 << 20 { return bytes }
+        }
+    }
 
     /// The values, and the schema they imply for a new collection.
     func read() throws -> (fields: [String: FieldValue], implied: [String: FieldProtection]) {
@@ -180,7 +198,7 @@ struct RecordsFieldOptions: ParsableArguments {
         }
         for argument in sealedFiles {
             let (name, path) = try RecordsArguments.split(argument, option: "--sealed-file")
-            try put(name, .bytes(try FileInput(path: path).readToEnd()), .sealed)
+            try put(name, .bytes(try Self.readValue(path)), .sealed)
         }
         for argument in indexed {
             let (name, text) = try RecordsArguments.split(argument, option: "--indexed")

@@ -209,3 +209,35 @@ let pythonPeerAvailable: Bool = {
         #expect(!FileManager.default.fileExists(atPath: fifo + "-journal") && !FileManager.default.fileExists(atPath: fifo + "-wal"))
     }
 }
+
+/// Issue 18 item 5: `--sealed-file` of a file over the documented maximum (64 MiB) is refused with
+/// "input too large" as soon as the reading passes it (a 3 GB file died with SIGILL), before any
+/// store is opened or created.
+@Suite struct SealedFileLimitTests {
+    @Test func aHugeSealedFileIsRefusedAndNothingIsCreated() throws {
+        let scratch = try RecordsScratch()
+        let huge = scratch.path("huge")
+        try #require(FileManager.default.createFile(atPath: huge, contents: nil))
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: huge))
+        try handle.truncate(atOffset: 3 << 30)  // sparse: 3 GiB of zeros, no disk used
+        try handle.close()
+        let key = try scratch.write("key", Data(repeating: 7, count: 32))
+        let result = try sf(["records", "add", "--store", scratch.path("store.db"), "--collection", "files",
+                             "--key-file", key, "--sealed-file", "blob=\(huge)"])
+        #expect(result.status == 1 && result.stderrText.contains("input too large"), "\(result.stderrText)")
+        #expect(result.stderrText.contains("64 MiB"), "\(result.stderrText)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("store.db")), "nothing is created")
+    }
+
+    /// `--scrypt-log-n 23` spent 26.6 s writing a record that `sf` then refused to open: the writer
+    /// now applies the readers' ceiling (22) before any KDF work.
+    @Test func scryptCostsReadersRefuseAreRefusedWhenWriting() throws {
+        let scratch = try RecordsScratch()
+        let password = try scratch.write("pw", Data("record password\n".utf8))
+        let result = try sf(["records", "add", "--store", scratch.path("store.db"), "--collection", "c", "--sealed", "a=b",
+                             "--password-file", password, "--scrypt-log-n", "23"])
+        #expect(result.status == 1 && result.stderrText.contains("scrypt logN 23 above ceiling 22"), "\(result.stderrText)")
+        let listed = try sf(["records", "list", "--store", scratch.path("store.db")])
+        #expect(listed.status == 0 && listed.stdout.isEmpty, "no record was written: \(listed.stderrText)")
+    }
+}
