@@ -46,7 +46,7 @@ def one():
     i, r = NoiseConnection.from_name(name), NoiseConnection.from_name(name)
     i.set_as_initiator(); r.set_as_responder()
     i.set_keypair_from_private_bytes(Keypair.STATIC, ik); r.set_keypair_from_private_bytes(Keypair.STATIC, rk)
-    i.set_prologue(b"SecureChannel/1"); r.set_prologue(b"SecureChannel/1")
+    i.set_prologue(b"SecureChannel/2"); r.set_prologue(b"SecureChannel/2")
     i.start_handshake(); r.start_handshake()
     r.read_message(i.write_message()); i.read_message(r.write_message()); r.read_message(i.write_message())
     assert i.handshake_finished and r.handshake_finished and i.get_handshake_hash() == r.get_handshake_hash()

@@ -92,8 +92,12 @@ struct ChannelServeCommand: AsyncParsableCommand {
         discussion: """
             Prints `listening on HOST:PORT` (the bound port, useful with port 0) and, per connection, \
             `peer verified: sha256-spki:<hex>` on standard error. With --advertise, the instance is \
-            advertised as _sf-channel._tcp on --interface with TXT fp, proto and v=1 while serving. \
-            The connection ends when standard input ends or the peer closes.
+            advertised as _sf-channel._tcp on --interface with TXT fp, proto and v=2 while serving. \
+            When standard input ends, the end of the stream is sent (authenticated) and reading goes \
+            on until the peer's end of stream; the connection is complete when both have ended. With \
+            --keep-serving, a connection ends at the peer's end of stream, and what standard input \
+            has not delivered yet goes to the next connection. A connection closed without the \
+            peer's end of stream is an error ("connection closed before the end of the stream", exit 1).
             """)
 
     @OptionGroup var key: ChannelKeyOptions
@@ -105,7 +109,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
     @OptionGroup var discovery: ChannelDiscoveryOption
     @OptionGroup var peer: ChannelPeerOptions
     @Flag(help: "Accept any peer that proves a static key (its fingerprint is printed).") var anyPeer = false
-    @Flag(help: "Serve connections one after another (one at a time) instead of stopping after the first; a connection that fails is reported and the next is served.")
+    @Flag(help: "Serve connections one after another (one at a time) instead of stopping after the first, each until the peer's end of stream; a connection that fails is reported and the next is served.")
     var keepServing = false
     @Option(help: "Seconds a handshake may take.") var handshakeTimeout: Double = 10
 
@@ -135,16 +139,17 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
                 Terminal.writeError("sf channel: peer verified: \(fingerprint)")
-                let ended: ChannelSession.Ending
-                do {
-                    ended = try await ChannelSession.run(connection, input: input)
-                } catch where keepServing {
-                    // A forged, replayed or malformed frame, an over-long message or a reset ends
-                    // that connection only: the server says so and serves the next.
-                    Terminal.writeError("sf channel: connection from \(fingerprint) failed: \(error)")
-                    continue
+                guard keepServing else {
+                    try await ChannelSession.run(connection, input: input, completion: .bothDirections)
+                    break
                 }
-                if !keepServing || ended == .inputEnded { break }
+                do {
+                    try await ChannelSession.run(connection, input: input, completion: .peerEnds)
+                } catch {
+                    // A forged, replayed or malformed frame, an over-long message, a cut stream
+                    // or a reset ends that connection only: the server says so and serves the next.
+                    Terminal.writeError("sf channel: connection from \(fingerprint) failed: \(error)")
+                }
             }
         } catch {
             await stop(server, advertiser)
@@ -164,7 +169,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
     {
         guard let advertise, let interface else { return nil }
         let fingerprint = SecureChannel.fingerprint(of: staticKey.publicKey)
-        let txt = try TXTRecord(["fp": fingerprint.description, "proto": configuration.protocolName.description, "v": "1"])
+        let txt = try TXTRecord(["fp": fingerprint.description, "proto": configuration.protocolName.description, "v": "2"])
         let advertisement = try await ChannelAdvertisement.start(
             interface: interface, name: advertise, port: port, txt: txt, backend: discovery.backend)
         Terminal.writeError("sf channel: advertising \"\(advertisement.name)\" (_sf-channel._tcp) on \(interface) port \(port)")
@@ -180,7 +185,10 @@ struct ChannelConnectCommand: AsyncParsableCommand {
             With --browse, the instance is resolved on --interface; its TXT fingerprint is shown but \
             never trusted: only the handshake, checked against --peer-tag, --expect-fingerprint or \
             --trust-on-first-use, authenticates the server. Prints `peer verified: sha256-spki:<hex>` \
-            on standard error. The connection ends when standard input ends or the peer closes.
+            on standard error. When standard input ends, the end of the stream is sent (authenticated) \
+            and reading goes on until the server's end of stream: exit 0 only when both directions \
+            completed; a connection closed without the server's end of stream is an error \
+            ("connection closed before the end of the stream", exit 1).
             """)
 
     @OptionGroup var key: ChannelKeyOptions
@@ -225,7 +233,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
             throw CLIError("cannot connect to \(target): \(error)")
         }
         Terminal.writeError("sf channel: peer verified: \(connection.peerFingerprint.map(\.description) ?? "none")")
-        _ = try await ChannelSession.run(connection, input: ChannelInput())
+        try await ChannelSession.run(connection, input: ChannelInput(), completion: .bothDirections)
     }
 }
 

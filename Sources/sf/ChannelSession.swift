@@ -44,9 +44,6 @@ final class ChannelInput: Sendable {
         }
     }
 
-    /// True once standard input has ended and every chunk was taken.
-    var isFinished: Bool { state.withLock { $0.ended && $0.chunks.isEmpty } }
-
     private func startIfNeeded() {
         let start = state.withLock { state -> Bool in
             defer { state.started = true }
@@ -74,30 +71,56 @@ final class ChannelInput: Sendable {
     }
 }
 
-/// Pumps one authenticated connection: input to the peer, the peer to standard output, until
-/// either ends.
+/// Pumps one authenticated connection: standard input to the peer, then our end of stream; the
+/// peer's messages to standard output until its end of stream (as `nc -N`: the end of our input
+/// half-closes, and reading goes on).
 enum ChannelSession {
-    enum Ending: Sendable { case inputEnded, peerClosed }
+    /// When the connection is done.
+    enum Completion {
+        /// Both directions ended: our input (and then our end of stream) and the peer's stream.
+        case bothDirections
+        /// The peer's end of stream ends the connection: we send our end of stream then, and the
+        /// input not read yet stays for the next connection (serving one after another).
+        case peerEnds
+    }
 
-    static func run(_ connection: SecureChannel.Connection, input: ChannelInput) async throws -> Ending {
+    /// Returns once the connection completed as `completion` says; throws when the peer's stream
+    /// was cut (`closedBeforeEndOfStream`), failed authentication or framing, or our messages
+    /// could not be sent. The connection is then closed without our end of stream.
+    static func run(_ connection: SecureChannel.Connection, input: ChannelInput, completion: Completion) async throws {
         signal(SIGPIPE, SIG_IGN)
-        return try await connection.executeThenClose { inbound, outbound in
-            try await withThrowingTaskGroup(of: Ending.self) { group in
+        enum Finished { case receiving, sending(failure: (any Error)?) }
+        try await connection.executeThenClose { inbound, outbound in
+            try await withThrowingTaskGroup(of: Finished.self) { group in
                 group.addTask {
                     for try await message in inbound {
                         FileHandle.standardOutput.write(Data(message.readableBytesView))
                     }
-                    return .peerClosed
+                    return .receiving
                 }
                 group.addTask {
-                    while let chunk = await input.next() {
-                        try await outbound.write(ByteBuffer(bytes: chunk))
+                    do {
+                        while let chunk = await input.next() {
+                            try await outbound.write(ByteBuffer(bytes: chunk))
+                        }
+                    } catch {
+                        // Why sending failed is usually why receiving fails (a cut or forged
+                        // stream): that error is the one reported, if there is one.
+                        return .sending(failure: error)
                     }
-                    return input.isFinished ? .inputEnded : .peerClosed
+                    return .sending(failure: nil)
                 }
-                let first = try await group.next() ?? .peerClosed
-                group.cancelAll()
-                return first
+                switch try await group.next() {
+                case .sending(let failure):
+                    if failure == nil { outbound.finish() }
+                    _ = try await group.next()  // the peer's end of stream, or why it failed
+                    if let failure { throw failure }
+                case .receiving, nil:
+                    if completion == .peerEnds {
+                        group.cancelAll()  // a waiting read of the input returns without taking anything
+                    }
+                    if case .sending(let failure?) = try await group.next(), !(failure is CancellationError) { throw failure }
+                }
             }
         }
     }

@@ -71,11 +71,16 @@ struct ChannelCommandTests {
         #expect(server.standardError.contains("peer verified: \(parties.bobFingerprint)"), "\(server.standardError)")
         #expect(client.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(client.standardError)")
 
-        // The client's input ends: it closes the channel, and the server (serving one connection) ends too.
+        // The client's input ends: it sends its end of stream and keeps reading; the server, serving
+        // one connection, ends once its own input has ended too, and then so does the client.
         client.closeInput()
+        server.write(Data("after bob's end\n".utf8))
+        #expect(client.wait { $0.outputLines.contains("after bob's end") }, "a half-closed client still reads: \(client.standardError)")
+        #expect(client.isRunning && server.isRunning, "each waits for the other's end of stream")
+        server.closeInput()
         #expect(client.waitForExit() == 0, "\(client.standardError)")
         #expect(server.waitForExit() == 0, "\(server.standardError)")
-        #expect(server.standardOutput == "hello from bob\n" && client.standardOutput == "hello from alice\n")
+        #expect(server.standardOutput == "hello from bob\n" && client.standardOutput == "hello from alice\nafter bob's end\n")
     }
 
     @Test("a wrong peer is refused with both fingerprints, and nothing reaches the other side",
@@ -210,9 +215,12 @@ struct ChannelCommandTests {
         defer { server.kill() }
         let port = try Parties.port(of: server)
         let script = TestSupport.packageRoot.appendingPathComponent("Tests/peers/noise_peer.py").path
-        let prologue = Data("SecureChannel/1".utf8).map { String(format: "%02x", $0) }.joined()
+        let prologue = Data("SecureChannel/2".utf8).map { String(format: "%02x", $0) }.joined()
         let staticKey = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        let cases = ["flip", "replay", "short", "empty", "badflag", "emptyplain", "oversize", "halfframe", "reset"]
+        let cases = [
+            "flip", "replay", "short", "empty", "badflag", "emptyplain", "oversize", "halfframe", "reset", "noend", "afterend",
+            "endwithdata",
+        ]
         for (index, name) in cases.enumerated() {
             let hostile = try TestSupport.run("python3", [script, "hostile", "Noise_XX_25519_ChaChaPoly_SHA256", prologue, "\(port)", name],
                                               environment: ["NOISE_STATIC": staticKey])
@@ -230,7 +238,76 @@ struct ChannelCommandTests {
         // server had not read yet, so the reset case may lose it), and the failures were reported.
         #expect(server.outputLines.filter { $0 == "good" }.count >= cases.count - 1, "\(server.outputLines)")
         let failures = server.standardError.components(separatedBy: "failed:").count - 1
-        #expect(failures >= 6, "\(server.standardError)")
+        #expect(failures >= 9, "\(server.standardError)")
+        #expect(server.standardError.contains("failed: connection closed before the end of the stream"), "\(server.standardError)")
+    }
+
+    /// Issue 21: standard input ending sends the end of stream and reading goes on (as `nc -N`);
+    /// exit 0 only when both directions completed.
+    @Test("transfers complete one way each direction and both ways at once (3 MB and 2 MB); a peer that sends nothing",
+          .requiresSFBinary, .timeLimit(.minutes(2)))
+    func transfersCompleteInBothDirections() throws {
+        let parties = try Parties()
+        let up = try parties.scratch.write("up", Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 12) }))
+        let down = try parties.scratch.write("down", Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }))
+        let empty = try parties.scratch.write("empty", Data())
+        for (index, (clientInput, serverInput)) in [(up, empty), (empty, down), (up, down), (empty, empty)].enumerated() {
+            let serverOutput = parties.scratch.path("server-out-\(index)"), clientOutput = parties.scratch.path("client-out-\(index)")
+            // The shell gives each side its files; sf's own standard error stays with the test.
+            func redirected(_ input: String, _ output: String, _ arguments: [String]) throws -> BackgroundProcess {
+                try BackgroundProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" <'\(input)' >'\(output)'", parties.binary] + arguments)
+            }
+            let server = try redirected(serverInput, serverOutput,
+                ["channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "127.0.0.1:0"] + parties.alice)
+            defer { server.kill() }
+            let port = try Parties.port(of: server)
+            let client = try redirected(clientInput, clientOutput,
+                ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+            defer { client.kill() }
+            #expect(client.waitForExit(timeout: 60) == 0, "case \(index): \(client.standardError)")
+            #expect(server.waitForExit(timeout: 60) == 0, "case \(index): \(server.standardError)")
+            #expect(FileManager.default.contents(atPath: serverOutput) == FileManager.default.contents(atPath: clientInput), "case \(index)")
+            #expect(FileManager.default.contents(atPath: clientOutput) == FileManager.default.contents(atPath: serverInput), "case \(index)")
+        }
+    }
+
+    /// Issue 21: a relay holding no keys passes part of the server's stream and closes the TCP
+    /// connection: the client must not exit 0 with a prefix (it did: 40,960 of 3,000,000 bytes).
+    @Test("a relay that cuts the stream: the client exits 1 saying the stream was cut",
+          .requiresSFBinary, .timeLimit(.minutes(1)))
+    func aRelayThatTruncatesIsAnError() throws {
+        let parties = try Parties()
+        let down = try parties.scratch.write("down", Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }))
+        let server = try BackgroundProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" <'\(down)' >/dev/null", parties.binary,
+            "channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        // Forwards the client's bytes whole and the server's first 200,000 bytes, then closes both (FIN).
+        let relay = try BackgroundProcess(["python3", "-c", """
+            import socket, sys, threading
+            listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(1)
+            print(listener.getsockname()[1], flush=True)
+            client, _ = listener.accept(); server = socket.create_connection(("127.0.0.1", \(port)))
+            def up():
+                while (data := client.recv(65536)):
+                    server.sendall(data)
+            threading.Thread(target=up, daemon=True).start()
+            left = 200000
+            while left > 0 and (data := server.recv(min(65536, left))):
+                client.sendall(data); left -= len(data)
+            client.shutdown(socket.SHUT_RDWR); server.shutdown(socket.SHUT_RDWR)
+            """])
+        defer { relay.kill() }
+        #expect(relay.wait { !$0.outputLines.isEmpty }, "\(relay.standardError)")
+        let relayPort = try #require(relay.outputLines.first.flatMap { Int($0) })
+        let client = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(relayPort)"] + parties.bob)
+        defer { client.kill() }
+        client.closeInput()
+        #expect(client.waitForExit(timeout: 30) == 1, "\(client.standardError)")
+        // Cut between frames or inside one (sf sends what each read of its input returns).
+        #expect(
+            client.standardError.contains("connection closed before the end of the stream")
+                || client.standardError.contains("the connection ended inside a frame"), "\(client.standardError)")
     }
 
     static let namespacesUsable = NamespacePair.available || TestSupport.isCI
@@ -278,6 +355,7 @@ struct ChannelCommandTests {
         #expect(client.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(client.standardError)")
         #expect(server.standardError.contains("peer verified: \(parties.bobFingerprint)"), "\(server.standardError)")
         client.closeInput()
+        server.closeInput()
         #expect(client.waitForExit() == 0, "\(client.standardError)")
         #expect(server.waitForExit() == 0, "\(server.standardError)")
     }

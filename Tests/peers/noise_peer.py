@@ -4,19 +4,23 @@
 Speaks SecureChannel's wire format (docs/FORMATS.md, "SecureChannel"): every Noise message in a
 frame of a 2-byte big-endian length; handshake payloads empty; each application message split into
 transport messages whose plaintext is a flag byte (0x00 more follows, 0x01 last) and up to
-65,518 bytes.
+65,518 bytes; each side's last transport message is the flag 0x02 alone, its end of stream, and a
+connection that closes without it is cut short.
 
     noise_peer.py responder PROTOCOL PROLOGUE_HEX
         listens on 127.0.0.1 (ephemeral port, printed as "PORT n"), accepts one connection, runs
-        the handshake and echoes every application message until the peer closes.
+        the handshake and echoes every application message until the peer's end of stream, then
+        sends its own; prints "OK". A connection closed without the end of stream exits 1 with
+        "closed before the end of the stream".
     noise_peer.py hostile PROTOCOL PROLOGUE_HEX PORT CASE
         connects, runs an honest handshake, sends one good message and then CASE: flip, replay,
-        short, empty, badflag, emptyplain, oversize, halfframe or reset (see hostile()); prints
-        "SENT" and exits.
+        short, empty, badflag, emptyplain, oversize, halfframe, reset, noend (closes without the end
+        of stream), afterend (a message after the end of stream) or endwithdata (an end of stream
+        carrying data) (see hostile()); prints "SENT" and exits.
     noise_peer.py initiator PROTOCOL PROLOGUE_HEX PORT SIZES
         connects to 127.0.0.1:PORT, runs the handshake, sends one application message per size in
         SIZES (comma-separated; byte i of a message of n bytes is (i * 7 + n) mod 256), checks
-        each echo, prints "OK" and exits 0.
+        each echo, sends its end of stream, waits for the peer's, prints "OK" and exits 0.
 
 Keys come from the environment (hex): NOISE_STATIC (own X25519 private key) and, for patterns
 that need it in advance, NOISE_REMOTE_STATIC (the peer's public key).
@@ -28,6 +32,7 @@ import sys
 from noise.connection import Keypair, NoiseConnection
 
 CHUNK = 65535 - 16 - 1
+MORE, LAST, END = 0x00, 0x01, 0x02
 
 
 def recv_exact(sock, n):
@@ -87,17 +92,24 @@ def send_message(sock, noise, message):
             return
 
 
+def send_end(sock, noise):
+    send_frame(sock, noise.encrypt(bytes([END])))
+
+
 def receive_message(sock, noise):
+    """The next application message, or None at the peer's end of stream."""
     message = b""
     while True:
         frame = recv_frame(sock)
         if frame is None:
-            return None
+            raise SystemExit("connection closed before the end of the stream")
         plaintext = noise.decrypt(frame)
-        if not plaintext or plaintext[0] not in (0, 1):
+        if plaintext == bytes([END]) and not message:
+            return None
+        if not plaintext or plaintext[0] not in (MORE, LAST):
             raise SystemExit("malformed application frame")
         message += plaintext[1:]
-        if plaintext[0] == 1:
+        if plaintext[0] == LAST:
             return message
 
 
@@ -115,6 +127,8 @@ def main():
             if message is None:
                 break
             send_message(sock, noise, message)
+        send_end(sock, noise)
+        sock.close()
         print("OK", flush=True)
     elif role == "hostile":
         hostile(protocol, prologue, int(sys.argv[4]), sys.argv[5])
@@ -127,6 +141,9 @@ def main():
             send_message(sock, noise, message)
             if receive_message(sock, noise) != message:
                 raise SystemExit("echo mismatch for a message of %d bytes" % size)
+        send_end(sock, noise)
+        if receive_message(sock, noise) is not None:
+            raise SystemExit("a message after the echoes, instead of the end of stream")
         sock.close()
         print("OK", flush=True)
 
@@ -168,6 +185,13 @@ def send_bad(sock, noise, case):
         sock.sendall((100).to_bytes(2, "big") + b"x" * 10)
     elif case == "reset":       # close with a TCP reset
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    elif case == "noend":       # close (FIN) without the end of stream: a cut transfer
+        pass
+    elif case == "afterend":    # the end of stream, then one more message
+        send_end(sock, noise)
+        send_message(sock, noise, b"late\n")
+    elif case == "endwithdata": # an end of stream carrying data
+        send_frame(sock, noise.encrypt(bytes([END]) + b"data"))
     else:
         raise SystemExit("unknown case " + case)
 

@@ -5,11 +5,40 @@ extension SecureChannel {
     /// The application framing inside transport messages (docs/FORMATS.md): each plaintext is a
     /// flag byte, `0x00` when more of the same application message follows, `0x01` for its last
     /// part, then up to `maxChunkLength` bytes. An empty application message is one `0x01` alone.
+    /// The sender's last transport message is `0x02` alone, the authenticated end of its stream
+    /// (as TLS's close_notify): a connection that closes without it was cut short.
     enum ApplicationFraming {
         /// The most application bytes one transport message carries: 65,535 - 16 (tag) - 1 (flag).
         static let maxChunkLength = Noise.maxTransportPayloadLength - 1
         static let more: UInt8 = 0x00
         static let last: UInt8 = 0x01
+        static let endOfStream: UInt8 = 0x02
+
+        /// What one transport plaintext completes.
+        enum Received {
+            /// An application message, whole.
+            case message(ByteBuffer)
+            /// The peer's end of stream: it sends nothing more.
+            case endOfStream
+        }
+
+        /// The end-of-stream transport message, in its frame.
+        static func sealEndOfStream(with transport: Noise.TransportState, allocator: ByteBufferAllocator) throws(NoiseError)
+            -> ByteBuffer
+        {
+            guard let sending = transport.sending else { throw .oneWayPattern }
+            guard sending.nonce < UInt64.max else { throw .nonceExhausted }
+            let sealedLength = 1 + Noise.tagLength
+            var frame = allocator.buffer(capacity: FrameEncoder.headerLength + sealedLength)
+            frame.writeInteger(UInt16(sealedLength))
+            _ = [endOfStream].withUnsafeBytes { plaintext in
+                frame.writeWithUnsafeMutableBytes(minimumWritableBytes: sealedLength) { destination in
+                    // Cannot fail: a sending key and a nonce checked above.
+                    try! transport.writeMessage(plaintext, into: destination)
+                }
+            }
+            return frame
+        }
         /// The most full-size frames sealed into one outgoing buffer: 15 frames of 65,537 bytes
         /// fit a 1 MiB buffer (NIO rounds capacities up to a power of two).
         static let framesPerBuffer = 15
@@ -129,8 +158,17 @@ extension SecureChannel {
                 self.limit = limit
             }
 
-            /// Adds one plaintext; returns the application message it completes, if any.
-            mutating func append(_ plaintext: Data, allocator: ByteBufferAllocator) throws(SecureChannelError) -> ByteBuffer? {
+            /// Adds one plaintext; returns the application message or the end of stream it
+            /// completes, if any. The end of stream is `0x02` alone, between messages.
+            mutating func append(_ plaintext: Data, allocator: ByteBufferAllocator) throws(SecureChannelError) -> Received? {
+                if plaintext.first == endOfStream {
+                    guard plaintext.count == 1, pending == nil else { throw .malformedApplicationFrame }
+                    return .endOfStream
+                }
+                return try appendChunk(plaintext, allocator: allocator).map(Received.message)
+            }
+
+            private mutating func appendChunk(_ plaintext: Data, allocator: ByteBufferAllocator) throws(SecureChannelError) -> ByteBuffer? {
                 guard let flag = plaintext.first, flag == more || flag == last else { throw .malformedApplicationFrame }
                 let chunkLength = plaintext.count - 1
                 guard (pending?.readableBytes ?? 0) + chunkLength <= limit else { throw .messageTooLarge(limit: limit) }

@@ -22,6 +22,7 @@ extension SecureChannel {
             // The handshake handlers are installed before the connection is active, so no byte is missed.
             let connection = try await ClientBootstrap(group: group)
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .channelOption(.allowRemoteHalfClosure, value: true)
                 .channelOption(.recvAllocator, value: SecureChannel.receiveBufferAllocator)
                 .connectTimeout(configuration.handshakeTimeout)
                 .connect(host: host, port: port) { channel in

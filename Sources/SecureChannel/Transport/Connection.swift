@@ -20,31 +20,62 @@ extension SecureChannel {
         public let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         /// The outbound byte count the writer is paced by.
         let pacing: OutboundPacing
+        /// Whether our end of stream is sent, and whether it was written.
+        let streamEnd: StreamEnd
+        /// How long `executeThenClose` waits for its end of stream to be written.
+        let closeTimeout: TimeAmount
 
         /// The SHA-256 SPKI fingerprint of `peerStaticKey` (what `sf key fingerprint` shows).
         public var peerFingerprint: KeyFingerprint? { peerStaticKey.map(SecureChannel.fingerprint(of:)) }
 
         /// Wraps an established channel; must run on its event loop, before it reads again, so no
         /// inbound message is lost.
-        init(wrapping channel: Channel, _ established: Established) throws {
+        init(wrapping channel: Channel, _ established: Established, closeTimeout: TimeAmount) throws {
             peerStaticKey = established.peerStaticKey
             handshakeHash = established.handshakeHash
             pacing = established.pacing
-            self.channel = try NIOAsyncChannel(wrappingChannelSynchronously: channel)
+            streamEnd = established.streamEnd
+            self.closeTimeout = closeTimeout
+            // Finishing the outbound writer closes the output: the end of stream goes out.
+            self.channel = try NIOAsyncChannel(
+                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
 
         /// Runs `body` with the inbound messages and the paced outbound writer, then closes the
-        /// connection. The inbound sequence ends when the peer closes and throws a
-        /// `SecureChannelError` when a message fails authentication or framing. Messages the
-        /// writer accepted may still be buffered when `body` returns; closing then sends what was
-        /// flushed to the socket, so a body that must know its messages arrived waits for the
-        /// peer's answer.
+        /// connection.
+        ///
+        /// The inbound sequence ends at the peer's authenticated end of stream; it throws a
+        /// `SecureChannelError` when a message fails authentication or framing, and
+        /// `closedBeforeEndOfStream` when the connection ends without the peer's end of stream
+        /// (so a cut transfer never looks complete).
+        ///
+        /// When `body` returns, the end of stream is sent after every message written (if
+        /// `outbound.finish()` did not send it already) and this waits until it is written to the
+        /// socket (at most `Configuration.closeTimeout`, then `closeTimeout`), then closes. When
+        /// `body` throws, the connection closes without an end of stream, so the peer learns the
+        /// stream was cut. A body that must know its messages were read waits for the peer's
+        /// answer or its end of stream. (Using `channel.executeThenClose` directly bypasses this:
+        /// its writer's `finish()` sends the end of stream even when its body throws.)
         public func executeThenClose<Result>(
             _ body: (_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, _ outbound: OutboundWriter) async throws -> Result
         ) async throws -> Result {
-            let pacing = self.pacing
+            let (pacing, streamEnd, closeTimeout) = (self.pacing, self.streamEnd, self.closeTimeout)
+            let eventLoop = channel.channel.eventLoop
             return try await channel.executeThenClose { inbound, outbound in
-                try await body(inbound, OutboundWriter(writer: outbound, pacing: pacing))
+                let result: Result
+                do {
+                    result = try await body(inbound, OutboundWriter(writer: outbound, pacing: pacing))
+                } catch {
+                    streamEnd.abort()
+                    throw error
+                }
+                outbound.finish()
+                let deadline = eventLoop.scheduleTask(in: closeTimeout) {
+                    streamEnd.settle(.failure(SecureChannelError.closeTimeout))
+                }
+                defer { deadline.cancel() }
+                try await streamEnd.written()
+                return result
             }
         }
     }
@@ -68,7 +99,7 @@ extension SecureChannel {
             channel.close(promise: nil)
         }
         return established.futureResult.assumeIsolated().flatMapThrowing { established in
-            try Connection(wrapping: channel, established)
+            try Connection(wrapping: channel, established, closeTimeout: configuration.closeTimeout)
         }.nonisolated()
     }
 }

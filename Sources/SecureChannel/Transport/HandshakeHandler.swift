@@ -10,6 +10,7 @@ extension SecureChannel {
         let peerStaticKey: Curve25519.KeyAgreement.PublicKey?
         let handshakeHash: Data
         let pacing: OutboundPacing
+        let streamEnd: StreamEnd
     }
 
     /// Runs the Noise handshake over frames (writing its own frames), within the timeout, checking the peer's static key
@@ -102,6 +103,15 @@ extension SecureChannel {
             context.fireChannelInactive()
         }
 
+        /// The peer shut its output (connections allow half-closure, for the end of stream).
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if phase == .handshaking, case ChannelEvent.inputClosed = event {
+                fail(context: context, error: .connectionClosedDuringHandshake)
+            } else {
+                context.fireUserInboundEventTriggered(event)
+            }
+        }
+
         func errorCaught(context: ChannelHandlerContext, error: Error) {
             if phase == .handshaking {
                 fail(context: context, error: Self.channelError(error))
@@ -147,11 +157,16 @@ extension SecureChannel {
             }
             timeout?.cancel()
             let pacing = OutboundPacing(limit: configuration.maxBufferedOutboundBytes)
+            let streamEnd = StreamEnd()
             try context.pipeline.syncOperations.addHandler(
-                TransportHandler(transport: transport, maxMessageLength: configuration.maxMessageLength, pacing: pacing),
+                TransportHandler(
+                    transport: transport, maxMessageLength: configuration.maxMessageLength, pacing: pacing, streamEnd: streamEnd),
                 position: .after(self))
             phase = .established
-            established.succeed(Established(peerStaticKey: transport.remoteStaticKey, handshakeHash: transport.handshakeHash, pacing: pacing))
+            established.succeed(
+                Established(
+                    peerStaticKey: transport.remoteStaticKey, handshakeHash: transport.handshakeHash, pacing: pacing,
+                    streamEnd: streamEnd))
         }
 
         private func fail(context: ChannelHandlerContext, error: SecureChannelError) {

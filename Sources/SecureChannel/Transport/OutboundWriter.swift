@@ -32,7 +32,11 @@ extension SecureChannel {
             for message in messages { try await write(message) }
         }
 
-        /// Ends the outbound direction: no more messages will be written.
+        /// Ends the outbound direction: after the messages written before it, the peer receives
+        /// the authenticated end of stream (and the socket's output is shut), so it knows nothing
+        /// was cut off. Reading goes on until the peer's own end of stream. Later writes fail.
+        /// `Connection.executeThenClose` calls this when its body returns, and waits until the
+        /// end of stream is written.
         public func finish() {
             writer.finish()
         }
@@ -129,6 +133,48 @@ extension SecureChannel {
                 return state.waiters
             }
             for waiter in waiters { waiter.continuation.resume(throwing: ChannelError.ioOnClosedChannel) }
+        }
+    }
+}
+
+extension SecureChannel {
+    /// How this side's stream ended, shared by a `Connection` and its `TransportHandler`: whether
+    /// the application aborted (so no end-of-stream message may be sent), and, once settled,
+    /// whether the end-of-stream message reached the socket.
+    final class StreamEnd: Sendable {
+        private struct State {
+            var aborted = false
+            var result: Result<Void, any Error>?
+            var waiters = [CheckedContinuation<Void, any Error>]()
+        }
+
+        private let state = Mutex(State())
+
+        /// The application failed: the output is closed without an end-of-stream message.
+        func abort() { state.withLock { $0.aborted = true } }
+
+        var isAborted: Bool { state.withLock { $0.aborted } }
+
+        /// Records how the end of stream went (the first call wins) and wakes the waiters.
+        func settle(_ result: Result<Void, any Error>) {
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+                guard state.result == nil else { return [] }
+                state.result = result
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume(with: result) }
+        }
+
+        /// Waits until the end-of-stream message was written to the socket; throws why it was not.
+        func written() async throws {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let result = state.withLock { state -> Result<Void, any Error>? in
+                    if state.result == nil { state.waiters.append(continuation) }
+                    return state.result
+                }
+                if let result { continuation.resume(with: result) }
+            }
         }
     }
 }

@@ -9,7 +9,8 @@ import NIOCore
 ///
 /// On the wire (docs/FORMATS.md, "SecureChannel"): every Noise message is one frame, a 2-byte
 /// big-endian length then the message; an application message is split into transport messages
-/// whose plaintext is a 1-byte flag (`0x00` more follows, `0x01` last) then up to 65,518 bytes.
+/// whose plaintext is a 1-byte flag (`0x00` more follows, `0x01` last) then up to 65,518 bytes;
+/// each side's last transport message is the flag `0x02` alone, its authenticated end of stream.
 public enum SecureChannel {
     /// Socket reads: NIO's adaptive sizes (a new connection starts at 2 KiB, so idle connections
     /// stay small) growing up to 256 KiB, four full frames, instead of NIO's 64 KiB, under which
@@ -39,19 +40,22 @@ public enum SecureChannel {
         /// (queued, being sealed, or sealed and not yet taken by the socket) before
         /// `OutboundWriter.write` suspends; a single larger message is still let through alone.
         public var maxBufferedOutboundBytes: Int
+        /// How long `Connection.executeThenClose` waits, after its body returns, for the end of
+        /// stream to be written to the socket (a peer that reads nothing holds it back).
+        public var closeTimeout: TimeAmount
 
-        /// The default prologue: `SecureChannel/1`.
-        public static let defaultPrologue = Data("SecureChannel/1".utf8)
+        /// The default prologue: `SecureChannel/2` (version 2 of the framing added the end of stream).
+        public static let defaultPrologue = Data("SecureChannel/2".utf8)
 
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
-        /// timeout, 65,535-byte frames, 16 MiB messages, 64 handshakes, 128 pending connections and
-        /// 1 MiB of buffered outbound bytes.
+        /// timeout, 65,535-byte frames, 16 MiB messages, 64 handshakes, 128 pending connections,
+        /// 1 MiB of buffered outbound bytes and a 10-second close timeout.
         public init(
             protocolName: Noise.ProtocolName = try! Noise.ProtocolName(parsing: "Noise_XX_25519_ChaChaPoly_SHA256"),
             prologue: Data = defaultPrologue, presharedKeys: [SymmetricKey] = [],
             handshakeTimeout: TimeAmount = .seconds(10), maxFrameLength: Int = Noise.maxMessageLength,
             maxMessageLength: Int = 16 << 20, maxHandshakesInProgress: Int = 64, maxPendingConnections: Int = 128,
-            maxBufferedOutboundBytes: Int = 1 << 20
+            maxBufferedOutboundBytes: Int = 1 << 20, closeTimeout: TimeAmount = .seconds(10)
         ) {
             self.protocolName = protocolName
             self.prologue = prologue
@@ -62,6 +66,7 @@ public enum SecureChannel {
             self.maxHandshakesInProgress = maxHandshakesInProgress
             self.maxPendingConnections = maxPendingConnections
             self.maxBufferedOutboundBytes = max(1, maxBufferedOutboundBytes)
+            self.closeTimeout = closeTimeout
         }
     }
 }

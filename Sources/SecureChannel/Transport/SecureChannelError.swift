@@ -22,10 +22,17 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     case emptyFrame
     /// The connection ended inside a frame.
     case truncatedFrame
+    /// The peer closed the connection (or shut its output) without sending its end of stream:
+    /// what arrived may be only part of what it sent.
+    case closedBeforeEndOfStream
+    /// Our end of stream could not be written within `Configuration.closeTimeout` (the peer
+    /// reads nothing).
+    case closeTimeout
     /// A reassembled application message would exceed the configured maximum.
     case messageTooLarge(limit: Int)
-    /// A transport message's plaintext does not follow the application framing (empty, or an
-    /// unknown flag byte).
+    /// A transport message's plaintext does not follow the application framing (empty, an
+    /// unknown flag byte, an end of stream with data or inside a message, or anything after the
+    /// end of stream).
     case malformedApplicationFrame
     /// The Noise layer failed (authentication, nonce, message length, ...).
     case noise(NoiseError)
@@ -48,6 +55,8 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .frameTooLarge(let length, let limit): "frame of \(length) bytes exceeds the limit of \(limit)"
         case .emptyFrame: "empty frame"
         case .truncatedFrame: "the connection ended inside a frame"
+        case .closedBeforeEndOfStream: "connection closed before the end of the stream"
+        case .closeTimeout: "the end of the stream could not be sent in time (the peer is not reading)"
         case .messageTooLarge(let limit): "application message exceeds the limit of \(limit) bytes"
         case .malformedApplicationFrame: "malformed application frame"
         case .noise(let error): error.description

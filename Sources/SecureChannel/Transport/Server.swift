@@ -46,6 +46,7 @@ extension SecureChannel {
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .childChannelOption(.recvAllocator, value: SecureChannel.receiveBufferAllocator)
                 .childChannelInitializer { child in
                     let admitted = inProgress.withLockedValue { count in

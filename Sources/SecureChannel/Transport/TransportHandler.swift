@@ -13,6 +13,13 @@ extension SecureChannel {
     /// copies, and the few frame buffers in flight are reused (`ApplicationFraming.SendBuffers`).
     /// Each message's bytes are released from the connection's `OutboundPacing` when its last
     /// frame has been written to the socket (or failed), which is what paces `OutboundWriter`.
+    ///
+    /// The end of stream: closing the output (`OutboundWriter.finish()`) sends the end-of-stream
+    /// message after every message flushed before it and shuts the socket's output down once it
+    /// is written, unless the connection's `StreamEnd` was aborted (then the socket's output is
+    /// shut without it, and the peer sees a cut stream). The peer's end of stream ends the
+    /// inbound sequence; the peer closing or shutting its output without one raises
+    /// `closedBeforeEndOfStream`, and anything after it is `malformedApplicationFrame`.
     final class TransportHandler: ChannelDuplexHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -21,8 +28,15 @@ extension SecureChannel {
 
         private let transport: Noise.TransportState
         private let pacing: OutboundPacing
+        private let streamEnd: StreamEnd
         private var reassembler: ApplicationFraming.Reassembler
         private var failed = false
+        /// The peer's end-of-stream message has arrived.
+        private var peerEnded = false
+        /// Our end-of-stream message has been handed to the socket (or the output closed without it).
+        private var outputEnded = false
+        /// This side closed the connection (so its end is no surprise).
+        private var closing = false
         /// Messages written and not sealed yet, in order; the first `flushedCount` were flushed.
         private var queued = CircularBuffer<(message: ByteBuffer, promise: EventLoopPromise<Void>?)>(initialCapacity: 4)
         private var flushedCount = 0
@@ -33,9 +47,10 @@ extension SecureChannel {
         /// How long the connection sends nothing before its kept send buffers are freed.
         static let sendBufferIdleTime = TimeAmount.seconds(1)
 
-        init(transport: Noise.TransportState, maxMessageLength: Int, pacing: OutboundPacing) {
+        init(transport: Noise.TransportState, maxMessageLength: Int, pacing: OutboundPacing, streamEnd: StreamEnd) {
             self.transport = transport
             self.pacing = pacing
+            self.streamEnd = streamEnd
             reassembler = ApplicationFraming.Reassembler(limit: maxMessageLength)
         }
 
@@ -43,15 +58,37 @@ extension SecureChannel {
             guard !failed else { return }
             let frame = unwrapInboundIn(data)
             do {
+                guard !peerEnded else { throw SecureChannelError.malformedApplicationFrame }
                 let plaintext = try frame.withUnsafeReadableBytes { bytes throws(NoiseError) in try transport.readMessage(bytes) }
-                if let message = try reassembler.append(plaintext, allocator: context.channel.allocator) {
-                    context.fireChannelRead(wrapInboundOut(message))
+                switch try reassembler.append(plaintext, allocator: context.channel.allocator) {
+                case .message(let message)?: context.fireChannelRead(wrapInboundOut(message))
+                case .endOfStream?:
+                    peerEnded = true
+                    context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+                case nil: break
                 }
             } catch {
-                failed = true
-                context.fireErrorCaught(HandshakeHandler.channelError(error))
-                context.close(promise: nil)
+                fail(context: context, error: HandshakeHandler.channelError(error))
             }
+        }
+
+        /// The socket's input ended: the stream is complete only if the peer's end of stream
+        /// came first (the inbound sequence then ended already).
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            guard case ChannelEvent.inputClosed = event else { return context.fireUserInboundEventTriggered(event) }
+            if !peerEnded { fail(context: context, error: .closedBeforeEndOfStream) }
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            failed = true  // a socket error (a reset): the inbound sequence throws it
+            context.fireErrorCaught(error)
+        }
+
+        private func fail(context: ChannelHandlerContext, error: SecureChannelError) {
+            guard !failed else { return }
+            failed = true
+            context.fireErrorCaught(error)
+            context.close(promise: nil)
         }
 
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -74,18 +111,51 @@ extension SecureChannel {
         func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
             sealFlushed(context: context, whileWritable: false)
             failQueued(ChannelError.ioOnClosedChannel)
-            context.close(mode: mode, promise: promise)
+            guard mode == .output else {
+                if mode == .all { closing = true }
+                return context.close(mode: mode, promise: promise)
+            }
+            guard !outputEnded else {
+                promise?.fail(ChannelError.outputClosed)
+                return
+            }
+            outputEnded = true
+            guard !streamEnd.isAborted, !failed else {
+                streamEnd.settle(.failure(ChannelError.outputClosed))
+                return context.close(mode: .output, promise: promise)
+            }
+            // The socket's output is shut only once the end of stream has been written: shutting
+            // it while writes are pending (after the peer's own shutdown) would drop them.
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.assumeIsolated().whenComplete { [streamEnd] result in
+                streamEnd.settle(result)
+                guard case .success = result else {
+                    promise?.completeWith(result)
+                    return
+                }
+                context.close(mode: .output, promise: promise)
+            }
+            do {
+                context.writeAndFlush(
+                    wrapOutboundOut(try ApplicationFraming.sealEndOfStream(with: transport, allocator: context.channel.allocator)),
+                    promise: written)
+            } catch {
+                written.fail(HandshakeHandler.channelError(error))
+            }
         }
 
         func channelInactive(context: ChannelHandlerContext) {
+            if !peerEnded && !closing { fail(context: context, error: .closedBeforeEndOfStream) }
             failQueued(ChannelError.ioOnClosedChannel)
             pacing.close()
+            streamEnd.settle(.failure(ChannelError.ioOnClosedChannel))
             context.fireChannelInactive()
         }
 
         func handlerRemoved(context: ChannelHandlerContext) {
             failQueued(ChannelError.ioOnClosedChannel)
             pacing.close()
+            streamEnd.settle(.failure(ChannelError.ioOnClosedChannel))
             releaseSendBuffers?.cancel()
             releaseSendBuffers = nil
             sendBuffers.removeAll()
