@@ -69,7 +69,8 @@ max_connections = 200
 fsync = on
 log_min_messages = warning
 EOF
-    as_postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+    # The server must not inherit our standard output or error: a caller reading them to the end would wait for it.
+    as_postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start </dev/null >/dev/null 2>"$dir/pg_ctl.log" \
         || { cat "$dir/server.log" >&2; exit 1; }
     # The password goes through standard input, not argv (it is hex: no quoting needed).
     as_postgres "$PG_BIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -q >/dev/null <<EOF

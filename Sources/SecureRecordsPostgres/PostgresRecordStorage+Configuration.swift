@@ -41,13 +41,23 @@ extension PostgresRecordStorage {
         /// Prepended to every table and index name, so several stores can share one schema.
         /// Lowercase letters, digits and `_`, at most 32 characters, may be empty.
         public var tablePrefix: String
-        /// How long connecting may take before it fails.
+        /// How long connecting may take (TCP, TLS, startup and authentication, retries while the
+        /// server restarts) before it fails. URL: `connect_timeout` (seconds). Default 10.
         public var connectTimeoutSeconds: Int
+        /// How long one statement may take before the client gives up, closes the connection and
+        /// fails; also sent to the server as its `statement_timeout`. URL: `statement_timeout`
+        /// (milliseconds, as PostgreSQL's setting). Default 30 s.
+        public var statementTimeoutSeconds: Double
+        /// How long one transaction may take, its retries on a new connection included. URL:
+        /// `transaction_timeout` (milliseconds, as PostgreSQL 17's setting; not sent to the server).
+        /// Default 60 s.
+        public var transactionTimeoutSeconds: Double
 
         /// A configuration; nothing is checked until the storage connects.
         public init(
             host: String = "127.0.0.1", port: Int = 5432, user: String, database: String? = nil, password: SecretBytes? = nil,
-            tls: TLS = .automatic, schema: String = "public", tablePrefix: String = "sfr_", connectTimeoutSeconds: Int = 10
+            tls: TLS = .automatic, schema: String = "public", tablePrefix: String = "sfr_", connectTimeoutSeconds: Int = 10,
+            statementTimeoutSeconds: Double = 30, transactionTimeoutSeconds: Double = 60
         ) {
             self.host = host
             self.port = port
@@ -58,9 +68,12 @@ extension PostgresRecordStorage {
             self.schema = schema
             self.tablePrefix = tablePrefix
             self.connectTimeoutSeconds = connectTimeoutSeconds
+            self.statementTimeoutSeconds = statementTimeoutSeconds
+            self.transactionTimeoutSeconds = transactionTimeoutSeconds
         }
 
         /// Parses `postgres://user@host:port/database?schema=S&prefix=P&sslmode=disable|require&sslrootcert=PATH`
+        /// `&connect_timeout=SECONDS&statement_timeout=MILLISECONDS&transaction_timeout=MILLISECONDS`
         /// (`postgresql://` too; port, database and parameters optional). `sslrootcert` names a PEM
         /// file of CA certificates to verify the server against (a team's private CA), as in libpq;
         /// it implies TLS and cannot go with `sslmode=disable`. A URL that carries a
@@ -88,8 +101,25 @@ extension PostgresRecordStorage {
                 case ("sslmode", "disable"): tls = .disabled
                 case ("sslmode", "require"), ("sslmode", "verify-full"): tls = .required()
                 case ("sslrootcert", let path) where !path.isEmpty: rootCertificates = path
-                case ("connect_timeout", let value) where Int(value) != nil: connectTimeoutSeconds = Int(value) ?? 10
-                default: throw .storage("the PostgreSQL URL parameter '\(item.name)' is not supported (schema, prefix, sslmode, sslrootcert, connect_timeout)")
+                case ("connect_timeout", let value):
+                    guard let seconds = Int(value), (1...3600).contains(seconds) else {
+                        throw .storage("connect_timeout is a number of seconds from 1 to 3600")
+                    }
+                    connectTimeoutSeconds = seconds
+                case ("statement_timeout", let value):
+                    guard let milliseconds = Int(value), (1...86_400_000).contains(milliseconds) else {
+                        throw .storage("statement_timeout is a number of milliseconds from 1 to 86400000")
+                    }
+                    statementTimeoutSeconds = Double(milliseconds) / 1000
+                case ("transaction_timeout", let value):
+                    guard let milliseconds = Int(value), (1...86_400_000).contains(milliseconds) else {
+                        throw .storage("transaction_timeout is a number of milliseconds from 1 to 86400000")
+                    }
+                    transactionTimeoutSeconds = Double(milliseconds) / 1000
+                default:
+                    throw .storage(
+                        "the PostgreSQL URL parameter '\(item.name)' is not supported "
+                            + "(schema, prefix, sslmode, sslrootcert, connect_timeout, statement_timeout, transaction_timeout)")
                 }
             }
             if let rootCertificates {

@@ -119,6 +119,15 @@ extension PostgresRecordStorage {
         }
     }
 
+    /// Whether every record of `records` is in the store (by id).
+    func allStored(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) -> Bool {
+        guard !records.isEmpty else { return true }
+        let rows = try run(tx, "SELECT count(*) FROM \(tables.records) WHERE id = ANY($1::uuid[])", Self.binds { $0.append(records.map(\.id)) })
+        guard let row = rows.first else { return false }
+        let stored: Int64 = try decode(row, Int64.self)
+        return stored == Int64(Set(records.map(\.id)).count)
+    }
+
     static func firstDuplicate(_ ids: [UUID]) -> UUID? {
         var seen = Set<UUID>()
         return ids.first { !seen.insert($0).inserted }
@@ -137,7 +146,11 @@ extension PostgresRecordStorage {
 
     /// `RecordStorage.insert`, in one transaction.
     public func insert(_ records: [StoredRecord]) throws(RecordsError) {
-        try write { (tx) throws(RecordsError) in try insertRecords(records, tx) }
+        // Ids are the client's: after a connection lost while committing, the records' presence
+        // says whether the insert was stored (all of them or none: one transaction).
+        try session.transaction(readOnly: false, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }) {
+            (tx) throws(RecordsError) in try insertRecords(records, tx)
+        }
     }
 
     /// The statements deleting the field rows of the records `ids`.

@@ -16,6 +16,14 @@ import SecureRecords
 /// the work it waits for (the async API would need a cooperative thread to finish, and with two
 /// cores two blocked callers would deadlock). Calls are serialised by a lock: one transaction at a
 /// time per connection. Must not be called from an event-loop thread (NIO traps).
+///
+/// No wait is without a deadline: connecting (TCP, TLS, startup and authentication) has
+/// `connectTimeoutSeconds`, each statement `statementTimeoutSeconds`, and each transaction,
+/// retries included, `transactionTimeoutSeconds`. A wait that passes its deadline closes the
+/// connection (the server then rolls back whatever was open) and fails. A transaction whose
+/// connection was lost or stopped answering before its COMMIT was sent is run again on a new
+/// connection while its deadline allows (the server may be restarting); one lost while committing
+/// is reported as such, since its outcome is unknown.
 final class PostgresSession: @unchecked Sendable {
     private let lock = NSLock()
     private var connection: PostgresConnection?
@@ -39,15 +47,38 @@ final class PostgresSession: @unchecked Sendable {
         lock.withLock {
             if let connection {
                 let closing: EventLoopFuture<Void> = connection.close()
-                try? closing.wait()
+                _ = try? Self.wait(for: closing, until: .now() + .seconds(Int64(configuration.connectTimeoutSeconds)), doing: "closing")
             }
             connection = nil
         }
     }
 
-    private func connected() throws(RecordsError) -> PostgresConnection {
+    /// The open connection, or a new one: connecting is retried (with a growing pause) while the
+    /// server refuses connections, drops them, or says it is starting up or shutting down (a
+    /// restart), until `deadline`; any other failure (authentication, TLS, a missing database)
+    /// is final.
+    private func connected(until transactionDeadline: NIODeadline) throws(RecordsError) -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
         connection = nil
+        let deadline = min(transactionDeadline, .now() + .seconds(Int64(configuration.connectTimeoutSeconds)))
+        var pause = TimeAmount.milliseconds(50)
+        while true {
+            do throws(PostgresFailure) {
+                let connection = try connect(until: deadline)
+                self.connection = connection
+                return connection
+            } catch {
+                guard error.isConnectionLost, !(error.error is DeadlineExceeded), NIODeadline.now() + pause < deadline else {
+                    throw Self.map(error.error, configuration: configuration, connecting: true)
+                }
+                Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
+                pause = min(pause * 2, .seconds(1))
+            }
+        }
+    }
+
+    /// One attempt to connect, within `deadline`.
+    private func connect(until deadline: NIODeadline) throws(PostgresFailure) -> PostgresConnection {
         let c = configuration
         let tls: PostgresConnection.Configuration.TLS
         // Automatic TLS is off only for an address that resolved to loopback, and then that very
@@ -64,28 +95,58 @@ final class PostgresSession: @unchecked Sendable {
                 tls = .require(try NIOSSLContext(configuration: tlsConfiguration))
             }
         } catch {
-            throw .storage("\(c.displayName): TLS setup failed: \(error)")
+            throw PostgresFailure(error: RecordsError.storage("\(c.displayName): TLS setup failed: \(error)"))
         }
         var password: String?
         if let secret = c.password { password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
         var pgConfiguration = PostgresConnection.Configuration(
             host: loopback ?? c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
         password = nil
-        pgConfiguration.options.connectTimeout = .seconds(Int64(c.connectTimeoutSeconds))
+        pgConfiguration.options.connectTimeout = max(.milliseconds(1), deadline - .now())
+        // The server cancels a statement that runs past the statement deadline too (so a
+        // statement the client gave up on does not run on).
+        pgConfiguration.options.additionalStartupParameters = [
+            ("statement_timeout", String(Int64(c.statementTimeoutSeconds * 1000)))
+        ]
         // No explicit TLS server name: postgres-nio sends the host as SNI unless it is an IP address,
         // and NIOSSL then checks the certificate against the host name or the peer's IP address.
         let id = Self.ids.withLock { value -> Int in
             value += 1
             return value
         }
+        let connecting = PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: pgConfiguration, id: id, logger: logger)
         do {
-            let connection = try PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: pgConfiguration, id: id, logger: logger
-            ).wait()
-            self.connection = connection
-            return connection
+            return try Self.wait(for: connecting, until: deadline, doing: "connecting")
         } catch {
-            throw Self.map(error, configuration: c, connecting: true)
+            // A connection that completes after its deadline is closed at once.
+            connecting.whenSuccess { connection in
+                let closing: EventLoopFuture<Void> = connection.close()
+                closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+            }
+            throw error
+        }
+    }
+
+    /// A wait that passed its deadline: what was being done, and the time it was given.
+    struct DeadlineExceeded: Error, CustomStringConvertible {
+        let activity: String
+        var description: String { "no answer from the server while \(activity) before the deadline (is it down, stopped or overloaded?)" }
+    }
+
+    /// Waits for `future` until `deadline`; then fails with `DeadlineExceeded` (the operation
+    /// itself goes on: the caller closes its connection).
+    static func wait<Value: Sendable>(for future: EventLoopFuture<Value>, until deadline: NIODeadline, doing activity: String)
+        throws(PostgresFailure) -> Value
+    {
+        let bounded = future.eventLoop.makePromise(of: Value.self)
+        future.cascade(to: bounded)
+        let timer = future.eventLoop.scheduleTask(deadline: deadline) { bounded.fail(DeadlineExceeded(activity: activity)) }
+        defer { timer.cancel() }
+        do {
+            return try bounded.futureResult.wait()
+        } catch {
+            throw PostgresFailure(error: error)
         }
     }
 
@@ -93,6 +154,7 @@ final class PostgresSession: @unchecked Sendable {
     static func map(_ error: any Error, configuration: PostgresRecordStorage.Configuration, connecting: Bool = false) -> RecordsError {
         if let error = error as? RecordsError { return error }
         let place = configuration.displayName
+        if let error = error as? DeadlineExceeded { return .storage("\(place): \(error)") }
         guard let psql = error as? PSQLError else { return .storage("\(place): \(error)") }
         if let info = psql.serverInfo {
             let state = info[.sqlState] ?? "?"
@@ -137,19 +199,28 @@ final class PostgresSession: @unchecked Sendable {
         (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 
-    /// A transaction's connection: runs statements and waits for them.
+    /// A transaction's connection: runs statements and waits for them, each until the statement
+    /// deadline (or the transaction's, if sooner). Records the last failure, so the transaction
+    /// can decide on a retry by its SQLSTATE or kind, not by the text of the error.
     struct Transaction {
         let connection: PostgresConnection
         let logger: Logger
         let session: PostgresSession
+        let deadline: NIODeadline
+        let failures: FailureLog
+
+        private var statementDeadline: NIODeadline {
+            min(deadline, .now() + .milliseconds(Int64(session.configuration.statementTimeoutSeconds * 1000)))
+        }
 
         /// Runs `sql` with `binds` and returns every row.
         @discardableResult
         func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(PostgresFailure) -> [PostgresRow] {
-            do {
-                return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait().rows
+            do throws(PostgresFailure) {
+                let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                return try PostgresSession.wait(for: future, until: statementDeadline, doing: "running a statement").rows
             } catch {
-                throw PostgresFailure(error: error)
+                throw failures.record(error)
             }
         }
 
@@ -160,15 +231,16 @@ final class PostgresSession: @unchecked Sendable {
             let futures = statements.map { connection.query(PostgresQuery(unsafeSQL: $0.0, binds: $0.1), logger: logger) }
             var results: [[PostgresRow]] = []
             var failure: PostgresFailure?
+            let deadline = statementDeadline
             for future in futures {
-                do {
-                    results.append(try future.wait().rows)
+                do throws(PostgresFailure) {
+                    results.append(try PostgresSession.wait(for: future, until: deadline, doing: "running a statement").rows)
                 } catch {
-                    if failure == nil { failure = PostgresFailure(error: error) }
+                    if failure == nil { failure = error }
                     results.append([])
                 }
             }
-            if let failure { throw failure }
+            if let failure { throw failures.record(failure) }
             return results
         }
 
@@ -176,51 +248,102 @@ final class PostgresSession: @unchecked Sendable {
         func map(_ failure: PostgresFailure) -> RecordsError { PostgresSession.map(failure.error, configuration: session.configuration) }
     }
 
+    /// The last failure of a transaction's statements.
+    final class FailureLog {
+        private(set) var last: PostgresFailure?
+
+        func record(_ failure: PostgresFailure) -> PostgresFailure {
+            last = failure
+            return failure
+        }
+    }
+
     /// A postgres-nio error, carried typed through transaction bodies.
     struct PostgresFailure: Error {
         let error: any Error
         var sqlState: String? { PostgresSession.sqlState(of: error) }
 
-        /// Whether the connection itself is gone (as opposed to a statement failing).
-        var isConnectionLost: Bool { PostgresSession.isConnectionLost(error) }
+        /// Whether the connection itself is gone or stopped answering (as opposed to a statement
+        /// failing): the server rolls back what it had not committed.
+        var isConnectionLost: Bool { PostgresSession.isConnectionLost(error) || error is DeadlineExceeded }
+        /// A serialization failure or deadlock: the transaction may simply be run again.
+        var isTransient: Bool { sqlState == "40001" || sqlState == "40P01" }
     }
 
+    /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
+    /// restarting (SQLSTATE class 57P: admin_shutdown, crash_shutdown, cannot_connect_now).
     static func isConnectionLost(_ error: any Error) -> Bool {
         guard let psql = error as? PSQLError else { return false }
+        if let state = psql.serverInfo?[.sqlState] { return ["57P01", "57P02", "57P03"].contains(state) }
         return [PSQLError.Code.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(psql.code)
     }
 
     /// Runs `body` in one transaction (`BEGIN` ... `COMMIT`, `ROLLBACK` on any error), holding the
     /// connection. Read-only transactions run at REPEATABLE READ (one snapshot for every statement);
     /// writes at READ COMMITTED with unique constraints, `ON CONFLICT` and row locks doing the
-    /// arbitration. A serialization failure or deadlock is retried (up to 5 times).
-    func transaction<R>(readOnly: Bool, _ body: (Transaction) throws(RecordsError) -> R) throws(RecordsError) -> R {
+    /// arbitration. A serialization failure or deadlock is retried (up to 5 times); a connection
+    /// lost or silent before COMMIT was sent is replaced and the transaction run again, until the
+    /// transaction deadline. A connection lost during COMMIT leaves its outcome unknown: with
+    /// `wasCommitted` (a read that tells, say, whether records with the client's ids exist), it
+    /// is asked on a new connection and the transaction run again only if it was not stored;
+    /// without it, the failure says the outcome is unknown. `body` may run more than once, so it
+    /// must only read and write through `Transaction`.
+    func transaction<R>(
+        readOnly: Bool, wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil,
+        _ body: (Transaction) throws(RecordsError) -> R
+    ) throws(RecordsError) -> R {
         try lock.locked { () throws(RecordsError) -> R in
-            var attempt = 0
-            var reconnected = false
+            let deadline = NIODeadline.now() + .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000))
+            var transientRetries = 0
+            var pause = TimeAmount.milliseconds(50)
+            // The body's result whose COMMIT was sent when the connection was lost.
+            var unconfirmed: R?
             while true {
-                attempt += 1
-                let connection = try connected()
-                let tx = Transaction(connection: connection, logger: logger, session: self)
-                do throws(PostgresFailure) {
-                    try tx.query(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED")
-                } catch {
-                    // A connection the server dropped while idle (restart, idle timeout, terminated
-                    // backend): nothing ran yet, so reconnect once and start again.
-                    if !reconnected, error.isConnectionLost {
-                        reconnected = true
-                        drop(connection)
+                let connection = try connected(until: deadline)
+                let tx = Transaction(connection: connection, logger: logger, session: self, deadline: deadline, failures: FailureLog())
+                var committing = false
+                var result: R?
+                do throws(RecordsError) {
+                    let checking = unconfirmed != nil
+                    do throws(PostgresFailure) {
+                        try tx.query(
+                            readOnly || checking ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED")
+                    } catch {
+                        throw tx.map(error)
+                    }
+                    if let stored = unconfirmed, let wasCommitted {
+                        let committed = try wasCommitted(tx)
+                        do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
+                        if committed { return stored }
+                        unconfirmed = nil
                         continue
                     }
-                    throw tx.map(error)
-                }
-                do throws(RecordsError) {
-                    let result = try body(tx)
+                    result = try body(tx)
+                    committing = true
                     do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
-                    return result
+                    return result!
                 } catch {
+                    let failure = tx.failures.last
+                    if failure?.isConnectionLost == true {
+                        drop(connection)
+                        if committing && !readOnly {
+                            guard wasCommitted != nil else {
+                                throw .storage(
+                                    "\(configuration.displayName): the connection was lost while committing, so whether the change "
+                                        + "was stored is unknown (\(error)); check before repeating it")
+                            }
+                            unconfirmed = result
+                        }
+                        if NIODeadline.now() + pause < deadline {
+                            Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
+                            pause = min(pause * 2, .seconds(1))
+                            continue
+                        }
+                        throw error
+                    }
                     _ = try? tx.query("ROLLBACK")
-                    if attempt < 5, case .storage(let text) = error, text.contains("SQLSTATE 40001") || text.contains("SQLSTATE 40P01") {
+                    if failure?.isTransient == true, transientRetries < 4 {
+                        transientRetries += 1
                         continue
                     }
                     throw error
