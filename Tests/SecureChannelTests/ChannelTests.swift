@@ -313,24 +313,50 @@ import Testing
 
     static let splitTestPayload = Data((0..<80_000).map { UInt8(truncatingIfNeeded: $0 * 13) })
 
-    @Test func handshakesInProgressAreBounded() async throws {
+    @Test func handshakesInProgressAreBoundedAndTheOldestIsEvicted() async throws {
         var bounded = SecureChannel.Configuration()
         bounded.maxHandshakesInProgress = 2
         // Far longer than the test: on a loaded machine (the whole suite on two cores) the test's
         // task can wait a minute for a thread, and the silent handshakes must still be in progress.
         bounded.handshakeTimeout = .seconds(3600)
+        bounded.firstMessageTimeout = .seconds(3600)
         let echo = try await Fixtures.EchoServer(configuration: bounded)
         defer { Task { await echo.close() } }
-        var silent = [try RawPeer(port: echo.port), try RawPeer(port: echo.port)]
+        let oldest = try RawPeer(port: echo.port)
+        await echo.waitUntil { echo.server.handshakesInProgress == 1 }
+        var silent = [try RawPeer(port: echo.port)]
         await echo.waitUntil { echo.server.handshakesInProgress == 2 }
         #expect(echo.server.handshakesInProgress == 2)
-        let extra = try RawPeer(port: echo.port)
-        #expect(extra.waitForClose())
+        // A third connection takes the oldest one's slot: the oldest is closed, the new one admitted.
+        silent.append(try RawPeer(port: echo.port))
+        #expect(oldest.waitForClose(), "the oldest handshake was evicted")
         #expect(echo.failures.withLockedValue { $0.first } == .tooManyHandshakes)
         #expect(echo.server.handshakesInProgress == 2)
+        // An honest client is served although every slot is held by a silent socket.
+        #expect(try await Fixtures.echo(ByteBuffer(string: "evicts an idle one"), port: echo.port) == ByteBuffer(string: "evicts an idle one"))
         silent.removeAll()
         await echo.waitUntil { echo.server.handshakesInProgress == 0 }
         #expect(try await Fixtures.echo(ByteBuffer(string: "room again"), port: echo.port) == ByteBuffer(string: "room again"))
+    }
+
+    /// Issue 21: idle sockets denied service (1,000 idle sockets: 0 of 3 honest clients served).
+    /// With 64 slots, 1,000 sockets that never speak, then every honest client is served while
+    /// they stay open; and a socket that never speaks is closed after `firstMessageTimeout`.
+    @Test(.timeLimit(.minutes(3))) func idleSocketsDoNotDenyService() async throws {
+        var configuration = SecureChannel.Configuration()
+        configuration.firstMessageTimeout = .seconds(1)
+        let echo = try await Fixtures.EchoServer(configuration: configuration)
+        defer { Task { await echo.close() } }
+        let flood = try await Fixtures.blocking { try (0..<1000).map { _ in try RawPeer(port: echo.port, readTimeout: 60) } }
+        var served = 0
+        for index in 0..<20 {
+            let message = ByteBuffer(string: "honest \(index)")
+            if try await Fixtures.echo(message, port: echo.port) == message { served += 1 }
+        }
+        #expect(served == 20)
+        // Every idle socket is closed by the server: evicted, or silent past its first-message deadline.
+        let closed = try await Fixtures.blocking { flood.filter { $0.waitForClose() }.count }
+        #expect(closed == flood.count)
     }
 
     @Test func trustOnFirstUseStoresThePartnerKeyThenPinsIt() async throws {

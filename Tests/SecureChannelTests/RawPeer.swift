@@ -7,7 +7,7 @@ import Foundation
 
 /// A blocking TCP client on 127.0.0.1 for playing a misbehaving peer byte by byte. Reads time
 /// out (after 10 seconds unless told otherwise) so a test can never hang.
-final class RawPeer {
+final class RawPeer: @unchecked Sendable {  // each test uses one from one thread at a time
     private let fd: Int32
 
     /// Connects to `port`; each read gives up after `readTimeout` seconds. A test that waits for

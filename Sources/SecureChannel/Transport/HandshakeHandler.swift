@@ -31,6 +31,7 @@ extension SecureChannel {
         private var phase = Phase.handshaking
         private var started = false
         private var timeout: Scheduled<Void>?
+        private var firstMessageTimeout: Scheduled<Void>?
         private var peerChecked = false
         private var storeAfterHandshake: (tag: String, store: KeyStore)?
 
@@ -67,11 +68,17 @@ extension SecureChannel {
             timeout = context.eventLoop.assumeIsolated().scheduleTask(in: configuration.handshakeTimeout) { [self] in
                 fail(context: context, error: .handshakeTimeout)
             }
+            firstMessageTimeout = context.eventLoop.assumeIsolated().scheduleTask(
+                in: min(configuration.firstMessageTimeout, configuration.handshakeTimeout)
+            ) { [self] in
+                fail(context: context, error: .handshakeTimeout)
+            }
             if context.channel.isActive { start(context: context) }
         }
 
         func handlerRemoved(context: ChannelHandlerContext) {
             timeout?.cancel()
+            firstMessageTimeout?.cancel()
             if phase == .handshaking { established.fail(SecureChannelError.connectionClosedDuringHandshake) }
         }
 
@@ -85,6 +92,7 @@ extension SecureChannel {
             case .established: context.fireChannelRead(data)
             case .failed: break
             case .handshaking:
+                firstMessageTimeout?.cancel()
                 let frame = unwrapInboundIn(data)
                 do {
                     // Handshake payloads are authenticated but not delivered: the channel carries
@@ -156,6 +164,7 @@ extension SecureChannel {
                 }
             }
             timeout?.cancel()
+            firstMessageTimeout?.cancel()
             let pacing = OutboundPacing(limit: configuration.maxBufferedOutboundBytes)
             let streamEnd = StreamEnd()
             try context.pipeline.syncOperations.addHandler(
@@ -173,6 +182,7 @@ extension SecureChannel {
             guard phase == .handshaking else { return }
             phase = .failed
             timeout?.cancel()
+            firstMessageTimeout?.cancel()
             established.fail(error)
             context.close(promise: nil)
         }

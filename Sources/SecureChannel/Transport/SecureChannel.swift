@@ -31,7 +31,11 @@ public enum SecureChannel {
         public var maxFrameLength: Int
         /// The largest reassembled application message accepted; above it, `messageTooLarge`.
         public var maxMessageLength: Int
-        /// Server only: handshakes allowed in progress at once; further connections are closed at once.
+        /// The time the peer has to send its first handshake message (`handshakeTimeout` then),
+        /// so an idle socket holds a server's handshake slot only briefly.
+        public var firstMessageTimeout: TimeAmount
+        /// Server only: handshakes allowed in progress at once; a connection beyond them evicts
+        /// the oldest handshake in progress.
         public var maxHandshakesInProgress: Int
         /// Server only: authenticated connections waiting to be taken from `connections`; further
         /// ones are closed.
@@ -48,12 +52,12 @@ public enum SecureChannel {
         public static let defaultPrologue = Data("SecureChannel/2".utf8)
 
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
-        /// timeout, 65,535-byte frames, 16 MiB messages, 64 handshakes, 128 pending connections,
+        /// timeout (3 seconds for the peer's first message), 65,535-byte frames, 16 MiB messages, 64 handshakes, 128 pending connections,
         /// 1 MiB of buffered outbound bytes and a 10-second close timeout.
         public init(
             protocolName: Noise.ProtocolName = try! Noise.ProtocolName(parsing: "Noise_XX_25519_ChaChaPoly_SHA256"),
             prologue: Data = defaultPrologue, presharedKeys: [SymmetricKey] = [],
-            handshakeTimeout: TimeAmount = .seconds(10), maxFrameLength: Int = Noise.maxMessageLength,
+            handshakeTimeout: TimeAmount = .seconds(10), firstMessageTimeout: TimeAmount = .seconds(3), maxFrameLength: Int = Noise.maxMessageLength,
             maxMessageLength: Int = 16 << 20, maxHandshakesInProgress: Int = 64, maxPendingConnections: Int = 128,
             maxBufferedOutboundBytes: Int = 1 << 20, closeTimeout: TimeAmount = .seconds(10)
         ) {
@@ -61,6 +65,7 @@ public enum SecureChannel {
             self.prologue = prologue
             self.presharedKeys = presharedKeys
             self.handshakeTimeout = handshakeTimeout
+            self.firstMessageTimeout = firstMessageTimeout
             self.maxFrameLength = min(maxFrameLength, Noise.maxMessageLength)
             self.maxMessageLength = maxMessageLength
             self.maxHandshakesInProgress = maxHandshakesInProgress

@@ -2,7 +2,8 @@ import SecureKeys
 
 /// Why a secure channel failed. None of the cases carries key material; fingerprints are public.
 public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The handshake did not complete within the configured time.
+    /// The handshake did not complete within the configured time, or the peer sent nothing
+    /// within `firstMessageTimeout`.
     case handshakeTimeout
     /// The peer closed the connection before the handshake completed (a truncated handshake).
     case connectionClosedDuringHandshake
@@ -40,7 +41,8 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     case notAnX25519Key(tag: String, type: KeyType)
     /// Storing or reading a trusted peer key in the key store failed (the reason says why).
     case keyStoreFailed(String)
-    /// The server already has its maximum of handshakes in progress; the connection was closed.
+    /// The server had its maximum of handshakes in progress and a newer connection came: this,
+    /// the oldest handshake, was closed to make room.
     case tooManyHandshakes
 
     /// What went wrong, as a sentence for a person.
@@ -62,7 +64,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .noise(let error): error.description
         case .notAnX25519Key(let tag, let type): "key \"\(tag)\" is \(type), not x25519"
         case .keyStoreFailed(let reason): "key store: \(reason)"
-        case .tooManyHandshakes: "too many handshakes in progress"
+        case .tooManyHandshakes: "too many handshakes in progress: the oldest was dropped"
         }
     }
 }
