@@ -200,6 +200,88 @@ func idle(count: Int, seconds: Double) async throws {
     await server.close()
 }
 
+/// An idle TCP connection to 127.0.0.1:`port` that never speaks (-1 when refused).
+func idleSocket(port: Int) -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    if result != 0 {
+        close(fd)
+        return -1
+    }
+    return fd
+}
+
+/// Issue 21's denial of service: an attacker holds `sockets` idle TCP connections to the server,
+/// re-opening each one the server closes at once (`reopenAfter` 0), or all of them every
+/// `reopenAfter` seconds (the 70-socket churn); meanwhile honest clients connect one after
+/// another, each given 10 s, and the share served is reported.
+func flood(sockets: Int, reopenAfter: Double, honestClients: Int) async throws {
+    let server = try await startServer(configuration: .init()) { connection in
+        _ = try? await connection.executeThenClose { inbound, outbound in
+            for try await message in inbound { try await outbound.write(message) }
+        }
+    }
+    let port = server.port
+    let stop = NIOLockedValueBox(false)
+    let opened = NIOLockedValueBox(0)
+    let attacker = Thread {
+        var held = [Int32](repeating: -1, count: sockets)
+        var lastRound = 0.0
+        while !stop.withLockedValue({ $0 }) {
+            let round = reopenAfter > 0 && now() - lastRound >= reopenAfter
+            if round { lastRound = now() }
+            for index in held.indices {
+                var closed = held[index] < 0
+                if !closed && reopenAfter == 0 {
+                    // Closed by the server? (a read that does not block: 0 is its FIN)
+                    var byte: UInt8 = 0
+                    closed = recv(held[index], &byte, 1, Int32(MSG_DONTWAIT)) == 0
+                }
+                if closed || round {
+                    if held[index] >= 0 { close(held[index]) }
+                    held[index] = idleSocket(port: port)
+                    opened.withLockedValue { $0 += 1 }
+                }
+            }
+            usleep(reopenAfter > 0 ? 100_000 : 1_000)
+        }
+        for fd in held where fd >= 0 { close(fd) }
+    }
+    attacker.start()
+    try await Task.sleep(for: .seconds(1))  // the flood is in place
+    var served = 0
+    var latencies = [Double]()
+    var configuration = SecureChannel.Configuration()
+    configuration.handshakeTimeout = .seconds(10)
+    for index in 0..<honestClients {
+        let start = now()
+        let message = ByteBuffer(string: "honest \(index)")
+        let echoed = try? await connect(port: port, configuration: configuration).executeThenClose { inbound, outbound in
+            try await outbound.write(message)
+            var iterator = inbound.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        if echoed == message {
+            served += 1
+            latencies.append(now() - start)
+        }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    stop.withLockedValue { $0 = true }
+    latencies.sort()
+    let median = latencies.isEmpty ? 0 : latencies[latencies.count / 2]
+    let attack = reopenAfter == 0 ? "\(sockets) idle sockets, each re-opened as soon as it is closed" : "\(sockets) idle sockets re-opened every \(reopenAfter) s"
+    print(String(format: "SecureChannel under a flood of %@ (%d attacker connections in all): %d of %d honest clients served (%.0f%%, target >= 95%%), median %.0f ms each",
+        attack, opened.withLockedValue { $0 }, served, honestClients, 100 * Double(served) / Double(honestClients), median * 1000))
+    await server.close()
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 switch arguments.first {
 case "handshakes":
@@ -212,6 +294,9 @@ case "ceiling":
     ceiling(totalBytes: 1 << 30)
 case "idle":
     try await idle(count: Int(arguments.dropFirst().first ?? "1000")!, seconds: 60)
+case "flood":
+    let rest = Array(arguments.dropFirst())
+    try await flood(sockets: Int(rest.first ?? "1000")!, reopenAfter: Double(rest.dropFirst().first ?? "0")!, honestClients: 40)
 default:
-    print("usage: ChannelBenchmark handshakes [seconds] | bulk [protocol name] | ceiling | idle [count]")
+    print("usage: ChannelBenchmark handshakes [seconds] | bulk [protocol name] | ceiling | idle [count] | flood [sockets] [reopen seconds]")
 }
