@@ -112,8 +112,11 @@ struct ChannelServeCommand: AsyncParsableCommand {
     @Flag(help: "Serve connections one after another (one at a time) instead of stopping after the first, each until the peer's end of stream; a connection that fails is reported and the next is served.")
     var keepServing = false
     @Option(help: "Seconds a handshake may take.") var handshakeTimeout: Double = 10
+    @Option(help: "End a connection on which nothing is sent or received for this many seconds (connections are served one at a time, so a quiet peer would hold the server).")
+    var idleTimeout: Double?
 
     func validate() throws {
+        if let idleTimeout { try ChannelEndpoint.validateTimeout(idleTimeout, "--idle-timeout") }
         if anyPeer, peer.count > 0 { throw ValidationError("--any-peer excludes --peer-tag, --expect-fingerprint, --trust-on-first-use") }
         if !anyPeer, peer.count == 0 {
             throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint, --trust-on-first-use or --any-peer")
@@ -139,12 +142,13 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
                 Terminal.writeError("sf channel: peer verified: \(fingerprint)")
+                let idle = idleTimeout.map { Duration.milliseconds(Int64($0 * 1000)) }
                 guard keepServing else {
-                    try await ChannelSession.run(connection, input: input, completion: .bothDirections)
+                    try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idle)
                     break
                 }
                 do {
-                    try await ChannelSession.run(connection, input: input, completion: .peerEnds)
+                    try await ChannelSession.run(connection, input: input, completion: .peerEnds, idleTimeout: idle)
                 } catch {
                     // A forged, replayed or malformed frame, an over-long message, a cut stream
                     // or a reset ends that connection only: the server says so and serves the next.

@@ -87,20 +87,40 @@ enum ChannelSession {
     /// Returns once the connection completed as `completion` says; throws when the peer's stream
     /// was cut (`closedBeforeEndOfStream`), failed authentication or framing, or our messages
     /// could not be sent. The connection is then closed without our end of stream.
-    static func run(_ connection: SecureChannel.Connection, input: ChannelInput, completion: Completion) async throws {
+    ///
+    /// With `idleTimeout`, a connection on which nothing was received or sent for that long fails
+    /// (so a peer that connects and goes quiet cannot hold a server that serves one at a time).
+    static func run(
+        _ connection: SecureChannel.Connection, input: ChannelInput, completion: Completion, idleTimeout: Duration? = nil
+    ) async throws {
         signal(SIGPIPE, SIG_IGN)
-        enum Finished { case receiving, sending(failure: (any Error)?) }
+        enum Finished { case receiving, sending(failure: (any Error)?), watching }
+        let activity = Activity()
         try await connection.executeThenClose { inbound, outbound in
             try await withThrowingTaskGroup(of: Finished.self) { group in
                 group.addTask {
                     for try await message in inbound {
+                        activity.touch()
                         FileHandle.standardOutput.write(Data(message.readableBytesView))
                     }
                     return .receiving
                 }
+                if let idleTimeout {
+                    group.addTask {
+                        do {
+                            while true {
+                                try await Task.sleep(for: min(idleTimeout / 4, .seconds(1)))
+                                if activity.idle >= idleTimeout { throw CLIError("nothing sent or received for \(idleTimeout)") }
+                            }
+                        } catch is CancellationError {
+                            return .watching
+                        }
+                    }
+                }
                 group.addTask {
                     do {
                         while let chunk = await input.next() {
+                            activity.touch()
                             try await outbound.write(ByteBuffer(bytes: chunk))
                         }
                     } catch {
@@ -110,18 +130,37 @@ enum ChannelSession {
                     }
                     return .sending(failure: nil)
                 }
-                switch try await group.next() {
-                case .sending(let failure):
-                    if failure == nil { outbound.finish() }
-                    _ = try await group.next()  // the peer's end of stream, or why it failed
-                    if let failure { throw failure }
-                case .receiving, nil:
-                    if completion == .peerEnds {
-                        group.cancelAll()  // a waiting read of the input returns without taking anything
+                var receiving = true, sending = true
+                var sendFailure: (any Error)?
+                while receiving || sending, let finished = try await group.next() {
+                    switch finished {
+                    case .receiving:
+                        receiving = false
+                        // A waiting read of the input returns without taking anything.
+                        if completion == .peerEnds && sending { group.cancelAll() }
+                    case .sending(nil):
+                        sending = false
+                        outbound.finish()  // our end of stream now; reading goes on
+                    case .sending(let failure?):
+                        sending = false
+                        if !(failure is CancellationError) { sendFailure = failure }
+                    case .watching:
+                        break
                     }
-                    if case .sending(let failure?) = try await group.next(), !(failure is CancellationError) { throw failure }
                 }
+                // Why sending failed is usually why receiving fails, and that was thrown first.
+                if let sendFailure { throw sendFailure }
+                group.cancelAll()  // the idle watch
             }
         }
     }
+}
+
+/// When a connection last sent or received something.
+private final class Activity: Sendable {
+    private let last = Mutex(ContinuousClock.now)
+
+    func touch() { last.withLock { $0 = .now } }
+
+    var idle: Duration { ContinuousClock.now - last.withLock { $0 } }
 }

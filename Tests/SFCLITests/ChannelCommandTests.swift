@@ -242,6 +242,29 @@ struct ChannelCommandTests {
         #expect(server.standardError.contains("failed: connection closed before the end of the stream"), "\(server.standardError)")
     }
 
+    /// Issue 21: an idle authenticated client held a one-at-a-time server (the next client's
+    /// message waited 15 s). With --idle-timeout, the quiet connection ends and the next is served.
+    @Test("--idle-timeout: a quiet authenticated client is dropped and the next client is served",
+          .requiresSFBinary, .timeLimit(.minutes(1)))
+    func idleClientIsDropped() throws {
+        let parties = try Parties()
+        let server = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--idle-timeout", "1",
+            "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let quiet = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+        defer { quiet.kill() }
+        #expect(quiet.wait { $0.standardError.contains("peer verified") }, "\(quiet.standardError)")
+        let next = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+        defer { next.kill() }
+        next.write(Data("after the quiet one\n".utf8))
+        #expect(server.wait { $0.outputLines.contains("after the quiet one") }, "\(server.standardError)")
+        #expect(server.standardError.contains("nothing sent or received"), "\(server.standardError)")
+        #expect(quiet.waitForExit() == 1, "the dropped client's stream was cut: \(quiet.standardError)")
+        next.closeInput()
+        #expect(next.waitForExit() == 0, "\(next.standardError)")
+    }
+
     /// Issue 21: standard input ending sends the end of stream and reading goes on (as `nc -N`);
     /// exit 0 only when both directions completed.
     @Test("transfers complete one way each direction and both ways at once (3 MB and 2 MB); a peer that sends nothing",
