@@ -20,11 +20,34 @@ public struct RecordSchema: Sendable, Hashable, Codable {
     /// Field name → protection.
     public let fields: [String: FieldProtection]
 
-    /// Field names are 1...255 bytes of UTF-8 without control characters.
+    /// Field names are 1...255 bytes of UTF-8 without control characters, kept in Unicode NFC
+    /// (names that differ only in normalization, such as `naïve` precomposed or with a combining
+    /// diaeresis, are one name: docs/FORMATS.md).
     public init(_ fields: [String: FieldProtection]) throws(RecordsError) {
         guard !fields.isEmpty else { throw .invalidSchema("a schema declares at least one field") }
         for name in fields.keys { try Self.validateName(name, what: "field") }
+        self.fields = Dictionary(fields.map { (RecordNames.nfc($0.key), $0.value) }) { first, _ in first }
+    }
+
+    /// A schema as stored, its names in the spelling they were stored with (an earlier version
+    /// kept names as given, so a stored name may not be NFC).
+    init(stored fields: [String: FieldProtection]) throws(RecordsError) {
+        guard !fields.isEmpty else { throw .invalidSchema("a schema declares at least one field") }
+        for name in fields.keys { try Self.validateName(name, what: "field") }
         self.fields = fields
+    }
+
+    /// The spelling `field` has in this schema (names compare by canonical equivalence), or nil.
+    func storedName(of field: String) -> String? {
+        fields.index(forKey: field).map { fields[$0].key }
+    }
+
+    /// `values` with every field name in this schema's spelling (unknown names are kept, for the
+    /// caller to refuse).
+    func respelled<Value>(_ values: [String: Value]) -> [String: Value] {
+        let differs = values.keys.contains { name in storedName(of: name).map { !$0.utf8.elementsEqual(name.utf8) } ?? false }
+        guard differs else { return values }
+        return Dictionary(values.map { (storedName(of: $0.key) ?? $0.key, $0.value) }) { first, _ in first }
     }
 
     /// Checks a collection or field name: 1...255 UTF-8 bytes, no control characters.
@@ -48,12 +71,31 @@ public struct RecordSchema: Sendable, Hashable, Codable {
         } catch {
             throw .invalidSchema("stored schema is not valid JSON of the expected shape")
         }
-        try self.init(decoded.fields)
+        try self.init(stored: decoded.fields)
     }
 
     /// The protection of `field`, or `unknownField`.
     func protection(of field: String, collection: String) throws(RecordsError) -> FieldProtection {
         guard let protection = fields[field] else { throw .unknownField(collection: collection, field: field) }
         return protection
+    }
+}
+
+/// Collection and field names in one byte form. Swift compares strings by canonical equivalence,
+/// while the stores compare bytes: a name is written in NFC and looked up in the spelling its
+/// collection or schema already has (docs/FORMATS.md, "Names").
+public enum RecordNames {
+    /// `name` in Unicode Normalization Form C.
+    public static func nfc(_ name: String) -> String { name.precomposedStringWithCanonicalMapping }
+
+    /// The byte-distinct spellings of `name` a store may hold: as given, NFC and NFD (rows that an
+    /// earlier version wrote under a second spelling of one name).
+    public static func spellings(of name: String) -> [String] {
+        var result: [String] = []
+        for spelling in [name, name.precomposedStringWithCanonicalMapping, name.decomposedStringWithCanonicalMapping]
+        where !result.contains(where: { $0.utf8.elementsEqual(spelling.utf8) }) {
+            result.append(spelling)
+        }
+        return result
     }
 }

@@ -151,10 +151,22 @@ public final class RecordStore: Sendable {
 
     /// Declares `collection` with `schema`; doing it again with the same schema does nothing, with
     /// another throws `schemaMismatch`.
+    /// A new collection's name is stored in NFC; an existing one is found whatever the
+    /// normalization of `collection` (see `RecordNames`).
     public func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) {
         try RecordSchema.validateName(collection, what: "collection")
-        let stored = try storage.createCollection(collection, schema: schema)
+        let all = try storage.collections()
+        let name = all.index(forKey: collection).map { all[$0].key } ?? RecordNames.nfc(collection)
+        let stored = try storage.createCollection(name, schema: schema)
         guard stored == schema else { throw .schemaMismatch(collection: collection) }
+    }
+
+    /// The stored spelling of `collection` (canonically equivalent names are one name) and its
+    /// schema, or `collectionNotFound`.
+    func resolve(_ collection: String) throws(RecordsError) -> (name: String, schema: RecordSchema) {
+        let all = try storage.collections()
+        guard let index = all.index(forKey: collection) else { throw .collectionNotFound(collection) }
+        return (all[index].key, all[index].value)
     }
 
     /// Every collection and its schema.
@@ -192,6 +204,7 @@ public final class RecordStore: Sendable {
         var record = StoredRecord(id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: [:], blindIndexes: [:])
         switch sealing {
         case .storeKey:
+            guard !toSeal.isEmpty else { break }  // a record with clear fields only needs no key
             if sealer == nil { sealer = try storeKeySealer(collection: collection, schema: schema, expectedCount: toSeal.count) }
             guard var storeKeySealer = sealer else { throw .storeKeyRequired }
             defer { sealer = storeKeySealer }
@@ -226,8 +239,8 @@ public final class RecordStore: Sendable {
     public func add(
         _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
     ) throws(RecordsError) -> UUID {
-        let schema = try schema(of: collection)
-        try storage.insert([try seal(id: id, collection: collection, schema: schema, fields: fields, sealing: sealing)])
+        let (collection, schema) = try resolve(collection)
+        try storage.insert([try seal(id: id, collection: collection, schema: schema, fields: schema.respelled(fields), sealing: sealing)])
         return id
     }
 
@@ -238,22 +251,24 @@ public final class RecordStore: Sendable {
     public func add(
         contentsOf records: [[String: FieldValue]], to collection: String, sealing: RecordSealing = .storeKey
     ) throws(RecordsError) -> [UUID] {
-        let schema = try schema(of: collection)
-        if case .storeKey = sealing { _ = try currentKeyring() }
+        let (collection, schema) = try resolve(collection)
+        @Sendable func hasSealedField(_ fields: [String: FieldValue]) -> Bool { fields.keys.contains { schema.fields[$0]?.isSealed == true } }
+        if case .storeKey = sealing, records.contains(where: hasSealedField) { _ = try currentKeyring() }
         let ids = Self.randomUUIDs(records.count)
         let chunk = 256
         let sealedFields = schema.fields.values.filter(\.isSealed).count
         let sealChunk = { @Sendable (index: Int) throws(RecordsError) -> [StoredRecord] in
             let range = index * chunk..<min(records.count, (index + 1) * chunk)
             var sealer: StoreKeySealer?
-            if case .storeKey = sealing {
+            if case .storeKey = sealing, records[range].contains(where: hasSealedField) {
                 sealer = try self.storeKeySealer(collection: collection, schema: schema, expectedCount: range.count * sealedFields)
             }
             var rows: [StoredRecord] = []
             rows.reserveCapacity(range.count)
             for i in range {
                 rows.append(try self.seal(
-                    id: ids[i], collection: collection, schema: schema, fields: records[i], sealing: sealing, sealer: &sealer))
+                    id: ids[i], collection: collection, schema: schema, fields: schema.respelled(records[i]), sealing: sealing,
+                    sealer: &sealer))
             }
             return rows
         }
@@ -339,6 +354,8 @@ public final class RecordStore: Sendable {
     ) throws(RecordsError) {
         let current = try stored(id)
         let schema = try schema(of: current.collection)
+        let setting = schema.respelled(setting)
+        let removing = Set(removing.map { schema.storedName(of: $0) ?? $0 })
         var touchesSealed = false
         for name in removing { _ = try schema.protection(of: name, collection: current.collection) }
         for name in setting.keys where try schema.protection(of: name, collection: current.collection).isSealed {
@@ -403,13 +420,13 @@ public final class RecordStore: Sendable {
     // MARK: Search
 
     /// Records of `collection` (every collection when nil) matching all `conditions`, clear fields
-    /// only: nothing is decrypted. Equality on a sealed field uses its blind index (store unlocked).
+    /// only: nothing is decrypted. Names match whatever their normalization (`RecordNames`). Equality on a sealed field uses its blind index (store unlocked).
     public func search(in collection: String? = nil, _ conditions: [RecordCondition] = []) throws(RecordsError) -> [Record] {
         let all = try storage.collections()
         let names: [String]
         if let collection {
-            guard all[collection] != nil else { throw .collectionNotFound(collection) }
-            names = [collection]
+            guard let index = all.index(forKey: collection) else { throw .collectionNotFound(collection) }
+            names = [all[index].key]
         } else {
             names = all.keys.sorted()
         }
@@ -418,7 +435,7 @@ public final class RecordStore: Sendable {
             guard let schema = all[name] else { continue }
             var query = StorageQuery(collection: name)
             for condition in conditions {
-                switch condition {
+                switch condition.respelled(for: schema) {
                 case .equals(let field, let value):
                     guard let protection = schema.fields[field] else {
                         if collection != nil { throw .unknownField(collection: name, field: field) }
@@ -457,5 +474,16 @@ public final class RecordStore: Sendable {
             result += try storage.search(query).map { Record($0) }
         }
         return result
+    }
+}
+
+extension RecordCondition {
+    /// The condition with its field name in `schema`'s spelling.
+    func respelled(for schema: RecordSchema) -> RecordCondition {
+        switch self {
+        case .equals(let field, let value): .equals(field: schema.storedName(of: field) ?? field, value: value)
+        case .prefix(let field, let prefix): .prefix(field: schema.storedName(of: field) ?? field, prefix: prefix)
+        case .fullText: self
+        }
     }
 }

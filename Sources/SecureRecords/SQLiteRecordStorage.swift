@@ -496,11 +496,16 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
 
     /// `RecordStorage.search`, in one SQLite transaction.
     public func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] {
-        var sql = "SELECT seq FROM records WHERE collection = ?"
-        var binds: [(SQLiteStatement, Int32) -> Void] = [{ $0.bind($1, query.collection) }]
+        // Names in every spelling a store written by an earlier version may hold (`RecordNames`).
+        func names(_ name: String, _ binds: inout [(SQLiteStatement, Int32) -> Void]) -> String {
+            let spellings = RecordNames.spellings(of: name)
+            for spelling in spellings { binds.append { $0.bind($1, spelling) } }
+            return "(" + spellings.map { _ in "?" }.joined(separator: ", ") + ")"
+        }
+        var binds: [(SQLiteStatement, Int32) -> Void] = []
+        var sql = "SELECT seq FROM records WHERE collection IN " + names(query.collection, &binds)
         for (field, value) in query.equals {
-            sql += " AND seq IN (SELECT seq FROM clear_fields WHERE name = ? AND value = ? AND kind = ?)"
-            binds.append { $0.bind($1, field) }
+            sql += " AND seq IN (SELECT seq FROM clear_fields WHERE name IN " + names(field, &binds) + " AND value = ? AND kind = ?)"
             switch value {
             case .string(let s): binds.append { $0.bind($1, s) }
             case .bytes(let b): binds.append { $0.bind($1, b) }
@@ -508,9 +513,8 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             binds.append { $0.bind($1, Int64(value.kindByte)) }
         }
         for (field, prefix) in query.prefixes {
-            sql += " AND seq IN (SELECT seq FROM clear_fields WHERE name = ? AND kind = 1 AND value >= ?"
+            sql += " AND seq IN (SELECT seq FROM clear_fields WHERE name IN " + names(field, &binds) + " AND kind = 1 AND value >= ?"
                 + " AND substr(value, 1, length(?)) = ?)"
-            binds.append { $0.bind($1, field) }
             for _ in 0..<3 { binds.append { $0.bind($1, prefix) } }
         }
         for (field, tokens) in query.blindIndexes {

@@ -301,18 +301,20 @@ extension PostgresRecordStorage {
             return "$\(binds.count)"
         }
         let limit = Tables.indexedValueBytes
-        var sql = "SELECT \(Self.recordColumns) FROM \(t.records) r WHERE r.collection = \(placeholder(query.collection))"
+        // Names in every spelling a store written by an earlier version may hold (`RecordNames`).
+        func names(_ name: String) -> String { "ANY(\(placeholder(RecordNames.spellings(of: name)))::text[])" }
+        var sql = "SELECT \(Self.recordColumns) FROM \(t.records) r WHERE r.collection = \(names(query.collection))"
         for (field, value) in query.equals {
             let bytes = value.data
             let kind: Int16 = value.string == nil ? 2 : 1
-            sql += " AND r.id IN (SELECT record_id FROM \(t.clearFields) WHERE name = \(placeholder(field)) AND kind = \(placeholder(kind))"
+            sql += " AND r.id IN (SELECT record_id FROM \(t.clearFields) WHERE name = \(names(field)) AND kind = \(placeholder(kind))"
                 + " AND substring(value from 1 for \(limit)) = \(placeholder(Self.buffer(bytes.prefix(limit))))"
                 + " AND value = \(placeholder(Self.buffer(bytes))))"
         }
         for (field, prefix) in query.prefixes {
             let bytes = Data(prefix.utf8)
             let head = bytes.prefix(limit)
-            sql += " AND r.id IN (SELECT record_id FROM \(t.clearFields) WHERE name = \(placeholder(field)) AND kind = 1"
+            sql += " AND r.id IN (SELECT record_id FROM \(t.clearFields) WHERE name = \(names(field)) AND kind = 1"
                 + " AND substring(value from 1 for \(limit)) >= \(placeholder(Self.buffer(head)))"
             if let upper = Self.successor(of: head) {
                 sql += " AND substring(value from 1 for \(limit)) < \(placeholder(Self.buffer(upper)))"
