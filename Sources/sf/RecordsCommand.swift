@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import SecureFoundation
 import SecureRecordsPostgres
 
@@ -66,7 +67,26 @@ struct RecordsStoreOption: ParsableArguments {
     func open(kdf: PasswordKDF = .default, batchSize: Int = 256) throws -> RecordStore {
         let configuration = RecordStore.Configuration(passwordKDF: kdf, rotationBatchSize: batchSize)
         if let storage = try postgresStorage() { return try RecordStore(storage: storage, configuration: configuration) }
-        return try RecordStore(path: try path(), configuration: configuration)
+        let path = try path()
+        let isNew = !FileManager.default.fileExists(atPath: path)
+        let store = try RecordStore(path: path, configuration: configuration)
+        if isNew { NewStoreFile.created(path) }
+        return store
+    }
+}
+
+/// A store file this command created: a command that fails leaves none behind (removed at exit,
+/// unless another process has put a collection in it meanwhile).
+enum NewStoreFile {
+    private static let path = Mutex<String?>(nil)
+
+    static func created(_ newPath: String) { path.withLock { $0 = newPath } }
+
+    /// Removes the file created by this command (and SQLite's files beside it) if it is still empty.
+    static func removeAfterFailure() {
+        guard let created = path.withLock({ $0 }) else { return }
+        guard let store = try? RecordStore(path: created), (try? store.collections().isEmpty) == true else { return }
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: created + suffix) }
     }
 }
 
@@ -262,9 +282,7 @@ struct RecordsAddCommand: ParsableCommand {
         guard !fields.isEmpty else { throw ValidationError("give at least one --field, --sealed, --sealed-file or --indexed") }
         let store = try location.open(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1))
         let declared = try schema.map(RecordsArguments.schema) ?? RecordSchema(implied)
-        let existing = try store.collections()[collection]
-        if existing == nil || schema != nil { try store.createCollection(collection, schema: declared) }
-        try RecordsFieldOptions.check(implied, against: try store.schema(of: collection), collection: collection)
+        // The key first: a command that fails for want of one creates no collection (nor store).
         let sealing: RecordSealing
         if try keys.unlockIfRequested(store) {
             sealing = .storeKey
@@ -273,6 +291,9 @@ struct RecordsAddCommand: ParsableCommand {
         } else {
             sealing = .storeKey
         }
+        let existing = try store.collections()[collection]
+        if existing == nil || schema != nil { try store.createCollection(collection, schema: declared) }
+        try RecordsFieldOptions.check(implied, against: try store.schema(of: collection), collection: collection)
         for _ in 0..<max(1, repeatCount) {
             print(try store.add(fields, to: collection, sealing: sealing).uuidString.lowercased())
         }
@@ -331,15 +352,16 @@ struct RecordsShowCommand: ParsableCommand {
     func run() throws {
         let store = try location.open()
         let id = try RecordsArguments.id(id)
-        guard decrypt else {
-            print(RecordsOutput.block(try store.record(id)))
+        let summary = try store.record(id)
+        guard decrypt, !summary.sealedFieldNames.isEmpty else {  // nothing sealed: nothing to open, no key needed
+            print(RecordsOutput.block(summary))
             return
         }
         let record: Record
         if try store.record(id).keying == .password {
             record = try store.open(id, password: try keys.password(confirm: false))
         } else {
-            guard try keys.unlockIfRequested(store) else { throw ValidationError("this record is sealed with the store key: give --vault or --key-file") }
+            guard try keys.unlockIfRequested(store) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
             record = try store.open(id)
         }
         print(RecordsOutput.block(record))
@@ -367,7 +389,7 @@ struct RecordsUpdateCommand: ParsableCommand {
             if current.keying == .password {
                 password = try keys.password(confirm: false)
             } else {
-                guard try keys.unlockIfRequested(store) else { throw ValidationError("this record is sealed with the store key: give --vault or --key-file") }
+                guard try keys.unlockIfRequested(store) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
             }
         }
         try store.update(id, setting: fields, removing: Set(remove), password: password)

@@ -241,3 +241,37 @@ let pythonPeerAvailable: Bool = {
         #expect(listed.status == 0 && listed.stdout.isEmpty, "no record was written: \(listed.stderrText)")
     }
 }
+
+/// Issue 18 item 6: clear-only records need no key; a failed command creates nothing; `show
+/// --decrypt` without a key is an error (exit 1, one line), not a usage error; `--text -x` says
+/// how to give a value that starts with '-'.
+@Suite struct RecordsCLIUsabilityTests {
+    @Test func clearOnlyRecordsFailuresAndDashValues() throws {
+        let scratch = try RecordsScratch()
+        let store = scratch.path("clear.db")
+        let added = try sf(["records", "add", "--store", store, "--field", "toWhom=Alice"])
+        #expect(added.status == 0, "a record with clear fields only needs no key: \(added.stderrText)")
+        let id = added.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let shown = try sf(["records", "show", "--store", store, "--decrypt", id])
+        #expect(shown.status == 0 && shown.stdoutText.contains("toWhom: Alice"), "nothing sealed, nothing to open: \(shown.stderrText)")
+
+        // A failed command leaves no new store file behind (here: the key file is missing).
+        let failed = scratch.path("failed.db")
+        let missingKey = try sf(["records", "add", "--store", failed, "--sealed", "x=1", "--key-file", scratch.path("no-such-key")])
+        #expect(missingKey.status == 1)
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: failed + suffix), "\(suffix): nothing is created on failure")
+        }
+
+        // show --decrypt of a store-keyed record with sealed fields and no key: exit 1, one line.
+        let key = try scratch.write("key", Data(repeating: 9, count: 32))
+        let sealed = try sf(["records", "add", "--store", store, "--collection", "s", "--sealed", "x=1", "--key-file", key])
+        try #require(sealed.status == 0, "\(sealed.stderrText)")
+        let noKey = try sf(["records", "show", "--store", store, "--decrypt", sealed.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)])
+        #expect(noKey.status == 1 && noKey.stderrText.split(separator: "\n").count == 1, "\(noKey.stderrText)")
+        #expect(noKey.stderrText.contains("give --vault or --key-file"))
+
+        let dash = try sf(["records", "search", "--store", store, "--text", "-x"])
+        #expect(dash.status == 2 && dash.stderrText.contains("write --text=-x"), "\(dash.stderrText)")
+    }
+}
