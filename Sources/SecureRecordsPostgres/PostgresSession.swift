@@ -298,8 +298,19 @@ final class PostgresSession: @unchecked Sendable {
             var pause = TimeAmount.milliseconds(50)
             // The body's result whose COMMIT was sent when the connection was lost.
             var unconfirmed: R?
+            // Whatever ends the run while a COMMIT's outcome is unknown says so.
+            func unknownOutcome(_ error: RecordsError) -> RecordsError {
+                .storage(
+                    "\(configuration.displayName): the connection was lost while committing, so whether the change "
+                        + "was stored is unknown (\(error)); check before repeating it")
+            }
             while true {
-                let connection = try connected(until: deadline)
+                let connection: PostgresConnection
+                do throws(RecordsError) {
+                    connection = try connected(until: deadline)
+                } catch {
+                    throw unconfirmed == nil ? error : unknownOutcome(error)
+                }
                 let tx = Transaction(connection: connection, logger: logger, session: self, deadline: deadline, failures: FailureLog())
                 var committing = false
                 var result: R?
@@ -327,11 +338,7 @@ final class PostgresSession: @unchecked Sendable {
                     if failure?.isConnectionLost == true {
                         drop(connection)
                         if committing && !readOnly {
-                            guard wasCommitted != nil else {
-                                throw .storage(
-                                    "\(configuration.displayName): the connection was lost while committing, so whether the change "
-                                        + "was stored is unknown (\(error)); check before repeating it")
-                            }
+                            guard wasCommitted != nil else { throw unknownOutcome(error) }
                             unconfirmed = result
                         }
                         if NIODeadline.now() + pause < deadline {
@@ -339,8 +346,9 @@ final class PostgresSession: @unchecked Sendable {
                             pause = min(pause * 2, .seconds(1))
                             continue
                         }
-                        throw error
+                        throw unconfirmed == nil ? error : unknownOutcome(error)
                     }
+                    if unconfirmed != nil { throw unknownOutcome(error) }
                     _ = try? tx.query("ROLLBACK")
                     if failure?.isTransient == true, transientRetries < 4 {
                         transientRetries += 1

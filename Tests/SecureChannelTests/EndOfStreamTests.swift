@@ -9,7 +9,9 @@ import Testing
 /// end-of-stream message arrived; `finish()` half-closes and reading goes on; a connection that
 /// ends without the end of stream (a body that throws, a relay that cuts the TCP connection) is
 /// `closedBeforeEndOfStream`, never a clean end.
-@Suite(.timeLimit(.minutes(2))) struct EndOfStreamTests {
+// The limit is a generous multiple of the few seconds these take alone: the whole suite on two
+// cores can starve one test for minutes.
+@Suite(.timeLimit(.minutes(10))) struct EndOfStreamTests {
     typealias Fixtures = ChannelFixtures
 
     /// 3 MB in 48 messages of 65,536 bytes less one, byte i of message m being (i + 31 m) mod 251.
