@@ -12,7 +12,8 @@ let crypto: [Target.Dependency] = [
 
 let package = Package(
     name: "SecureFoundation",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    // macOS 15 / iOS 18: the Synchronization module's Mutex, which the targets use.
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "SecureCore", targets: ["SecureCore"]),
         .library(name: "SecureKeychain", targets: ["SecureKeychain"]),

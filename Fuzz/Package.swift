@@ -24,7 +24,7 @@ let fuzzTargets: [(name: String, products: [String])] = [
 
 let package = Package(
     name: "SecureFoundationFuzz",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "SecureFoundation", path: ".."),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),

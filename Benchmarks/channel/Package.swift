@@ -5,7 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "ChannelBenchmark",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "SecureFoundation", path: "../.."),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),

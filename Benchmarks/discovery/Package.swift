@@ -4,7 +4,7 @@ import PackageDescription
 // ServiceDiscovery codec throughput; run with run.sh beside this file.
 let package = Package(
     name: "DiscoveryBenchmark",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [.package(name: "SecureFoundation", path: "../..")],
     targets: [
         .executableTarget(

@@ -5,7 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "RecordsBenchmark",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [.package(name: "SecureFoundation", path: "../..")],
     targets: [
         // The raw-SQLite baseline links the same system libsqlite3 as SecureRecords.

@@ -5,7 +5,7 @@ import PackageDescription
 
 let package = Package(
     name: "VaultBenchmark",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [.package(name: "SecureFoundation", path: "../..")],
     targets: [
         .executableTarget(

@@ -129,6 +129,13 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension PasswordKDF {
+    /// The lowest scrypt cost exponent `sf` seals new secrets with (N = 1,024): below it a
+    /// password is guessed too cheaply to call it sealed. Readers accept lower costs (files
+    /// written elsewhere); writers' upper bound is the readers' ceiling, `KDFLimits.default`.
+    public static let minimumScryptLogN: UInt8 = 10
+}
+
 /// Ceilings on KDF costs accepted from untrusted input, so a crafted header cannot make a reader
 /// spend hours or gigabytes before failing.
 public struct KDFLimits: Sendable, Hashable {

@@ -16,7 +16,7 @@ struct RecordsCommand: ParsableCommand {
             unlocked with the vault (--vault) or an application key file (--key-file, 32 bytes or 64 hex digits).
             """,
         subcommands: [
-            RecordsAddCommand.self, RecordsListCommand.self, RecordsSearchCommand.self, RecordsShowCommand.self,
+            RecordsAddCommand.self, RecordsListCommand.self, RecordsSearchCommand.self, RecordsShowCommand.self, RecordsGetCommand.self,
             RecordsUpdateCommand.self, RecordsDeleteCommand.self, RecordsExportCommand.self, RecordsImportCommand.self,
             RecordsChangePasswordCommand.self, RecordsRotateKeyCommand.self,
         ]
@@ -88,6 +88,22 @@ enum NewStoreFile {
         guard let store = try? RecordStore(path: created), (try? store.collections().isEmpty) == true else { return }
         for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: created + suffix) }
     }
+}
+
+/// The scrypt cost of new password seals: one range for every command that seals, from
+/// `PasswordKDF.minimumScryptLogN` to the readers' ceiling (`KDFLimits.default`), so nothing is
+/// written that is too cheap to guess or that a reader refuses.
+struct ScryptCostOption: ParsableArguments {
+    @Option(help: "scrypt log2(N) for password seals (default 17; \(PasswordKDF.minimumScryptLogN)...\(KDFLimits.default.maxScryptLogN)).")
+    var scryptLogN: UInt8 = 17
+
+    func validate() throws {
+        let range = PasswordKDF.minimumScryptLogN...KDFLimits.default.maxScryptLogN
+        guard range.contains(scryptLogN) else { throw ValidationError("--scrypt-log-n must be \(range.lowerBound)...\(range.upperBound)") }
+    }
+
+    /// The KDF for new seals.
+    var kdf: PasswordKDF { .scrypt(logN: scryptLogN, r: 8, p: 1) }
 }
 
 /// Which key seals or opens sealed fields.
@@ -245,6 +261,51 @@ struct RecordsFieldOptions: ParsableArguments {
 enum RecordsOutput {
     static func format(_ value: FieldValue) -> String { value.description }
 
+    /// A field in `--json`: `{"name": ..., "text": ...}` or `{"name": ..., "base64": ...}`. (An
+    /// array of these, not an object keyed by name: the JSON keys are snake_cased, names must not be.)
+    struct Field: Encodable {
+        let name: String
+        let text: String?
+        let base64: String?
+
+        init(_ name: String, _ value: FieldValue) {
+            self.name = name
+            switch value {
+            case .string(let string): (text, base64) = (string, nil)
+            case .bytes(let bytes): (text, base64) = (nil, bytes.base64EncodedString())
+            }
+        }
+
+        static func list(_ fields: [String: FieldValue]) -> [Field] {
+            fields.sorted { $0.key < $1.key }.map { Field($0.key, $0.value) }
+        }
+    }
+
+    /// A record in `--json`: its clear fields, the names of its sealed fields, and those opened.
+    struct RecordJSON: Encodable {
+        let id: String
+        let collection: String
+        let keying: String
+        let clearFields: [Field]
+        let sealedFields: [String]
+        let openedFields: [Field]
+
+        init(_ record: Record) {
+            id = record.id.uuidString.lowercased()
+            collection = record.collection
+            keying = record.keying == .password ? "password" : "store_key"
+            clearFields = Field.list(record.clearFields)
+            sealedFields = record.sealedFieldNames.sorted()
+            openedFields = Field.list(record.openedFields)
+        }
+    }
+
+    /// Records as lines (tab-separated), or as one JSON array.
+    static func print(_ records: [Record], json: Bool) throws {
+        if json { return try JSONOutput.print(records.map(RecordJSON.init)) }
+        for record in records { Swift.print(line(record)) }
+    }
+
     static func line(_ record: Record) -> String {
         var parts = [record.id.uuidString.lowercased(), record.collection]
         for (name, value) in record.clearFields.sorted(by: { $0.key < $1.key }) { parts.append("\(name)=\(format(value))") }
@@ -274,13 +335,13 @@ struct RecordsAddCommand: ParsableCommand {
     var schema: String?
     @OptionGroup var fieldOptions: RecordsFieldOptions
     @OptionGroup var keys: RecordsKeyOptions
-    @Option(help: "scrypt log2(N) for password-sealed values (default 17).") var scryptLogN: UInt8 = 17
+    @OptionGroup var scrypt: ScryptCostOption
     @Option(help: .hidden) var repeatCount: Int = 1
 
     func run() throws {
         let (fields, implied) = try fieldOptions.read()
         guard !fields.isEmpty else { throw ValidationError("give at least one --field, --sealed, --sealed-file or --indexed") }
-        let store = try location.open(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1))
+        let store = try location.open(kdf: scrypt.kdf)
         let declared = try schema.map(RecordsArguments.schema) ?? RecordSchema(implied)
         // The key first: a command that fails for want of one creates no collection (nor store).
         let sealing: RecordSealing
@@ -305,9 +366,11 @@ struct RecordsListCommand: ParsableCommand {
 
     @OptionGroup var location: RecordsStoreOption
     @Option(help: "Only this collection.") var collection: String?
+    @Flag(help: "Print a JSON array of {id, collection, keying, clear_fields, sealed_fields, opened_fields}; each field {name, text} or {name, base64}.")
+    var json = false
 
     func run() throws {
-        for record in try location.open().search(in: collection) { print(RecordsOutput.line(record)) }
+        try RecordsOutput.print(try location.open().search(in: collection), json: json)
     }
 }
 
@@ -323,6 +386,7 @@ struct RecordsSearchCommand: ParsableCommand {
     @Option(help: "An SQLite FTS5 query over the clear text fields.") var text: String?
     @OptionGroup var keys: RecordsKeyOptions
     @Argument(help: "Conditions name=value (clear equality, or blind index of a sealed field).") var conditions: [String] = []
+    @Flag(help: "Print a JSON array of records, as `list --json`.") var json = false
 
     func run() throws {
         let store = try location.open()
@@ -337,7 +401,7 @@ struct RecordsSearchCommand: ParsableCommand {
             query.append(.prefix(field: name, prefix: text))
         }
         if let text { query.append(.fullText(text)) }
-        for record in try store.search(in: collection, query) { print(RecordsOutput.line(record)) }
+        try RecordsOutput.print(try store.search(in: collection, query), json: json)
     }
 }
 
@@ -348,23 +412,57 @@ struct RecordsShowCommand: ParsableCommand {
     @Flag(help: "Open the sealed fields (needs the record's password, or the store key).") var decrypt = false
     @OptionGroup var keys: RecordsKeyOptions
     @Argument(help: "The record id.") var id: String
+    @Flag(help: "Print the record as one JSON object, as `list --json` (opened_fields with --decrypt).") var json = false
 
     func run() throws {
         let store = try location.open()
         let id = try RecordsArguments.id(id)
         let summary = try store.record(id)
-        guard decrypt, !summary.sealedFieldNames.isEmpty else {  // nothing sealed: nothing to open, no key needed
-            print(RecordsOutput.block(summary))
-            return
-        }
-        let record: Record
-        if try store.record(id).keying == .password {
-            record = try store.open(id, password: try keys.password(confirm: false))
-        } else {
-            guard try keys.unlockIfRequested(store) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
-            record = try store.open(id)
-        }
+        // Nothing sealed: nothing to open, no key needed.
+        let record = decrypt && !summary.sealedFieldNames.isEmpty ? try keys.open(summary, in: store) : summary
+        if json { return try JSONOutput.print(RecordsOutput.RecordJSON(record)) }
         print(RecordsOutput.block(record))
+    }
+}
+
+extension RecordsKeyOptions {
+    /// `record` with its sealed fields opened: with the record's password, or the store key.
+    func open(_ record: Record, in store: RecordStore) throws -> Record {
+        if record.keying == .password { return try store.open(record.id, password: try password(confirm: false)) }
+        guard try unlockIfRequested(store) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
+        return try store.open(record.id)
+    }
+}
+
+struct RecordsGetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get", abstract: "Print one field of a record (opened if sealed).",
+        discussion: """
+            Text is printed with a newline; bytes are written exactly, nothing added (as `sf keychain get --raw`). \
+            A sealed field needs the record's password or the store key, as `show --decrypt`.
+            """)
+
+    @OptionGroup var location: RecordsStoreOption
+    @OptionGroup var keys: RecordsKeyOptions
+    @Argument(help: "The record id.") var id: String
+    @Argument(help: "The field name.") var field: String
+
+    func run() throws {
+        let store = try location.open()
+        let summary = try store.record(try RecordsArguments.id(id))
+        let value: FieldValue
+        if let clear = summary.clearFields[field] {
+            value = clear
+        } else if summary.sealedFieldNames.contains(where: { $0 == field }) {
+            guard let opened = try keys.open(summary, in: store).openedFields[field] else { throw CLIError("field '\(field)' did not open") }
+            value = opened
+        } else {
+            throw CLIError("record \(summary.id.uuidString.lowercased()) has no field '\(field)'")
+        }
+        switch value {
+        case .string(let text): print(text)
+        case .bytes(let bytes): FileHandle.standardOutput.write(bytes)
+        }
     }
 }
 
@@ -375,11 +473,11 @@ struct RecordsUpdateCommand: ParsableCommand {
     @OptionGroup var fieldOptions: RecordsFieldOptions
     @Option(help: "Remove this field. Repeatable.") var remove: [String] = []
     @OptionGroup var keys: RecordsKeyOptions
-    @Option(help: "scrypt log2(N) for password-sealed values (default 17).") var scryptLogN: UInt8 = 17
+    @OptionGroup var scrypt: ScryptCostOption
     @Argument(help: "The record id.") var id: String
 
     func run() throws {
-        let store = try location.open(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1))
+        let store = try location.open(kdf: scrypt.kdf)
         let id = try RecordsArguments.id(id)
         let (fields, implied) = try fieldOptions.read()
         let current = try store.record(id)
@@ -468,11 +566,11 @@ struct RecordsChangePasswordCommand: ParsableCommand {
     @OptionGroup var location: RecordsStoreOption
     @Option(help: "File whose first line is the current password (default: prompt).") var passwordFile: String?
     @Option(help: "File whose first line is the new password (default: prompt twice).") var newPasswordFile: String?
-    @Option(help: "scrypt log2(N) for the new seals (default 17).") var scryptLogN: UInt8 = 17
+    @OptionGroup var scrypt: ScryptCostOption
     @Argument(help: "The record id.") var id: String
 
     func run() throws {
-        let store = try location.open(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1))
+        let store = try location.open(kdf: scrypt.kdf)
         let old = try passwordFile.map(Terminal.readSecret(fromFile:))
             ?? Terminal.readSecret(prompt: "Current record password: ", alternative: "--password-file")
         let new = try newPasswordFile.map(Terminal.readSecret(fromFile:))

@@ -81,14 +81,14 @@ struct VaultInitCommand: ParsableCommand {
     @OptionGroup var location: KeychainLocation
     @Option(help: "File whose first line is the passcode (default: prompt twice).") var passcodeFile: String?
     @OptionGroup var questions: VaultQuestionsOptions
-    @Option(help: "scrypt log2(N) for the passcode and answer wraps (default 17).") var scryptLogN: UInt8 = 17
+    @OptionGroup var scrypt: ScryptCostOption
 
     func run() throws {
         let passcode = try passcodeFile.map(Terminal.readSecret(fromFile:))
             ?? Terminal.readSecret(prompt: "New vault passcode: ", confirm: true, alternative: "--passcode-file")
         let (questions, answers) = try self.questions.read()
         let keychain = try location.open()
-        let vault = Vault(keychain: keychain, configuration: .init(kdf: .scrypt(logN: scryptLogN, r: 8, p: 1)))
+        let vault = Vault(keychain: keychain, configuration: .init(kdf: scrypt.kdf))
         try vault.setUp(passcode: passcode, questions: questions, answers: answers)
         try keychain.close()
         print("vault set up\(location.path.map { " in \($0)" } ?? "") with \(questions.count) security question\(questions.count == 1 ? "" : "s")")

@@ -229,16 +229,24 @@ let pythonPeerAvailable: Bool = {
         #expect(!FileManager.default.fileExists(atPath: scratch.path("store.db")), "nothing is created")
     }
 
-    /// `--scrypt-log-n 23` spent 26.6 s writing a record that `sf` then refused to open: the writer
-    /// now applies the readers' ceiling (22) before any KDF work.
-    @Test func scryptCostsReadersRefuseAreRefusedWhenWriting() throws {
+    /// `--scrypt-log-n 23` spent 26.6 s writing a record that `sf` then refused to open, and logN 1
+    /// was accepted: every sealing command takes 10...22 (the readers' ceiling), before any work;
+    /// the library refuses a cost above the ceiling itself too.
+    @Test func scryptCostsOutsideTheRangeAreRefusedWhenWriting() throws {
         let scratch = try RecordsScratch()
         let password = try scratch.write("pw", Data("record password\n".utf8))
-        let result = try sf(["records", "add", "--store", scratch.path("store.db"), "--collection", "c", "--sealed", "a=b",
-                             "--password-file", password, "--scrypt-log-n", "23"])
-        #expect(result.status == 1 && result.stderrText.contains("scrypt logN 23 above ceiling 22"), "\(result.stderrText)")
-        let listed = try sf(["records", "list", "--store", scratch.path("store.db")])
-        #expect(listed.status == 0 && listed.stdout.isEmpty, "no record was written: \(listed.stderrText)")
+        for cost in ["23", "1", "9"] {
+            let result = try sf(["records", "add", "--store", scratch.path("store.db"), "--collection", "c", "--sealed", "a=b",
+                                 "--password-file", password, "--scrypt-log-n", cost])
+            #expect(result.status == 2 && result.stderrText.contains("--scrypt-log-n must be 10...22"), "\(cost): \(result.stderrText)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("store.db")), "nothing is created")
+        let store = try RecordStore(
+            storage: try scratch.storage(),
+            configuration: RecordStore.Configuration(passwordKDF: .scrypt(logN: 23, r: 8, p: 1), rotationBatchSize: 3))
+        try store.createCollection("c", schema: try RecordSchema(["a": .sealed]))
+        #expect(throws: RecordsError.self) { try store.add(["a": .string("b")], to: "c", sealing: .password(secret("pw"))) }
+        #expect(try store.search(in: "c").isEmpty, "no record was written")
     }
 }
 
@@ -270,6 +278,30 @@ let pythonPeerAvailable: Bool = {
         let noKey = try sf(["records", "show", "--store", store, "--decrypt", sealed.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)])
         #expect(noKey.status == 1 && noKey.stderrText.split(separator: "\n").count == 1, "\(noKey.stderrText)")
         #expect(noKey.stderrText.contains("give --vault or --key-file"))
+
+        // `get ID FIELD`: text with a newline, bytes exactly, a sealed field opened with the key.
+        let bytes = try sf(["records", "add", "--store", store, "--collection", "b", "--field", "raw=base64:AAEC/w==",
+                            "--sealed", "secret=s3", "--key-file", key])
+        try #require(bytes.status == 0, "\(bytes.stderrText)")
+        let bytesId = bytes.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try sf(["records", "get", "--store", store, id, "toWhom"]).stdout == Data("Alice\n".utf8))
+        #expect(try sf(["records", "get", "--store", store, bytesId, "raw"]).stdout == Data([0, 1, 2, 255]))
+        #expect(try sf(["records", "get", "--store", store, bytesId, "secret", "--key-file", key]).stdout == Data("s3\n".utf8))
+        let sealedNoKey = try sf(["records", "get", "--store", store, bytesId, "secret"])
+        #expect(sealedNoKey.status == 1 && sealedNoKey.stdout.isEmpty && sealedNoKey.stderrText.contains("--key-file"))
+        let noField = try sf(["records", "get", "--store", store, id, "nope"])
+        #expect(noField.status == 1 && noField.stderrText.contains("has no field 'nope'"), "\(noField.stderrText)")
+
+        // --json on list, search and show.
+        let listed = try sf(["records", "list", "--store", store, "--collection", "b", "--json"])
+        let rows = try #require(try JSONSerialization.jsonObject(with: listed.stdout) as? [[String: Any]], "\(listed.stdoutText)")
+        #expect(rows.count == 1 && rows[0]["id"] as? String == bytesId && rows[0]["sealed_fields"] as? [String] == ["secret"])
+        #expect(rows[0]["clear_fields"] as? [[String: String]] == [["name": "raw", "base64": "AAEC/w=="]], "\(listed.stdoutText)")
+        let found = try sf(["records", "search", "--store", store, "toWhom=Alice", "--json"])
+        #expect((try JSONSerialization.jsonObject(with: found.stdout) as? [[String: Any]])?.first?["id"] as? String == id)
+        let shownJSON = try sf(["records", "show", "--store", store, bytesId, "--decrypt", "--key-file", key, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: shownJSON.stdout) as? [String: Any], "\(shownJSON.stderrText)")
+        #expect(object["opened_fields"] as? [[String: String]] == [["name": "secret", "text": "s3"]], "\(shownJSON.stdoutText)")
 
         let dash = try sf(["records", "search", "--store", store, "--text", "-x"])
         #expect(dash.status == 2 && dash.stderrText.contains("write --text=-x"), "\(dash.stderrText)")
