@@ -25,8 +25,23 @@ public final class Keychain: Sendable {
         /// changes (a `PRAGMA data_version`, reloading only when it changed).
         public var pollInterval: Duration = .milliseconds(250)
 
+        /// Opens the file for reading only, for commands and apps that must never change it: no
+        /// file or directory is created, no permission narrowed, no journal mode switched, no
+        /// schema migrated. A missing file or an empty SQLite database reads as an empty keychain
+        /// (and nothing is created); a keychain that would need a migration is refused with
+        /// `readOnly`. Every change throws `readOnly`. A file without a `-wal` is read as a
+        /// snapshot. A `Vault` on such a keychain cannot record failed attempts (see `Vault`).
+        public var isReadOnly = false
+
         /// The default: coalesced writes after 10 ms or 16,384 items.
         public init() {}
+
+        /// Reading only (see `isReadOnly`).
+        public static var readOnly: Configuration {
+            var configuration = Configuration()
+            configuration.isReadOnly = true
+            return configuration
+        }
 
         /// Write-through: every mutation is durable when it returns.
         public static var immediate: Configuration {
@@ -48,15 +63,16 @@ public final class Keychain: Sendable {
     /// The keychain file.
     public var path: String { engine.path }
 
-    /// True when the file (or its directory) is not writable by this process, for example on a
-    /// read-only file system: the keychain was opened for reading, and every change throws
-    /// `KeychainError.readOnly` without touching the file.
+    /// True when the keychain was opened with `Configuration.readOnly`, or when the file (or its
+    /// directory) is not writable by this process, for example on a read-only file system: every
+    /// change throws `KeychainError.readOnly` without touching the file.
     public var isReadOnly: Bool { engine.state.withLock { $0.isReadOnly } }
     let engine: KeychainEngine
 
-    /// Opens (creating when missing) the keychain at `path`. A new file gets mode 0600 and a new
-    /// directory 0700. Throws `notAKeychain`, `unsupportedSchemaVersion` or `storage` when the file
-    /// cannot be used.
+    /// Opens (creating when missing, unless `configuration.isReadOnly`) the keychain at `path`. A
+    /// new file gets mode 0600 and a new directory 0700. Throws `notAKeychain`,
+    /// `unsupportedSchemaVersion` or `storage` when the file cannot be used; such a file is refused
+    /// before anything is written to it.
     public init(path: String, configuration: Configuration = Configuration()) throws(KeychainError) {
         engine = try KeychainEngine(path: path, configuration: configuration)
     }
@@ -217,7 +233,7 @@ public final class Keychain: Sendable {
     /// `corrupted` when it reports problems.
     public static func checkIntegrity(path: String) throws(KeychainError) {
         guard FileManager.default.fileExists(atPath: path) else { throw .invalidLocation("\(path) does not exist") }
-        let store = try KeychainStore(path: path, busyTimeoutMilliseconds: 5_000)
+        let store = try KeychainStore(path: path, busyTimeoutMilliseconds: 5_000, readOnly: true)
         try store.checkIntegrity()
     }
 }

@@ -178,7 +178,8 @@ final class KeychainEngine: Sendable {
         let store: KeychainStore
         let loaded: (ItemTable, Int64)
         do throws(KeychainError) {
-            store = try KeychainStore(path: path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds)
+            store = try KeychainStore(
+                path: path, busyTimeoutMilliseconds: configuration.busyTimeoutMilliseconds, readOnly: configuration.isReadOnly)
             loaded = try store.transaction(write: false) { () throws(KeychainError) in
                 (try store.loadItems(), try store.dataVersion())
             }

@@ -42,9 +42,25 @@ final class KeychainStore {
     /// are refused with `KeychainError.readOnly` before they reach SQLite.
     let isReadOnly: Bool
 
-    convenience init(path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
-        try Self.prepareFile(path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-        try self.init(opening: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readOnly: !Self.isWritable(path))
+    /// Opens the keychain at `path`. With `readOnly`, or when this process cannot write the file or
+    /// its directory, nothing is ever written: no file or directory is created, no mode narrowed, no
+    /// journal mode switched, no schema migrated; a missing file or an empty SQLite database reads as
+    /// an empty keychain (served from memory), and a file that would need a migration is refused.
+    convenience init(path: String, busyTimeoutMilliseconds: Int32, readOnly: Bool = false) throws(KeychainError) {
+        if readOnly {
+            var status = stat()
+            guard stat(path, &status) == 0 else {
+                guard errno == ENOENT else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
+                try self.init(opening: nil, displayPath: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readOnly: true)
+                return
+            }
+            try Self.checkExistingFile(path, status)
+        } else {
+            try Self.prepareFile(path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+        }
+        try self.init(
+            opening: path, displayPath: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+            readOnly: readOnly || !Self.isWritable(path))
     }
 
     /// Whether this process can write the keychain: the file, and its directory (where SQLite
@@ -54,25 +70,36 @@ final class KeychainStore {
         return access(path, W_OK) == 0 && access(directory.isEmpty ? "." : directory, W_OK) == 0
     }
 
-    private init(opening path: String, busyTimeoutMilliseconds: Int32, readOnly: Bool = false) throws(KeychainError) {
+    /// Opens the file at `path` (nil: no file, read-only) after deciding, without writing, what it
+    /// holds: another application's database and a newer keychain are refused before anything is
+    /// written to them (switching to WAL rewrites the file header).
+    private init(opening path: String?, displayPath: String, busyTimeoutMilliseconds: Int32, readOnly: Bool) throws(KeychainError) {
         isReadOnly = readOnly
-        connection = try Self.sql { () throws(SQLiteError) in
-            readOnly
+        let file = try Self.sql { () throws(SQLiteError) -> SQLiteConnection? in
+            guard let path else { return nil }
+            return readOnly
                 ? try SQLiteConnection(readingOnly: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
                 : try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
         }
-        // Refuse another application's database before anything is written to it (switching to
-        // WAL rewrites the file header).
-        try refuseForeignDatabase()
+        let contents = try file.map { (file) throws(KeychainError) in try Self.contents(of: file) } ?? .empty
         if readOnly {
-            // Nothing may be written: the file must already be a current keychain.
-            guard try isCurrent() else {
-                throw .readOnly(path: path, reason: "it needs a schema upgrade, which writes to it")
+            switch contents {
+            case .keychain(version: Self.schemaVersion):
+                connection = file!
+            case .empty:
+                // Nothing to read, and nothing may be written: an empty keychain served from memory.
+                connection = try Self.sql { () throws(SQLiteError) in
+                    try SQLiteConnection(path: ":memory:", create: true, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+                }
+                try migrate()
+            case .keychain:
+                throw .readOnly(path: displayPath, reason: "it needs a schema upgrade, which writes to it")
             }
             return
         }
+        connection = file!
         let mode = try sql { (c) throws(SQLiteError) in try c.text("PRAGMA journal_mode = WAL") }
-        guard mode.lowercased() == "wal" else { throw .storage(path: path, code: 0, message: "cannot enable WAL (mode \(mode))") }
+        guard mode.lowercased() == "wal" else { throw .storage(path: displayPath, code: 0, message: "cannot enable WAL (mode \(mode))") }
         // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
         try sql { (c) throws(SQLiteError) in try c.execute("PRAGMA synchronous = FULL") }
         // Freed content (deleted or replaced values) is overwritten with zeros, in the WAL frames
@@ -102,14 +129,20 @@ final class KeychainStore {
             try createWhole(path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
             guard stat(path, &status) == 0 else { throw .invalidLocation("cannot open \(path): \(String(cString: strerror(errno)))") }
         }
+        try checkExistingFile(path, status)
+        if status.st_mode & 0o077 != 0, status.st_uid == geteuid(), access(path, W_OK) == 0 {
+            for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
+        }
+    }
+
+    /// Refuses an existing path that is not a regular file, or a file of 0 bytes (truncated: it is
+    /// refused as `corrupted` rather than silently started afresh).
+    private static func checkExistingFile(_ path: String, _ status: stat) throws(KeychainError) {
         guard status.st_mode & S_IFMT == S_IFREG else { throw .invalidLocation("\(path) is not a regular file") }
         guard status.st_size > 0 else {
             throw .corrupted(
                 path: path,
                 details: "the file is empty (0 bytes), so it was truncated; restore it from a backup, or remove it to start a new keychain")
-        }
-        if status.st_mode & 0o077 != 0, status.st_uid == geteuid(), access(path, W_OK) == 0 {
-            for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
         }
     }
 
@@ -125,7 +158,7 @@ final class KeychainStore {
         close(fd)
         do {
             // Closing the connection (end of scope) checkpoints the WAL into the file.
-            _ = try KeychainStore(opening: temporary, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            _ = try KeychainStore(opening: temporary, displayPath: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readOnly: false)
         }
         let synced = open(temporary, O_RDONLY | O_CLOEXEC)
         if synced >= 0 {
@@ -137,12 +170,30 @@ final class KeychainStore {
         }
     }
 
-    /// Throws `notAKeychain` unless the file is a keychain or an empty database (read-only checks).
-    private func refuseForeignDatabase() throws(KeychainError) {
-        let applicationID = try sql { (c) throws(SQLiteError) in try c.integer("PRAGMA application_id") }
-        if applicationID == Self.applicationID { return }
-        let objects = try sql { (c) throws(SQLiteError) in try c.integer("SELECT count(*) FROM sqlite_schema") }
-        guard applicationID == 0, objects == 0 else { throw .notAKeychain(path: connection.path) }
+    /// What a database file holds, as far as opening it is concerned.
+    enum Contents: Equatable {
+        /// A SQLite database with no objects and no application id: a new keychain.
+        case empty
+        /// A keychain of this schema version (never newer than `schemaVersion`).
+        case keychain(version: Int64)
+    }
+
+    /// What `connection`'s file holds, read without writing: `notAKeychain` for another
+    /// application's database or one with the keychain's application id but no version table,
+    /// `unsupportedSchemaVersion` for a keychain written by a newer version.
+    private static func contents(of connection: SQLiteConnection) throws(KeychainError) -> Contents {
+        let (applicationID, objects, hasVersionTable) = try sql { () throws(SQLiteError) in
+            (
+                try connection.integer("PRAGMA application_id"),
+                try connection.integer("SELECT count(*) FROM sqlite_schema"),
+                try connection.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'") == 1
+            )
+        }
+        if applicationID == 0, objects == 0 { return .empty }
+        guard applicationID == Self.applicationID, hasVersionTable else { throw .notAKeychain(path: connection.path) }
+        let version = try sql { () throws(SQLiteError) in try connection.integer("SELECT version FROM schema_version") }
+        guard version <= Self.schemaVersion else { throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion) }
+        return .keychain(version: version)
     }
 
     /// The keychain's error for a SQLite failure: `corrupted` for a damaged file, else `storage`
@@ -176,29 +227,14 @@ final class KeychainStore {
         try sql { (c) throws(SQLiteError) in try c.dataVersion() }
     }
 
-    /// Whether the file is a keychain of the current schema version (read-only check).
-    private func isCurrent() throws(KeychainError) -> Bool {
-        try sql { (c) throws(SQLiteError) -> Bool in
-            guard try c.integer("PRAGMA application_id") == Self.applicationID else { return false }
-            guard try c.integer("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'") == 1 else { return false }
-            return try c.integer("SELECT version FROM schema_version") == Self.schemaVersion
-        }
-    }
-
     private func migrate() throws(KeychainError) {
         // The common case, a current file, needs no write lock.
-        if try isCurrent() { return }
+        if try Self.contents(of: connection) == .keychain(version: Self.schemaVersion) { return }
         try transaction(write: true) { () throws(KeychainError) in
-            let applicationID = try sql { (c) throws(SQLiteError) in try c.integer("PRAGMA application_id") }
-            let hasVersionTable = try sql { (c) throws(SQLiteError) in
-                try c.integer("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'") == 1
-            }
+            // Decided again under the write lock: another process may have created or migrated it.
             var version: Int64 = 0
-            if hasVersionTable {
-                version = try sql { (c) throws(SQLiteError) in try c.integer("SELECT version FROM schema_version") }
-            } else {
-                let tables = try sql { (c) throws(SQLiteError) in try c.integer("SELECT count(*) FROM sqlite_schema") }
-                guard tables == 0, applicationID == 0 else { throw .notAKeychain(path: connection.path) }
+            switch try Self.contents(of: connection) {
+            case .empty:
                 try sql { (c) throws(SQLiteError) in
                     try c.execute("""
                         PRAGMA application_id = \(Self.applicationID);
@@ -206,12 +242,8 @@ final class KeychainStore {
                         INSERT INTO schema_version VALUES (0);
                         """)
                 }
-            }
-            guard hasVersionTable ? applicationID == Self.applicationID : true else {
-                throw .notAKeychain(path: connection.path)
-            }
-            guard version <= Self.schemaVersion else {
-                throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion)
+            case .keychain(let found):
+                version = found
             }
             try sql { (c) throws(SQLiteError) in
                 for step in Int(version)..<Int(Self.schemaVersion) {

@@ -8,7 +8,9 @@ extension Vault {
     /// `<keychain>.vault-lock`, so two processes (or two `Vault` objects) changing one vault at once
     /// cannot both start from the same state and have the later write drop the other's change
     /// (for example a key added by a concurrent rotation).
+    /// A read-only keychain cannot change, so there is nothing to serialize: no lock file is made.
     func withStateFileLock<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        if keychain.isReadOnly { return try body() }
         let lockPath = keychain.path + ".vault-lock"
         let fd = openLockFile(lockPath)
         guard fd >= 0 else { throw .stateLock(path: lockPath, reason: String(cString: strerror(errno))) }
@@ -77,9 +79,9 @@ extension Vault {
     /// Counts an attempt as a failure, durably, before its KDF work (the caller holds the state
     /// file lock); returns the new count (0 when failures are not counted). When a previous
     /// attempt already reached the wipe limit (its process ended before wiping), erases the vault
-    /// and throws `wiped`.
+    /// and throws `wiped`. On a read-only keychain nothing is counted (see `attempt`).
     func countAttempt() throws(VaultError) -> Int {
-        guard configuration.countsFailures else { return 0 }
+        guard configuration.countsFailures, !keychain.isReadOnly else { return 0 }
         var attempts = loadAttempts()
         if let limit = configuration.wipeAfterFailures, attempts.failures >= limit { try wipe() }
         // Saturating, and safe against a tampered stored count.
@@ -110,7 +112,7 @@ extension Vault {
     }
 
     func resetFailures() throws(VaultError) {
-        guard configuration.countsFailures, loadAttempts() != .none else { return }
+        guard configuration.countsFailures, !keychain.isReadOnly, loadAttempts() != .none else { return }
         try storeAttempts(.none)
     }
 }

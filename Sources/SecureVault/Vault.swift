@@ -207,6 +207,11 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     /// each count, and a process killed during the KDF has already been counted. A success resets
     /// the counter. The KDF runs with no lock held; the application keys are then opened from the
     /// state as it is at that moment (a rotation meanwhile keeps its new key).
+    ///
+    /// On a read-only keychain (`Keychain.isReadOnly`) nothing can be recorded: the throttle is
+    /// checked but the attempt is not counted. Whoever can run it can read the file, and so can run
+    /// the KDF against its wraps offline anyway; counting protects an app whose user cannot read
+    /// its files.
     private func attempt(
         failure: VaultError, _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
     ) throws(VaultError) {

@@ -84,7 +84,7 @@ struct KeyListCommand: ParsableCommand {
     }
 
     func run() throws {
-        let rows = try KeyStore(keychain: location.open()).list().map {
+        let rows = try KeyStore(keychain: location.openForReading()).list().map {
             Row(tag: $0.tag, type: $0.type.rawValue, fingerprint: $0.fingerprint.description, kind: $0.hasPrivateKey ? "pair" : "partner")
         }
         if json { return try JSONOutput.print(rows) }

@@ -24,6 +24,12 @@ struct KeychainLocation: ParsableArguments {
     func open() throws -> Keychain {
         try Keychain(path: path ?? Keychain.defaultPath())
     }
+
+    /// Opens for a command that only reads: nothing is created or converted (a missing file or an
+    /// empty database reads as an empty keychain), and the file is never written.
+    func openForReading() throws -> Keychain {
+        try Keychain(path: path ?? Keychain.defaultPath(), configuration: .readOnly)
+    }
 }
 
 /// Service, account and access group naming one password.
@@ -112,7 +118,8 @@ struct KeychainGetCommand: ParsableCommand {
     @Flag(help: "Write the exact stored bytes, without adding a newline.") var raw = false
 
     func run() throws {
-        let keychain = try location.open()
+        // Opening a sealed value unlocks the vault, which records failed attempts when it can.
+        let keychain = try secure ? location.open() : location.openForReading()
         let password: Data
         do {
             password = secure
@@ -175,7 +182,7 @@ struct KeychainListCommand: ParsableCommand {
     }
 
     func run() throws {
-        let keychain = try location.open()
+        let keychain = try location.openForReading()
         let items = keychain.items(matching: KeychainQuery(accessGroup: accessGroup, service: service))
         if json {
             let encoder = JSONEncoder()

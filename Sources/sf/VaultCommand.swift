@@ -110,7 +110,7 @@ struct VaultStatusCommand: ParsableCommand {
     }
 
     func run() throws {
-        let vault = Vault(keychain: try location.open())
+        let vault = Vault(keychain: try location.openForReading())
         switch try vault.setUpStatus() {
         case .notSetUp:
             if json { return try JSONOutput.print(Status(setUp: false)) }

@@ -20,7 +20,8 @@ import Testing
             stdin: stdin)
     }
 
-    @Test(.requires(.unshare), .requiresSFBinary, .timeLimit(.minutes(1)))
+    // Each step runs one short sf process; the limit is many times what they take on a loaded machine.
+    @Test(.requires(.unshare), .requiresSFBinary, .timeLimit(.minutes(5)))
     func readOnlyCommandsWorkAndWritesAreRefused() throws {
         let scratch = try Scratch()
         try FileManager.default.createDirectory(atPath: scratch.path("rw"), withIntermediateDirectories: true)
@@ -48,5 +49,38 @@ import Testing
 
         #expect(try Data(contentsOf: URL(fileURLWithPath: keychain)) == before)
         #expect(try sf(["keychain", "get", "--keychain", keychain, "--service", "mail", "--account", "alice"]).stdoutText == "pw-a\n")
+    }
+
+    /// Issue 21: opening a sealed item needs no write lock. On a read-only keychain the right
+    /// passcode unlocks (nothing can be recorded, so the attempt is not counted) and a wrong one is
+    /// refused as wrong, not as "cannot lock the vault state"; the file is unchanged.
+    @Test(.requires(.unshare), .requiresSFBinary, .timeLimit(.minutes(5)))
+    func secureItemsAreReadFromAReadOnlyKeychain() throws {
+        let scratch = try Scratch()
+        try FileManager.default.createDirectory(atPath: scratch.path("rw"), withIntermediateDirectories: true)
+        let keychain = scratch.path("rw/keychain.db")
+        let passcode = try scratch.write("passcode", Data("read-only passcode\n".utf8))
+        let wrong = try scratch.write("wrong", Data("not the passcode\n".utf8))
+        let questions = try scratch.write("questions", Data("First pet?\n".utf8))
+        let answers = try scratch.write("answers", Data("Rex\n".utf8))
+        var result = try sf([
+            "vault", "init", "--keychain", keychain, "--passcode-file", passcode, "--questions-file", questions,
+            "--answers-file", answers, "--scrypt-log-n", "10",
+        ])
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(
+            ["keychain", "set", "--secure", "--keychain", keychain, "--passcode-file", passcode, "--service", "db", "--account", "app"],
+            stdin: Data("sealed-pw".utf8))
+        #expect(result.status == 0, "\(result.stderrText)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: keychain))
+        let get = ["keychain", "get", "--secure", "--keychain", "{ro}/keychain.db", "--service", "db", "--account", "app", "--passcode-file"]
+
+        result = try Self.sfOnReadOnlyView(scratch, get + [passcode])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(result.stdoutText == "sealed-pw\n")
+        result = try Self.sfOnReadOnlyView(scratch, get + [wrong])
+        #expect(result.status == 1 && result.stdout.isEmpty)
+        #expect(result.stderrText.contains("wrong passcode") && !result.stderrText.contains("lock"), "\(result.stderrText)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keychain)) == before)
     }
 }
