@@ -74,8 +74,15 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     /// exactly one key, damaged): its `OpenSSHKeyFileError`.
     case openSSHKeyFile(OpenSSHKeyFileError)
     /// The clear public key stored under this tag is not the public half of its sealed private
-    /// key: the keychain file was modified (for example the public item swapped).
+    /// key, or not the key its sealed kind record names: the keychain file was modified (for
+    /// example the public item swapped).
     case publicKeyMismatch(tag: String)
+    /// The key under this tag was stored as a key pair (its sealed kind record says so) but its
+    /// private item is gone: the keychain file was modified. It is never used as a partner key.
+    case privateKeyMissing(tag: String)
+    /// A partner key was asked for authenticated, but it has no sealed kind record: it was stored
+    /// without a sealer (or the record was removed), so nothing vouches for it.
+    case unauthenticatedKey(tag: String)
 
     /// A short human-readable name; never contains key material.
 
@@ -117,7 +124,13 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .sshKey(let error): "OpenSSH public key: \(error.description)"
         case .openSSHKeyFile(let error): error.description
         case .publicKeyMismatch(let tag):
-            "the stored public key \"\(tag)\" is not the public half of its sealed private key: the keychain file was modified"
+            "the stored public key \"\(tag)\" is not the public half of its sealed private key or the key its sealed record names: "
+                + "the keychain file was modified"
+        case .privateKeyMissing(let tag):
+            "the key pair \"\(tag)\" has lost its private key (its sealed record says it is a pair): the keychain file was modified"
+        case .unauthenticatedKey(let tag):
+            "the partner key \"\(tag)\" is not authenticated by the vault (stored without it): "
+                + "check its fingerprint, then store it again with the vault (sf key import --tag \(tag) with --passcode-file)"
         }
     }
 }

@@ -7,13 +7,24 @@ import SecureKeychain
 /// Each key is a keychain item of class `.key` with service `KeyStore.service`: the public key at
 /// account `tag` (clear SPKI DER) and, for a key pair, the private key at `tag + ".private"`
 /// (PKCS#8 DER sealed through the caller's `ItemSealer` and bound to that item, never stored
-/// clear). Both carry label = key type and comment = SHA-256 fingerprint (hex). The two items of a
-/// pair are added, replaced and deleted together. Failures are `KeyError` cases.
+/// clear). Both carry label = key type and comment = SHA-256 fingerprint (hex). A key stored with
+/// a sealer also has a sealed kind record (service `KeyStore.kindService`, account `tag`): pair or
+/// partner, and the public key's fingerprint, so that whoever can write the file can neither turn
+/// a pair into a partner key by deleting its private half nor swap a partner key unseen. The items
+/// of one key are added, replaced and deleted together. Failures are `KeyError` cases.
 public struct KeyStore: Sendable {
     /// The keychain service of every key item.
     public static let service = "securefoundation.keys"
     /// Appended to a tag to name its private key item (Heimdall's convention).
     public static let privateSuffix = ".private"
+    /// The keychain service of the sealed kind records (account: the tag). See docs/FORMATS.md.
+    public static let kindService = "securefoundation.keys.kind"
+
+    /// What a tag holds, as its sealed kind record says (docs/FORMATS.md, "Key kind records").
+    enum Kind: UInt8 {
+        case pair = 1
+        case partner = 2
+    }
 
     /// One stored key, as `list()` reports it.
     public struct Entry: Sendable, Equatable {
@@ -63,9 +74,23 @@ public struct KeyStore: Sendable {
     }
 
     /// Stores a partner's public key under `tag`, with no private part. `duplicateTag` when taken.
-    public func storePartnerKey(_ publicKey: AsymmetricPublicKey, tag: String) throws(KeyError) {
-        let item = try publicItem(publicKey, tag: tag)
-        try mapping(tag) { () throws(KeychainError) in try keychain.add([item]) }
+    ///
+    /// With a `sealer`, a sealed kind record authenticates it, so `verifiedPublicKey` accepts it;
+    /// without one it is stored as given and only the unauthenticated `publicKey` returns it. Storing
+    /// the same key again with a sealer authenticates a partner key stored earlier without one.
+    public func storePartnerKey(_ publicKey: AsymmetricPublicKey, tag: String, sealer: (any ItemSealer)? = nil) throws(KeyError) {
+        var items = [try publicItem(publicKey, tag: tag)]
+        if let sealer { items.append(try kindItem(.partner, publicKey, tag: tag, sealer: sealer)) }
+        do {
+            try mapping(tag) { () throws(KeychainError) in try keychain.add(items) }
+        } catch .duplicateTag where sealer != nil {
+            // Authenticate the same partner key stored without a sealer; anything else stays taken.
+            let stored = try? mapping(tag) { () throws(KeychainError) in try keychain.item(identity(tag)) }
+            guard stored?.value == publicKey.spkiDERRepresentation, !has(identity(tag + Self.privateSuffix)),
+                !has(kindIdentity(tag))
+            else { throw .duplicateTag(tag) }
+            try mapping(tag) { () throws(KeychainError) in try keychain.add([items[1]]) }
+        }
     }
 
     /// The public key under `tag` (of a key pair or a partner). `keyNotFound` when absent. The
@@ -77,18 +102,19 @@ public struct KeyStore: Sendable {
     }
 
     /// The private key under `tag`, opened through `sealer`: `keyNotFound` when the tag is absent,
-    /// `noPrivateKey` for a partner key, `sealerLocked` when the sealer is locked,
+    /// `noPrivateKey` for a partner key, `privateKeyMissing` for a pair whose private item is gone
+    /// (its kind record says pair), `sealerLocked` when the sealer is locked,
     /// `sealedKeyDoesNotOpen` when it is another sealer or the sealed value was modified, and
     /// `publicKeyMismatch` when the stored public key is not the private key's public half.
     public func privateKey(tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPrivateKey {
         try requireTag(tag)
+        guard has(identity(tag + Self.privateSuffix)) else {
+            _ = try publicKey(tag: tag)  // keyNotFound
+            if try kindRecord(tag: tag, sealer: sealer)?.kind == .pair { throw .privateKeyMissing(tag: tag) }
+            throw .noPrivateKey(tag: tag)
+        }
         var der = try mapping(tag) { () throws(KeychainError) in
-            do throws(KeychainError) {
-                return try keychain.openSealedValue(identity(tag + Self.privateSuffix), sealer: sealer)
-            } catch .itemNotFound {
-                _ = try keychain.item(identity(tag))
-                throw KeychainError.protectionMismatch(service: Self.service, account: tag, isSealed: false)
-            }
+            try keychain.openSealedValue(identity(tag + Self.privateSuffix), sealer: sealer)
         }
         defer { der.resetBytes(in: 0..<der.count) }
         let key = try AsymmetricPrivateKey(pkcs8DERRepresentation: der)
@@ -98,12 +124,26 @@ public struct KeyStore: Sendable {
         return key
     }
 
-    /// The public key under `tag`, authenticated for a key pair: its sealed private key is opened
-    /// through `sealer` and the stored public key must be its public half (`publicKeyMismatch`
-    /// otherwise). A partner key has nothing sealed to check it against and is returned as stored.
+    /// The public key under `tag`, authenticated through `sealer`:
+    /// - a key pair's sealed private key is opened and the stored public key must be its public
+    ///   half (`publicKeyMismatch` otherwise); a pair whose private item is gone is
+    ///   `privateKeyMissing`, never used as a partner key;
+    /// - a partner key must have a sealed kind record naming its fingerprint (`publicKeyMismatch`
+    ///   when it names another key); one stored without a sealer, or whose record was removed, is
+    ///   `unauthenticatedKey`.
+    ///
+    /// `sealedKeyDoesNotOpen` when a sealed item fails to open (modified, or another sealer).
     public func verifiedPublicKey(tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPublicKey {
-        guard try list().first(where: { $0.tag == tag })?.hasPrivateKey ?? false else { return try publicKey(tag: tag) }
-        return try privateKey(tag: tag, sealer: sealer).publicKey
+        try requireTag(tag)
+        let stored = try publicKey(tag: tag)
+        let record = try kindRecord(tag: tag, sealer: sealer)
+        if let record, record.fingerprint != stored.fingerprint.bytes { throw .publicKeyMismatch(tag: tag) }
+        if has(identity(tag + Self.privateSuffix)) { return try privateKey(tag: tag, sealer: sealer).publicKey }
+        switch record?.kind {
+        case .partner: return stored
+        case .pair: throw .privateKeyMissing(tag: tag)
+        case nil: throw .unauthenticatedKey(tag: tag)
+        }
     }
 
     /// Replaces the key pair under `tag` by a fresh one of `type` (by default the same type) in
@@ -121,11 +161,12 @@ public struct KeyStore: Sendable {
         return key.publicKey
     }
 
-    /// Deletes the key under `tag`: both items of a pair, or the partner key. `keyNotFound` when absent.
+    /// Deletes the key under `tag`: every item of a pair, or the partner key, with its kind record.
+    /// `keyNotFound` when absent.
     public func delete(tag: String) throws(KeyError) {
         try requireTag(tag)
         try mapping(tag) { () throws(KeychainError) in
-            _ = try keychain.delete([identity(tag), identity(tag + Self.privateSuffix)])
+            _ = try keychain.delete([identity(tag), identity(tag + Self.privateSuffix), kindIdentity(tag)])
         }
     }
 
@@ -149,6 +190,33 @@ public struct KeyStore: Sendable {
         KeychainItem.Identity(.key, accessGroup: accessGroup, service: Self.service, account: account)
     }
 
+    private func kindIdentity(_ tag: String) -> KeychainItem.Identity {
+        KeychainItem.Identity(.key, accessGroup: accessGroup, service: Self.kindService, account: tag)
+    }
+
+    private func has(_ identity: KeychainItem.Identity) -> Bool {
+        !keychain.items(matching: KeychainQuery(identity)).isEmpty
+    }
+
+    /// The sealed kind record: the kind byte, then the SHA-256 fingerprint of the public key's SPKI.
+    private func kindItem(_ kind: Kind, _ key: AsymmetricPublicKey, tag: String, sealer: any ItemSealer) throws(KeyError) -> Keychain.NewItem {
+        try requireTag(tag)
+        return Keychain.NewItem(
+            identity: kindIdentity(tag), value: Data([kind.rawValue]) + key.fingerprint.bytes,
+            attributes: Self.attributes(key), sealer: sealer)
+    }
+
+    /// The kind record under `tag` opened through `sealer`; nil when there is none.
+    /// `sealedKeyDoesNotOpen` when it does not open or does not hold a record.
+    private func kindRecord(tag: String, sealer: any ItemSealer) throws(KeyError) -> (kind: Kind, fingerprint: Data)? {
+        guard has(kindIdentity(tag)) else { return nil }
+        let value = try mapping(tag) { () throws(KeychainError) in try keychain.openSealedValue(kindIdentity(tag), sealer: sealer) }
+        guard value.count == 33, let kind = Kind(rawValue: value[value.startIndex]) else {
+            throw .sealedKeyDoesNotOpen(tag: tag)
+        }
+        return (kind, Data(value.dropFirst()))
+    }
+
     private func publicItem(_ key: AsymmetricPublicKey, tag: String) throws(KeyError) -> Keychain.NewItem {
         try requireTag(tag)
         return Keychain.NewItem(identity: identity(tag), value: key.spkiDERRepresentation, attributes: Self.attributes(key))
@@ -161,6 +229,7 @@ public struct KeyStore: Sendable {
             Keychain.NewItem(
                 identity: identity(tag + Self.privateSuffix), value: pkcs8, attributes: Self.attributes(key.publicKey),
                 sealer: sealer),
+            try kindItem(.pair, key.publicKey, tag: tag, sealer: sealer),
         ]
     }
 

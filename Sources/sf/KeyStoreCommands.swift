@@ -110,7 +110,12 @@ struct KeyImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Store a key file under a tag: a public key becomes a partner key; a private key is sealed with the vault.",
-        discussion: "The format is detected (PEM, DER, PKCS#1/8, encrypted PKCS#8, OpenSSH, JWK, raw EC).")
+        discussion: """
+            The format is detected (PEM, DER, PKCS#1/8, encrypted PKCS#8, OpenSSH, JWK, raw EC). With \
+            --passcode-file (or --key-passphrase-file) a partner key is also authenticated by the vault, \
+            which commands given a passcode require; importing the same key again that way authenticates \
+            one stored without it.
+            """)
 
     @Option(help: "The tag to store the key under.") var tag: String
     @OptionGroup var keys: KeyFileOptions
@@ -125,6 +130,9 @@ struct KeyImportCommand: ParsableCommand {
             imported = .private(try keys.privateKey(file))
         }
         switch imported {
+        case .public(let key) where store.vaultPasscode.passcodeFile != nil || store.keyPassphraseFile != nil:
+            // Authenticated by the vault (or passphrase), so commands given a passcode accept it.
+            try store.withSealer { try $0.storePartnerKey(key, tag: tag, sealer: $1) }
         case .public(let key):
             let keyStore = try store.open()
             try keyStore.storePartnerKey(key, tag: tag)

@@ -92,6 +92,40 @@ import Testing
         }
     }
 
+    /// Issue 21: deleting a stored pair's private item (the hardening campaign's reproducer) does
+    /// not turn it into a partner key that `key encrypt --tag` with the passcode encrypts to.
+    @Test func aPairWithoutItsPrivateItemIsRefused() throws {
+        let scratch = try Scratch()
+        let kc = ["--keychain", scratch.path("keychain.db")]
+        let phrase = try scratch.write("phrase", Data("store passphrase\n".utf8))
+        let store = kc + ["--key-passphrase-file", phrase]
+        #expect(try sf(["key", "generate", "--type", "x25519", "--tag", "T"] + store).status == 0)
+        let edited = try TestSupport.run("python3", ["-c", """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("DELETE FROM items WHERE account = 'T.private'")
+            db.commit()
+            """, scratch.path("keychain.db")])
+        try #require(edited.status == 0, "\(edited.stderrText)")
+        for arguments in [["key", "encrypt", "--tag", "T"] + store, ["key", "export", "--tag", "T", "--format", "spki-pem"] + store] {
+            let result = try sf(arguments, stdin: Data("to the pair".utf8))
+            #expect(result.status == 1 && result.stdout.isEmpty, "\(arguments[1])")
+            #expect(result.stderrText.contains("has lost its private key"), "\(arguments[1]): \(result.stderrText)")
+        }
+
+        // A partner key imported without the vault is refused where authentication is asked for,
+        // until it is imported again with it.
+        let partner = try AsymmetricPrivateKey.generate(.x25519).publicKey
+        try partner.exported(as: .spkiPEM).write(to: URL(fileURLWithPath: scratch.path("bob.pub")))
+        #expect(try sf(["key", "import", "--tag", "bob", scratch.path("bob.pub")] + kc).status == 0)
+        var result = try sf(["key", "encrypt", "--tag", "bob"] + store, stdin: Data("x".utf8))
+        #expect(result.status == 1 && result.stderrText.contains("not authenticated"), "\(result.stderrText)")
+        #expect(try sf(["key", "encrypt", "--tag", "bob"] + kc, stdin: Data("x".utf8)).status == 0)  // unverified, as documented
+        #expect(try sf(["key", "import", "--tag", "bob", scratch.path("bob.pub")] + store).status == 0)
+        result = try sf(["key", "encrypt", "--tag", "bob"] + store, stdin: Data("x".utf8))
+        #expect(result.status == 0, "\(result.stderrText)")
+    }
+
     /// Issue 20: a Heimdall payload far over the 64 MiB maximum is refused by its size, before it is
     /// decoded, with a message, under a 4 GB address-space limit (it used to abort with "failed to
     /// allocate" while copying a 700 MB text several times).
