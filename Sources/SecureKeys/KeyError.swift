@@ -62,7 +62,8 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case noPrivateKey(tag: String)
     /// The sealer of private keys (for example the vault) is locked.
     case sealerLocked
-    /// The sealed private key does not open: another sealer (vault key), or the stored value was modified.
+    /// The sealed private key or kind record does not open: another sealer (vault key or
+    /// passphrase), or the stored value was modified.
     case sealedKeyDoesNotOpen(tag: String)
     /// The keychain holding the keys failed (file, storage or lock error): its `KeychainError`.
     case keychain(KeychainError)
@@ -119,7 +120,8 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .keyNotFound(let tag): "no key with tag \"\(tag)\""
         case .noPrivateKey(let tag): "the key \"\(tag)\" is a public (partner) key without a private key"
         case .sealerLocked: "the vault is locked: unlock it to use private keys"
-        case .sealedKeyDoesNotOpen(let tag): "the private key \"\(tag)\" does not open: another vault key, or the stored item was modified"
+        case .sealedKeyDoesNotOpen(let tag):
+            "the sealed items of key \"\(tag)\" do not open: another vault key or passphrase, or the stored item was modified"
         case .keychain(let error): "keychain: \(error.description)"
         case .sshKey(let error): "OpenSSH public key: \(error.description)"
         case .openSSHKeyFile(let error): error.description
