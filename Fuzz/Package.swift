@@ -18,6 +18,9 @@ let fuzzTargets: [(name: String, products: [String])] = [
     ("FuzzRSAPadding", ["SecureRSA", "SecureKeys", "SecureCore"]),
     ("FuzzDNS", ["ServiceDiscovery"]),
     ("FuzzNoise", ["SecureChannel"]),
+    ("FuzzChannelFrames", ["SecureChannel"]),
+    ("FuzzRecords", ["SecureCore", "SecureRecords"]),
+    ("FuzzFullTextQuery", ["SecureCore", "SecureRecords", "SecureRecordsPostgres"]),
     ("FuzzLegacyIMAS", ["SecureCore"]),
     ("FuzzLegacyKeychain", ["SecureKeychain"]),
 ]
@@ -28,6 +31,7 @@ let package = Package(
     dependencies: [
         .package(name: "SecureFoundation", path: ".."),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Declares libFuzzer's LLVMFuzzerRunDriver (SwiftPM gives each executable its own main).
@@ -46,6 +50,8 @@ let package = Package(
             .executableTarget(
                 name: target.name,
                 dependencies: ["FuzzSupport", .product(name: "Crypto", package: "swift-crypto")]
+                    + (target.name == "FuzzChannelFrames"
+                        ? [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")] : [])
                     + target.products.map { .product(name: $0, package: "SecureFoundation") },
                 swiftSettings: [.swiftLanguageMode(.v6)]
             )

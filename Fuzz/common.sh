@@ -1,7 +1,8 @@
 # Shared by run.sh and ci.sh: the fuzz build and one libFuzzer run. Sourced, not run.
 FUZZ_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TARGETS=(FuzzAgeDecrypt FuzzAgeArmor FuzzAgeKeys FuzzEnvelope FuzzStreamEnvelope FuzzVault FuzzHybrid
-    FuzzHeimdall FuzzKeyImport FuzzSignatures FuzzRSAPadding FuzzDNS FuzzNoise FuzzLegacyIMAS FuzzLegacyKeychain)
+    FuzzHeimdall FuzzKeyImport FuzzSignatures FuzzRSAPadding FuzzDNS FuzzNoise FuzzChannelFrames FuzzRecords FuzzFullTextQuery
+    FuzzLegacyIMAS FuzzLegacyKeychain)
 # -sanitize=fuzzer,address instruments the Swift code (ours, swift-crypto's Swift, swift-asn1);
 # BoringSSL's C is not instrumented. lld, because gold fails on these binaries (internal error in
 # format_file_lineno). Under the shared build lock, with -j 2, like every build on this machine.

@@ -14,7 +14,8 @@ for dir in "${SF_TEST_VECTORS:-}" ../Tests/Vectors /work/shared/vectors; do
 done
 rm -rf "$CORPUS"; mkdir -p "$CORPUS"
 for target in FuzzAgeDecrypt FuzzAgeArmor FuzzAgeKeys FuzzEnvelope FuzzStreamEnvelope FuzzVault FuzzHybrid \
-    FuzzHeimdall FuzzKeyImport FuzzSignatures FuzzRSAPadding FuzzDNS FuzzNoise; do
+    FuzzHeimdall FuzzKeyImport FuzzSignatures FuzzRSAPadding FuzzDNS FuzzNoise FuzzChannelFrames FuzzRecords \
+    FuzzFullTextQuery; do
     FUZZ_WRITE_SEEDS="$CORPUS/$target" "$BIN/$target" >/dev/null
 done
 mkdir -p "$CORPUS/FuzzLegacyIMAS" "$CORPUS/FuzzLegacyKeychain"

@@ -117,6 +117,12 @@ extension RecordStore {
         try importLines(lines)
     }
 
+    /// Validates export lines as `importLines` does before writing anything, and returns the
+    /// number of records they hold. For the fuzz target FuzzRecords.
+    @_spi(Fuzzing) public static func validateExport(_ lines: [String]) throws(RecordsError) -> Int {
+        try parse(lines).records.count
+    }
+
     struct ParsedExport {
         var storeId: Data
         var currentKeyId: UInt32?

@@ -76,4 +76,38 @@ enum SQLiteFieldMap {
         }
         return result
     }
+
+    /// A record row's three maps decoded: its clear values (`kind || payload` each), its sealed
+    /// values and its blind-index tokens; `Malformed` for any map `decode` refuses or a clear
+    /// value of an unknown kind or text that is not UTF-8.
+    static func decodeRow(clear: [UInt8], sealed: [UInt8], tokens: [UInt8]) throws(Malformed)
+        -> (clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data])
+    {
+        var values: [String: FieldValue] = [:]
+        for (name, encoded) in try decode(clear) {
+            guard let value = FieldValue(encoded: encoded) else {
+                throw Malformed(description: "clear value '\(name)' has an unknown kind or is not UTF-8")
+            }
+            values[name] = value
+        }
+        return (values, try decode(sealed), try decode(tokens))
+    }
+}
+
+/// The field maps for the fuzz target FuzzRecords, which checks that every map a record row can
+/// hold is refused or decodes to values whose encoding is the same bytes (one encoding per map).
+@_spi(Fuzzing) public enum SQLiteFieldMapFuzzing {
+    /// `SQLiteRecordStorage`'s decoding of a row's maps; nil where it refuses them.
+    public static func decodeRow(clear: [UInt8], sealed: [UInt8], tokens: [UInt8])
+        -> (clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data])?
+    {
+        try? SQLiteFieldMap.decodeRow(clear: clear, sealed: sealed, tokens: tokens)
+    }
+
+    /// The encodings `SQLiteRecordStorage` writes for a row's maps.
+    public static func encodeRow(clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data])
+        -> (clear: [UInt8], sealed: [UInt8], tokens: [UInt8])
+    {
+        (SQLiteFieldMap.encode(clear: clear), SQLiteFieldMap.encode(sealed), SQLiteFieldMap.encode(tokens))
+    }
 }

@@ -474,18 +474,11 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
             defer { head.reset() }
             func malformed(_ reason: String) -> RecordsError { .storage("record row \(seq) is malformed: \(reason)") }
             guard let id = uuid(head.bytes(0)) else { throw malformed("its id is not 16 bytes") }
-            let encodedClear: [String: Data], sealed: [String: Data], tokens: [String: Data]
+            let clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data]
             do throws(SQLiteFieldMap.Malformed) {
-                encodedClear = try SQLiteFieldMap.decode(head.bytes(4))
-                sealed = try SQLiteFieldMap.decode(head.bytes(5))
-                tokens = try SQLiteFieldMap.decode(head.bytes(6))
+                (clear, sealed, tokens) = try SQLiteFieldMap.decodeRow(clear: head.bytes(4), sealed: head.bytes(5), tokens: head.bytes(6))
             } catch {
                 throw malformed(error.description)
-            }
-            var clear: [String: FieldValue] = [:]
-            for (name, encoded) in encodedClear {
-                guard let value = FieldValue(encoded: encoded) else { throw malformed("clear value '\(name)' has an unknown kind or is not UTF-8") }
-                clear[name] = value
             }
             result.append(StoredRecord(
                 id: id, collection: head.text(1), keying: head.int64(2) == 0 ? .storeKey : .password,

@@ -16,7 +16,10 @@ extension Noise {
         /// The CipherState for messages this party receives; nil for the initiator of a one-way pattern.
         public let receiving: CipherState?
 
-        init(
+        /// The state `Split()` gives, from its parts. Public only to the fuzz target
+        /// FuzzChannelFrames, which needs fresh states with fixed keys for every input (a
+        /// handshake's DH operations would be most of its time).
+        @_spi(Fuzzing) public init(
             role: Role, handshakeHash: Data, remoteStaticKey: Curve25519.KeyAgreement.PublicKey?, sending: CipherState?,
             receiving: CipherState?
         ) {
