@@ -166,7 +166,7 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// The first output line that decodes as a JSON object with `event` == `event`, waiting up to
     /// `timeout` seconds.
-    public func waitForEvent(_ event: String, timeout: TimeInterval = 20) -> [String: Any]? {
+    public func waitForEvent(_ event: String, timeout: TimeInterval = 60) -> [String: Any]? {
         let deadline = Date().addingTimeInterval(timeout)
         func find() -> [String: Any]? {
             outputLines.lazy.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -184,7 +184,7 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Closes standard input (the probe and peers then stop cleanly) and waits up to `timeout`.
-    public func finish(timeout: TimeInterval = 10) {
+    public func finish(timeout: TimeInterval = 30) {
         try? input.fileHandleForWriting.close()
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
@@ -203,7 +203,7 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Waits up to `timeout` seconds for `condition` on the process, polling; true when it held.
-    public func wait(timeout: TimeInterval = 20, until condition: (BackgroundProcess) -> Bool) -> Bool {
+    public func wait(timeout: TimeInterval = 60, until condition: (BackgroundProcess) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if condition(self) { return true }
@@ -214,7 +214,7 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Waits up to `timeout` seconds for the process to exit and returns its status (nil if it
     /// still runs; the caller's `kill()` ends it).
-    public func waitForExit(timeout: TimeInterval = 20) -> Int32? {
+    public func waitForExit(timeout: TimeInterval = 60) -> Int32? {
         guard wait(timeout: timeout, until: { !$0.isRunning }) else { return nil }
         process.waitUntilExit()
         Thread.sleep(forTimeInterval: 0.2)  // let the readers drain the pipes

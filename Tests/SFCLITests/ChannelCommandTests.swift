@@ -54,7 +54,7 @@ struct ChannelCommandTests {
     }
 
     @Test("a message goes both ways over loopback; each side sees the other's verified fingerprint",
-          .requiresSFBinary, .timeLimit(.minutes(1)))
+          .requiresSFBinary, .timeLimit(.minutes(5)))
     func loopbackExchange() throws {
         let parties = try Parties()
         let server = try parties.spawn(
@@ -84,7 +84,7 @@ struct ChannelCommandTests {
     }
 
     @Test("a wrong peer is refused with both fingerprints, and nothing reaches the other side",
-          .requiresSFBinary, .timeLimit(.minutes(1)))
+          .requiresSFBinary, .timeLimit(.minutes(5)))
     func wrongPeer() throws {
         let parties = try Parties()
         let wrong = "sha256-spki:" + String(repeating: "ab", count: 32)
@@ -121,7 +121,7 @@ struct ChannelCommandTests {
     }
 
     @Test("usage errors exit 2; a silent server is a handshake timeout; unknown keys fail before connecting",
-          .requiresSFBinary, .timeLimit(.minutes(1)))
+          .requiresSFBinary, .timeLimit(.minutes(5)))
     func errors() throws {
         let parties = try Parties()
         var result = try sf(["channel", "connect", "--tag", "bob", "127.0.0.1:9"] + parties.bob)
@@ -151,7 +151,7 @@ struct ChannelCommandTests {
     }
 
     @Test("trust on first use stores the server's key and refuses another later; --any-peer --keep-serving serves clients one after another",
-          .requiresSFBinary, .timeLimit(.minutes(1)))
+          .requiresSFBinary, .timeLimit(.minutes(5)))
     func trustOnFirstUseAnyPeerKeepServing() throws {
         let parties = try Parties()
         let carolPass = try parties.scratch.write("carol.pass", Data("carol passphrase\n".utf8))
@@ -337,7 +337,7 @@ struct ChannelCommandTests {
     static let namespacesReason = NamespacePair.unavailableReason ?? ""
 
     @Test("serve --advertise in one namespace, browse and connect --browse from another",
-          .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .timeLimit(.minutes(1)))
+          .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .timeLimit(.minutes(5)))
     func advertiseBrowseConnect() throws {
         try #require(NamespacePair.available, Comment(rawValue: Self.namespacesReason))
         let parties = try Parties()
@@ -384,7 +384,7 @@ struct ChannelCommandTests {
     }
 
     @Test("--discovery picks the backend: system without a reachable daemon says so; an unknown name is a usage error",
-          .requiresSFBinary, .timeLimit(.minutes(1)))
+          .requiresSFBinary, .timeLimit(.minutes(5)))
     func discoveryBackendOption() throws {
         let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
         let scratch = try Scratch()

@@ -53,9 +53,9 @@ import Testing
         #expect(temporaryFile() != nil, "the command has started writing its temporary file")
         usleep(200_000)
         kill(process.processIdentifier, signalNumber)
-        // Never hang the suite: a process still running after 20 s is killed and reported.
+        // Never hang the suite: a process still running after 60 s is killed and reported.
         var exited = 0
-        while process.isRunning, exited < 400 {
+        while process.isRunning, exited < 1200 {
             usleep(50_000)
             exited += 1
         }

@@ -164,7 +164,7 @@ import Testing
             let writer = try Keychain(path: path)
             try writer.setPassword("x", service: "s", account: "a")
             try await writer.synchronize()
-            for _ in 0..<500 where watcher.accounts(service: "s").isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            for _ in 0..<3000 where watcher.accounts(service: "s").isEmpty { try await Task.sleep(for: .milliseconds(10)) }
             #expect(try watcher.password(service: "s", account: "a") == "x")
         }
     }

@@ -88,7 +88,7 @@ struct NetworkTests {
         #expect((browsed["instances"] as? [[String: Any]])?.map { $0["name"] as? String } == ["Alice's Mac.Studio"])
 
         advertiser.finish()
-        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5))
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30))
         #expect((stopped["answered"] as? Int ?? 0) > 0)
         #expect(stopped["malformed"] as? Int == 0)
     }
@@ -119,7 +119,7 @@ struct NetworkTests {
         // The unique SRV record is answered too (at once; no upper bound is asserted).
         #expect(srv.allSatisfy { $0 is Double }, "an SRV query got no answer: \(timing)")
         advertiser.finish()
-        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5))
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30))
         #expect((stopped["delayed"] as? Int ?? 0) >= 3)
     }
 
@@ -158,7 +158,7 @@ struct NetworkTests {
         #expect(instance["host"] as? String == "ours.local.")
         #expect((instance["addresses"] as? [String])?.first == pair.addressA)
         advertiser.finish()
-        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5), "\(advertiser.standardError)")
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
         #expect(stopped["name"] as? String == "Shared (2)")
         #expect((stopped["lateConflicts"] as? Int ?? 0) >= 1)
         #expect((stopped["conflicts"] as? Int ?? 0) >= 1, "the re-probe found the claim standing and renamed")
@@ -208,7 +208,7 @@ struct NetworkTests {
         #expect(try legacy(from: addressB) == true)
         #expect(try legacy(from: "2001:db8:ffff::2") == false)
         advertiser.finish()
-        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5))
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30))
         #expect((stopped["offLink"] as? Int ?? 0) > 0)
     }
 
@@ -303,7 +303,7 @@ struct NetworkTests {
         #expect(instance["addresses"] as? [String] == [pair.addressB])
         #expect(instance["txt"] as? [String: String] == ["fp": "abcdef", "v": "1", "proto": "Noise_IK_25519_AESGCM_SHA256"])
         peer.finish()
-        #expect(peer.waitForEvent("unregistered", timeout: 5) != nil)
+        #expect(peer.waitForEvent("unregistered", timeout: 30) != nil)
     }
 
     @Test("malformed mDNS packets do not stop our responder; it keeps answering", .enabled(if: canRun, Comment(rawValue: reason)))
@@ -332,7 +332,7 @@ struct NetworkTests {
             try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--name", "Target", "--timeout", "8"]).stdoutText)
         #expect((resolved["instances"] as? [[String: Any]])?.first?["port"] as? Int == 5000)
         advertiser.finish()
-        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 5), "advertiser did not stop cleanly")
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "advertiser did not stop cleanly")
         // Some datagrams are dropped by the bounded receive queue when they arrive faster than they
         // are parsed; those that were read were counted as malformed and dropped.
         #expect((stopped["malformed"] as? Int ?? 0) > 50)
