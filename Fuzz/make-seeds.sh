@@ -77,4 +77,68 @@ openssl pkcs8 -topk8 -in "$CORPUS/FuzzKeyImport/openssl-sec1.pem" -passout pass:
 # An unencrypted OpenSSH ed25519 private key and its public line, for age identity files.
 ssh-keygen -q -t ed25519 -N "" -C fuzz -f "$tmp/id" && cp "$tmp/id" "$CORPUS/FuzzAgeKeys/ssh-ed25519-private" \
     && cp "$tmp/id.pub" "$CORPUS/FuzzAgeKeys/ssh-ed25519-public"
+# FuzzNoise's seeds are noiseprotocol transcripts: python noiseprotocol, with the same fixed static,
+# ephemeral and pre-shared keys, prologue and payloads, must write byte for byte the seeds the
+# target wrote (checked here; deferred patterns are left out, noiseprotocol speaks the fundamental
+# ones only).
+python3 -c 'import noise.connection' 2>/dev/null || python3 -m pip install -q noiseprotocol
+mkdir -p "$tmp/noise"
+python3 -W ignore - "$tmp/noise" <<'PY'
+import os, sys
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from noise.connection import Keypair, NoiseConnection
+out = sys.argv[1]
+# Noise.HandshakePattern.fundamentalPatternNames, in its (sorted) order: a seed's first byte indexes it.
+catalog = sorted("""I1K I1K1 I1N I1X I1X1 IK IK1 IN IX IX1 K K1K K1K1 K1N K1X K1X1 KK KK1 KN KX KX1 N NK NK1 NN NX NX1
+    X X1K X1K1 X1N X1X X1X1 XK XK1 XN XX XX1""".split())
+patterns = catalog + ["NNpsk0", "XXpsk3", "IKpsk2", "NKpsk0"]
+key = lambda b: bytes([b] * 31 + [0x40])
+public = lambda b: X25519PrivateKey.from_private_bytes(key(b)).public_key().public_bytes(
+    serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+def party(name, initiator):
+    c = NoiseConnection.from_name(f"Noise_{name}_25519_ChaChaPoly_SHA256".encode())
+    c.set_as_initiator() if initiator else c.set_as_responder()
+    c.set_prologue(b"fuzz")
+    c.set_keypair_from_private_bytes(Keypair.STATIC, key(1 if initiator else 2))
+    c.set_keypair_from_private_bytes(Keypair.EPHEMERAL, key(3 if initiator else 4))
+    c.set_keypair_from_public_bytes(Keypair.REMOTE_STATIC, public(2 if initiator else 1))
+    if "psk" in name:
+        c.set_psks(psk=bytes([5] * 32))
+    c.start_handshake()
+    return c
+written = 0
+for index, name in enumerate(patterns):
+    if any(ch.isdigit() for ch in name.split("psk")[0]):
+        continue
+    for reader_is_initiator in (True, False):
+        for position in range(3):
+            i, r = party(name, True), party(name, False)
+            messages, received, sender, receiver = [], 0, i, r
+            while not (i.handshake_finished and r.handshake_finished):
+                message = sender.write_message(b"payload")
+                receiver.read_message(message)
+                if (receiver is i) == reader_is_initiator:
+                    if received == position:
+                        messages.append(message)
+                    received += 1
+                sender, receiver = receiver, sender
+            transport_sender = r if reader_is_initiator else i
+            try:
+                messages.append(transport_sender.encrypt(b"transport"))
+            except Exception:
+                pass  # one-way pattern: the responder sends nothing
+            if not messages:
+                continue
+            flags = (0 if reader_is_initiator else 1) | position << 1
+            seed = bytes([index, flags]) + b"".join(len(m).to_bytes(2, "big") + m for m in messages)
+            open(os.path.join(out, f"noiseprotocol-{name}-{flags}"), "wb").write(seed)
+            written += 1
+print(f"{written} noiseprotocol seeds", file=sys.stderr)
+PY
+for seed in "$tmp"/noise/*; do
+    same=""
+    for gen in "$CORPUS"/FuzzNoise/gen-*; do cmp -s "$seed" "$gen" && same=1 && break; done
+    [ -n "$same" ] || { echo "noiseprotocol transcript $(basename "$seed") differs from every FuzzNoise seed" >&2; exit 1; }
+done
 du -sh "$CORPUS"/*
