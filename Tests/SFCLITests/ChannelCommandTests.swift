@@ -54,7 +54,7 @@ struct ChannelCommandTests {
     }
 
     @Test("a message goes both ways over loopback; each side sees the other's verified fingerprint",
-          .requiresSFBinary, .timeLimit(.minutes(5)))
+          .requiresSFBinary, .hangBackstop)
     func loopbackExchange() throws {
         let parties = try Parties()
         let server = try parties.spawn(
@@ -84,7 +84,7 @@ struct ChannelCommandTests {
     }
 
     @Test("a wrong peer is refused with both fingerprints, and nothing reaches the other side",
-          .requiresSFBinary, .timeLimit(.minutes(5)))
+          .requiresSFBinary, .hangBackstop)
     func wrongPeer() throws {
         let parties = try Parties()
         let wrong = "sha256-spki:" + String(repeating: "ab", count: 32)
@@ -121,7 +121,7 @@ struct ChannelCommandTests {
     }
 
     @Test("usage errors exit 2; a silent server is a handshake timeout; unknown keys fail before connecting",
-          .requiresSFBinary, .timeLimit(.minutes(5)))
+          .requiresSFBinary, .hangBackstop)
     func errors() throws {
         let parties = try Parties()
         var result = try sf(["channel", "connect", "--tag", "bob", "127.0.0.1:9"] + parties.bob)
@@ -151,7 +151,7 @@ struct ChannelCommandTests {
     }
 
     @Test("trust on first use stores the server's key and refuses another later; --any-peer --keep-serving serves clients one after another",
-          .requiresSFBinary, .timeLimit(.minutes(5)))
+          .requiresSFBinary, .hangBackstop)
     func trustOnFirstUseAnyPeerKeepServing() throws {
         let parties = try Parties()
         let carolPass = try parties.scratch.write("carol.pass", Data("carol passphrase\n".utf8))
@@ -207,7 +207,7 @@ struct ChannelCommandTests {
 
     @Test("one bad frame, reset or over-long message ends that connection only; --keep-serving serves the next client",
           .requiresSFBinary, .enabled(if: noisePeerAvailable || TestSupport.isCI, "Python noiseprotocol is not installed"),
-          .timeLimit(.minutes(3)))
+          .hangBackstop)
     func hostileClientsEndOnlyTheirOwnConnection() throws {
         try #require(Self.noisePeerAvailable, "python3 -m pip install noiseprotocol")
         let parties = try Parties()
@@ -245,7 +245,7 @@ struct ChannelCommandTests {
     /// Issue 21: an idle authenticated client held a one-at-a-time server (the next client's
     /// message waited 15 s). With --idle-timeout, the quiet connection ends and the next is served.
     @Test("--idle-timeout: a quiet authenticated client is dropped and the next client is served",
-          .requiresSFBinary, .timeLimit(.minutes(5)))
+          .requiresSFBinary, .hangBackstop)
     func idleClientIsDropped() throws {
         let parties = try Parties()
         let server = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--idle-timeout", "1",
@@ -268,7 +268,7 @@ struct ChannelCommandTests {
     /// Issue 21: standard input ending sends the end of stream and reading goes on (as `nc -N`);
     /// exit 0 only when both directions completed.
     @Test("transfers complete one way each direction and both ways at once (3 MB and 2 MB); a peer that sends nothing",
-          .requiresSFBinary, .timeLimit(.minutes(10)))
+          .requiresSFBinary, .hangBackstop)
     func transfersCompleteInBothDirections() throws {
         let parties = try Parties()
         let up = try parties.scratch.write("up", Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 12) }))
@@ -297,7 +297,7 @@ struct ChannelCommandTests {
     /// Issue 21: a relay holding no keys passes part of the server's stream and closes the TCP
     /// connection: the client must not exit 0 with a prefix (it did: 40,960 of 3,000,000 bytes).
     @Test("a relay that cuts the stream: the client exits 1 saying the stream was cut",
-          .requiresSFBinary, .timeLimit(.minutes(5)))
+          .requiresSFBinary, .hangBackstop)
     func aRelayThatTruncatesIsAnError() throws {
         let parties = try Parties()
         let down = try parties.scratch.write("down", Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }))
@@ -337,7 +337,7 @@ struct ChannelCommandTests {
     static let namespacesReason = NamespacePair.unavailableReason ?? ""
 
     @Test("serve --advertise in one namespace, browse and connect --browse from another",
-          .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .timeLimit(.minutes(5)))
+          .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .hangBackstop)
     func advertiseBrowseConnect() throws {
         try #require(NamespacePair.available, Comment(rawValue: Self.namespacesReason))
         let parties = try Parties()
@@ -384,7 +384,7 @@ struct ChannelCommandTests {
     }
 
     @Test("--discovery picks the backend: system without a reachable daemon says so; an unknown name is a usage error",
-          .requiresSFBinary, .timeLimit(.minutes(5)))
+          .requiresSFBinary, .hangBackstop)
     func discoveryBackendOption() throws {
         let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
         let scratch = try Scratch()

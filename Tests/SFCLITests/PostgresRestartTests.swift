@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test("restart -m fast and -m immediate during a 4,000-record add: the run completes; SIGSTOP: a deadline error; the store matches",
-          .enabled(if: clusterUsable || TestSupport.isCI, "needs root and PostgreSQL 15 in PG_BIN"), .timeLimit(.minutes(10)))
+          .enabled(if: clusterUsable || TestSupport.isCI, "needs root and PostgreSQL 15 in PG_BIN"), .hangBackstop)
     func restartsAndStopsNeverHang() throws {
         try #require(Self.clusterUsable, "apt-get install postgresql-15, and run as root")
         let cluster = try Cluster()

@@ -21,7 +21,7 @@ import Testing
     }
 
     // Each step runs one short sf process; the limit is many times what they take on a loaded machine.
-    @Test(.requires(.unshare), .requiresSFBinary, .timeLimit(.minutes(5)))
+    @Test(.requires(.unshare), .requiresSFBinary, .hangBackstop)
     func readOnlyCommandsWorkAndWritesAreRefused() throws {
         let scratch = try Scratch()
         try FileManager.default.createDirectory(atPath: scratch.path("rw"), withIntermediateDirectories: true)
@@ -54,7 +54,7 @@ import Testing
     /// Issue 21: opening a sealed item needs no write lock. On a read-only keychain the right
     /// passcode unlocks (nothing can be recorded, so the attempt is not counted) and a wrong one is
     /// refused as wrong, not as "cannot lock the vault state"; the file is unchanged.
-    @Test(.requires(.unshare), .requiresSFBinary, .timeLimit(.minutes(5)))
+    @Test(.requires(.unshare), .requiresSFBinary, .hangBackstop)
     func secureItemsAreReadFromAReadOnlyKeychain() throws {
         let scratch = try Scratch()
         try FileManager.default.createDirectory(atPath: scratch.path("rw"), withIntermediateDirectories: true)

@@ -28,7 +28,7 @@ import Testing
         return (status, String(decoding: try Data(contentsOf: outputFile), as: UTF8.self))
     }
 
-    @Test(.requiresSFBinary, .requires(.pythonCryptography, .sshKeygen), .timeLimit(.minutes(5)))
+    @Test(.requiresSFBinary, .requires(.pythonCryptography, .sshKeygen), .hangBackstop)
     func readmeShellExamplesRunAsWritten() async throws {
         let sf = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
         let (status, output) = try await Self.runScript(sf: sf)

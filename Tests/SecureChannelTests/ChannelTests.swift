@@ -260,7 +260,7 @@ import Testing
     /// Frames cut across socket reads everywhere that matters: inside the length bytes, right
     /// after them, inside a message, at a frame boundary; and several frames in one read. The
     /// decoder must pass on exactly the frames that were sent (the echo proves it).
-    @Test(.timeLimit(.minutes(10))) func framesSplitAcrossReadsAreReassembled() async throws {
+    @Test(.hangBackstop) func framesSplitAcrossReadsAreReassembled() async throws {
         let echo = try await Fixtures.EchoServer()
         defer { Task { await echo.close() } }
         let configuration = SecureChannel.Configuration()
@@ -343,7 +343,7 @@ import Testing
     /// With 64 slots, 300 sockets that never speak (the 1,000-socket flood is measured in
     /// Benchmarks/channel), then every honest client is served while they stay open; and a socket
     /// that never speaks is closed after `firstMessageTimeout`.
-    @Test(.timeLimit(.minutes(10))) func idleSocketsDoNotDenyService() async throws {
+    @Test(.hangBackstop) func idleSocketsDoNotDenyService() async throws {
         var configuration = SecureChannel.Configuration()
         configuration.firstMessageTimeout = .seconds(1)
         let echo = try await Fixtures.EchoServer(configuration: configuration)

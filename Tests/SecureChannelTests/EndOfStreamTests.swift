@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 @testable import SecureChannel
+import SFTestSupport
 import Testing
 
 /// Issue 21: the authenticated end of stream. A stream is complete only when the peer's
@@ -11,7 +12,7 @@ import Testing
 /// `closedBeforeEndOfStream`, never a clean end.
 // The limit is a generous multiple of the few seconds these take alone: the whole suite on two
 // cores can starve one test for minutes.
-@Suite(.timeLimit(.minutes(10))) struct EndOfStreamTests {
+@Suite(.hangBackstop) struct EndOfStreamTests {
     typealias Fixtures = ChannelFixtures
 
     /// 3 MB in 48 messages of 65,536 bytes less one, byte i of message m being (i + 31 m) mod 251.
