@@ -109,7 +109,7 @@ func receive(_ reads: [[UInt8]], ending: UInt8) -> Outcome {
 }
 
 func honestStream(_ messages: [[UInt8]]) -> Data {
-    var input = Data([0])
+    var input = Data([1])  // the stream ends with the peer shutting its output
     for message in messages {
         var rest = message[...]
         repeat {
@@ -121,7 +121,6 @@ func honestStream(_ messages: [[UInt8]]) -> Data {
         } while !rest.isEmpty
     }
     input += [0, 0, 1, 2]  // the end of stream
-    input[0] = 1
     return input
 }
 
