@@ -6,12 +6,15 @@ TARGETS=(FuzzAgeDecrypt FuzzAgeArmor FuzzAgeKeys FuzzEnvelope FuzzStreamEnvelope
 # -sanitize=fuzzer,address instruments the Swift code (ours, swift-crypto's Swift, swift-asn1);
 # BoringSSL's C is not instrumented. lld, because gold fails on these binaries (internal error in
 # format_file_lineno). Under the shared build lock, with -j 2, like every build on this machine.
-FUZZ_BUILD_FLAGS=(-c debug -j 2 -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld)
+# FUZZ_CONFIG=release builds with -O (BoringSSL's C too), for long runs of targets whose cost is the
+# C curve arithmetic (FuzzNoise, FuzzChannelFrames); CI keeps the debug build.
+FUZZ_CONFIG=${FUZZ_CONFIG:-debug}
+FUZZ_BUILD_FLAGS=(-c "$FUZZ_CONFIG" -j 2 -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld)
 
 fuzz_build() {
     (cd "$FUZZ_DIR" && flock /tmp/sf-build.lock swift build "${FUZZ_BUILD_FLAGS[@]}" 2>&1 |
         grep -v "Cannot export local symbol" | tail -n 5)
-    BIN=$(cd "$FUZZ_DIR" && swift build -c debug --show-bin-path)
+    BIN=$(cd "$FUZZ_DIR" && swift build -c "$FUZZ_CONFIG" --show-bin-path)
 }
 
 # fuzz_run TARGET SECONDS: runs TARGET over its committed corpus (read-only) plus a work corpus in

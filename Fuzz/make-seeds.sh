@@ -2,7 +2,8 @@
 # Regenerates the seed corpora under Fuzz/Corpus/<target>/ (small files, committed).
 #  - gen-N: made by each target itself (FUZZ_WRITE_SEEDS), sealed to its fixed keys so they open;
 #  - age testkit vectors (C2SP/CCTV, from $SF_TEST_VECTORS or /work/shared/vectors or ../Tests/Vectors);
-#  - openssl / ssh-keygen / Python for formats the library only reads (SEC1, iMAS blobs and plists).
+#  - openssl / ssh-keygen / Python for formats the library only reads (SEC1, iMAS blobs and plists);
+#  - real traffic: python-zeroconf's and avahi-daemon's mDNS packets, noiseprotocol's transcripts.
 # Needs the fuzz build (./run.sh 0 builds it). Usage: Fuzz/make-seeds.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -68,6 +69,9 @@ for i, message in enumerate([q, r]):
     for j, packet in enumerate(message.packets()):
         open(os.path.join(sys.argv[1], f"zeroconf-{i}-{j}"), "wb").write(packet)
 PY
+# avahi-daemon's own traffic, captured between two network namespaces (needs root and avahi-daemon):
+# probes, announcements, QM/QU/ANY/known-answer/legacy-unicast answers, a rename after a conflict, goodbyes.
+python3 capture-avahi.py "$CORPUS/FuzzDNS"
 # SEC1 EC keys and an openssl-encrypted PKCS#8 (passphrase "fuzz", 1000 PBKDF2 rounds).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 openssl ecparam -name prime256v1 -genkey -noout -out "$CORPUS/FuzzKeyImport/openssl-sec1.pem"
