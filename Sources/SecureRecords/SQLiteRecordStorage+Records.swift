@@ -1,0 +1,229 @@
+import Foundation
+import SQLiteSupport
+import SecureCore
+
+// A record's rows: writing (the `records` row and its clear-value, blind-index and full-text rows),
+// deleting and loading, one transaction per call.
+extension SQLiteRecordStorage {
+    private static func seq(of id: UUID, _ c: SQLiteConnection) throws(SQLiteError) -> Int64? {
+        let select = try c.statement("SELECT seq FROM records WHERE id = ?1")
+        select.bind(1, RecordContext.bytes(of: id))
+        guard try select.step() else { return nil }
+        let seq = select.int64(0)
+        select.reset()
+        return seq
+    }
+
+    /// The prepared inserts of one record's rows, fetched once per batch.
+    struct RowWriter {
+        let record, clear, index, fts: SQLiteStatement
+        let connection: SQLiteConnection
+
+        init(_ c: SQLiteConnection) throws(SQLiteError) {
+            connection = c
+            record = try c.statement(
+                "INSERT INTO records (seq, id, collection, keying, key_id, clear, sealed, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            clear = try c.statement("INSERT INTO clear_fields (name, kind, value, seq) VALUES (?1, ?2, ?3, ?4)")
+            index = try c.statement("INSERT INTO blind_indexes (token, name, key_id, seq) VALUES (?1, ?2, ?3, ?4)")
+            fts = try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
+        }
+
+        /// Writes the rows of `stored` under `seq` (a new one when nil; no rows may exist for it).
+        func write(_ stored: StoredRecord, seq: Int64?) throws(SQLiteError) {
+            record.reset()
+            if let seq { record.bind(1, seq) }
+            record.bind(2, RecordContext.bytes(of: stored.id))
+            record.bind(3, stored.collection)
+            record.bind(4, Int64(stored.keying == .storeKey ? 0 : 1))
+            if let keyId = stored.keyId { record.bind(5, Int64(keyId)) }
+            record.bind(6, SQLiteFieldMap.encode(clear: stored.clear))
+            record.bind(7, SQLiteFieldMap.encode(stored.sealed))
+            record.bind(8, SQLiteFieldMap.encode(stored.blindIndexes))
+            try record.step()
+            let rowSeq = seq ?? connection.lastInsertRowID
+            try SQLiteRecordStorage.stepSearchRows(of: stored, seq: rowSeq, clear: clear, index: index)
+            let fullText = stored.fullText
+            if !fullText.isEmpty {
+                fts.reset()
+                fts.bind(1, rowSeq)
+                fts.bind(2, fullText)
+                try fts.step()
+            }
+        }
+    }
+
+    /// Runs `clear` once per clear value of `stored` bound as (name, kind, value, seq), and `index`
+    /// once per blind-index token bound as (token, name, key_id, seq): the key columns of the two
+    /// search tables, in the same order for inserting and for deleting.
+    private static func stepSearchRows(
+        of stored: StoredRecord, seq: Int64, clear: SQLiteStatement, index: SQLiteStatement
+    ) throws(SQLiteError) {
+        for (name, value) in stored.clear {
+            clear.reset()
+            clear.bind(1, name)
+            clear.bind(2, Int64(value.kindByte))
+            switch value {
+            case .string(let s): clear.bind(3, s)
+            case .bytes(let b): clear.bind(3, b)
+            }
+            clear.bind(4, seq)
+            try clear.step()
+        }
+        for (name, token) in stored.blindIndexes {
+            index.reset()
+            index.bind(1, token)
+            index.bind(2, name)
+            index.bind(3, Int64(stored.keyId ?? 0))
+            index.bind(4, seq)
+            try index.step()
+        }
+    }
+
+    /// Deletes the rows of `stored`, stored under `seq`: its index rows by their keys, its full-text
+    /// entry by the FTS5 `delete` command with the body it was indexed with (the table keeps no
+    /// content), then its `records` row.
+    private static func deleteRows(_ stored: StoredRecord, seq: Int64, _ c: SQLiteConnection) throws(SQLiteError) {
+        try stepSearchRows(
+            of: stored, seq: seq,
+            clear: c.statement("DELETE FROM clear_fields WHERE name = ?1 AND kind = ?2 AND value = ?3 AND seq = ?4"),
+            index: c.statement("DELETE FROM blind_indexes WHERE token = ?1 AND name = ?2 AND key_id = ?3 AND seq = ?4"))
+        let fullText = stored.fullText
+        if !fullText.isEmpty {
+            let fts = try c.statement("INSERT INTO records_fts (records_fts, rowid, body) VALUES ('delete', ?1, ?2)")
+            fts.bind(1, seq)
+            fts.bind(2, fullText)
+            try fts.step()
+        }
+        let record = try c.statement("DELETE FROM records WHERE seq = ?1")
+        record.bind(1, seq)
+        try record.step()
+    }
+
+    static func insertRecords(_ records: [StoredRecord], _ c: SQLiteConnection) throws(RecordsError) {
+        let writer = try sql { () throws(SQLiteError) in try RowWriter(c) }
+        for record in records {
+            do throws(SQLiteError) {
+                try writer.write(record, seq: nil)
+            } catch {
+                // The only uniqueness constraint a new record can break is its id's.
+                if error.isConstraint { throw .duplicateRecord(record.id) }
+                throw map(error)
+            }
+        }
+    }
+
+    /// `RecordStorage.insert`, in one SQLite transaction.
+    public func insert(_ records: [StoredRecord]) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in try Self.insertRecords(records, c) }
+    }
+
+    /// `RecordStorage.insert(batchesFrom:)`, in one SQLite transaction: each batch is written as it
+    /// arrives, while the caller prepares the next.
+    public func insert(batchesFrom next: () throws(RecordsError) -> [StoredRecord]?) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            while let batch = try next() { try Self.insertRecords(batch, c) }
+        }
+    }
+
+    /// `RecordStorage.replace`, in one SQLite transaction.
+    public func replace(_ records: [StoredRecord]) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            for record in records {
+                guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: record.id, c) }),
+                    let old = try Self.load(seqs: [seq], c).first
+                else {
+                    throw .recordNotFound(record.id)
+                }
+                try Self.sql { () throws(SQLiteError) in
+                    try Self.deleteRows(old, seq: seq, c)
+                    try RowWriter(c).write(record, seq: seq)
+                }
+            }
+        }
+    }
+
+    /// `RecordStorage.delete`, in one SQLite transaction.
+    public func delete(_ id: UUID) throws(RecordsError) -> Bool {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: id, c) }),
+                let old = try Self.load(seqs: [seq], c).first
+            else { return false }
+            try Self.sql { () throws(SQLiteError) in try Self.deleteRows(old, seq: seq, c) }
+            return true
+        }
+    }
+
+    /// `RecordStorage.record`, in one SQLite transaction.
+    public func record(_ id: UUID) throws(RecordsError) -> StoredRecord? {
+        try transaction(write: false) { (c) throws(RecordsError) in
+            guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: id, c) }) else { return nil }
+            return try Self.load(seqs: [seq], c).first
+        }
+    }
+
+    /// Loads the records with these sequence numbers, in the given order (missing ones are left
+    /// out). A row whose id or field maps are malformed throws `storage`.
+    static func load(seqs: [Int64], _ c: SQLiteConnection) throws(RecordsError) -> [StoredRecord] {
+        var result: [StoredRecord] = []
+        result.reserveCapacity(seqs.count)
+        let head = try sql { () throws(SQLiteError) in
+            try c.statement("SELECT id, collection, keying, key_id, clear, sealed, tokens FROM records WHERE seq = ?1")
+        }
+        for seq in seqs {
+            head.reset()
+            head.bind(1, seq)
+            guard try sql({ () throws(SQLiteError) in try head.step() }) else { continue }
+            defer { head.reset() }
+            func malformed(_ reason: String) -> RecordsError { .storage("record row \(seq) is malformed: \(reason)") }
+            guard let id = uuid(head.bytes(0)) else { throw malformed("its id is not 16 bytes") }
+            let clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data]
+            do throws(SQLiteFieldMap.Malformed) {
+                (clear, sealed, tokens) = try SQLiteFieldMap.decodeRow(clear: head.bytes(4), sealed: head.bytes(5), tokens: head.bytes(6))
+            } catch {
+                throw malformed(error.description)
+            }
+            result.append(StoredRecord(
+                id: id, collection: head.text(1), keying: head.int64(2) == 0 ? .storeKey : .password,
+                keyId: head.isNull(3) ? nil : UInt32(truncatingIfNeeded: head.int64(3)), clear: clear, sealed: sealed, blindIndexes: tokens))
+        }
+        return result
+    }
+
+    /// `RecordStorage.records`, in one SQLite transaction.
+    public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
+        try transaction(write: false) { (c) throws(RecordsError) in
+            let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
+                let select = try c.statement("SELECT seq FROM records WHERE key_id IS NOT NULL AND key_id != ?1 ORDER BY seq LIMIT ?2")
+                select.bind(1, Int64(keyId))
+                select.bind(2, Int64(limit))
+                var seqs: [Int64] = []
+                while try select.step() { seqs.append(select.int64(0)) }
+                return seqs
+            }
+            return try Self.load(seqs: seqs, c)
+        }
+    }
+
+    /// `RecordStorage.allRecords`, in one SQLite transaction.
+    public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
+        try transaction(write: false) { (c) throws(RecordsError) in
+            let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
+                let select = try c.statement("SELECT seq FROM records ORDER BY seq LIMIT ?1 OFFSET ?2")
+                select.bind(1, Int64(limit))
+                select.bind(2, Int64(offset))
+                var seqs: [Int64] = []
+                while try select.step() { seqs.append(select.int64(0)) }
+                return seqs
+            }
+            return try Self.load(seqs: seqs, c)
+        }
+    }
+
+    /// The UUID of 16 stored bytes.
+    static func uuid(_ bytes: [UInt8]) -> UUID? {
+        guard bytes.count == 16 else { return nil }
+        return UUID(uuid: (
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+}
