@@ -1,8 +1,10 @@
 import Foundation
 
-/// A value guarded by a lock, for the modules of this package (`Synchronization.Mutex` needs
-/// macOS 15 / iOS 18; the package supports macOS 14 / iOS 17). Like `Mutex`, it owns its value:
-/// every access goes through `withLock`, one thread at a time, which makes it `Sendable`.
+/// A value guarded by a lock, in a reference, for the two cases `Synchronization.Mutex` does not
+/// cover: state that escaping closures share (a `Mutex` is noncopyable, so it cannot be captured),
+/// and a non-`Sendable` value such as a database connection whose results leave the lock (`Mutex`
+/// asks for `sending` results). Everywhere else the package uses `Mutex`. Like `Mutex`, it owns its
+/// value: every access goes through `withLock`, one thread at a time, which makes it `Sendable`.
 package final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SecureCore
 import SecureKeychain
 
@@ -11,7 +12,7 @@ import SecureKeychain
 /// Unwrapping is authenticated: a wrong passcode or wrong answers never unlock, and a failed
 /// attempt changes nothing but the on-disk failure counter. The state is one keychain item, so a
 /// crash during any change leaves either the old or the new state. All methods are thread-safe.
-public final class Vault: ItemSealer, @unchecked Sendable {
+public final class Vault: ItemSealer, Sendable {
     /// The keychain service of the state items (account: the vault name).
     public static let stateService = "SecureFoundation.vault"
     /// The keychain service of the failed-attempt counters (account: the vault name).
@@ -36,10 +37,13 @@ public final class Vault: ItemSealer, @unchecked Sendable {
         var answers: [String]?
     }
 
-    // Guarded by `lock`; `unlocked` is nil while locked.
-    private let lock = NSLock()
-    private var unlocked: Keys?
-    private var temporary = Temporary()
+    /// What the vault holds in memory only: the keys (nil while locked) and the set-up values.
+    private struct InMemory {
+        var unlocked: Keys?
+        var temporary = Temporary()
+    }
+
+    private let inMemory = Mutex(InMemory())
 
     /// A vault named `name` in `keychain` (set up or not). Nothing is read or written yet.
     public init(keychain: Keychain, name: String = "default", configuration: Configuration = Configuration()) {
@@ -103,22 +107,22 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     public var failedAttempts: Int { loadAttempts().failures }
 
     /// True until an unlock succeeds, and again after `purge()`.
-    public var isLocked: Bool { lock.withLock { unlocked == nil } }
+    public var isLocked: Bool { inMemory.withLock { $0.unlocked == nil } }
 
     // MARK: Set-up
 
     /// Stores a passcode in memory (never on disk) for `finalize()`.
     public func setTemporaryPasscode(_ passcode: SecretBytes) throws(VaultError) {
         guard passcode.count > 0 else { throw .invalidSecret("the passcode is empty") }
-        lock.withLock { temporary.passcode = passcode }
+        inMemory.withLock { $0.temporary.passcode = passcode }
     }
 
     /// Stores questions and their answers in memory (never on disk) for `finalize()`.
     public func setTemporarySecurityQuestions(_ questions: [String], answers: [String]) throws(VaultError) {
         try Self.validate(questions: questions, answers: answers)
-        lock.withLock {
-            temporary.questions = questions
-            temporary.answers = answers
+        inMemory.withLock {
+            $0.temporary.questions = questions
+            $0.temporary.answers = answers
         }
     }
 
@@ -127,7 +131,7 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     public func finalize() throws(VaultError) {
         // The in-process lock is held only to read and write fields, never across the KDF, the file
         // lock or fsync, so `isLocked` and sealing on other threads never wait on a set-up.
-        let temporary = lock.withLock { self.temporary }
+        let temporary = inMemory.withLock { $0.temporary }
         guard let passcode = temporary.passcode else { throw .incompleteSetUp("no temporary passcode") }
         guard let questions = temporary.questions, let answers = temporary.answers else {
             throw .incompleteSetUp("no temporary security questions and answers")
@@ -153,9 +157,9 @@ public final class Vault: ItemSealer, @unchecked Sendable {
                 currentKeyId: 1,
                 keys: [.init(id: 1, sealed: try Self.seal(applicationKey, vaultKey: vaultKey, vaultId: vaultId, keyId: 1))])
             try store(state)
-            lock.withLock {
-                self.temporary = Temporary()
-                unlocked = Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
+            inMemory.withLock {
+                $0.temporary = Temporary()
+                $0.unlocked = Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
             }
         }
     }
@@ -196,9 +200,9 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     /// Locks: drops the vault and application keys, whose buffers are zeroed as they are released,
     /// and clears any temporary set-up values.
     public func purge() {
-        lock.withLock {
-            unlocked = nil
-            temporary = Temporary()
+        inMemory.withLock {
+            $0.unlocked = nil
+            $0.temporary = Temporary()
         }
     }
 
@@ -236,7 +240,7 @@ public final class Vault: ItemSealer, @unchecked Sendable {
             try sync()
             let keys = try Self.openKeys(try loadState(), vaultKey: vaultKey)
             try resetFailures()
-            lock.withLock { unlocked = keys }
+            inMemory.withLock { $0.unlocked = keys }
         }
     }
 
@@ -272,18 +276,18 @@ public final class Vault: ItemSealer, @unchecked Sendable {
     /// `purge()` meanwhile stays in effect.
     func change(_ body: (inout VaultState, inout Keys) throws(VaultError) -> Void) throws(VaultError) {
         try withStateFileLock { () throws(VaultError) in
-            guard var keys = lock.withLock({ unlocked }) else { throw .locked }
+            guard var keys = inMemory.withLock({ $0.unlocked }) else { throw .locked }
             try sync()
             var state = try loadState()
             try body(&state, &keys)
             try store(state)
-            lock.withLock { if unlocked != nil { unlocked = keys } }
+            inMemory.withLock { if $0.unlocked != nil { $0.unlocked = keys } }
         }
     }
 
     /// The application keys while unlocked (for sealing), without holding the lock during crypto.
     func currentKeys() throws(VaultError) -> Keys {
-        guard let keys = lock.withLock({ unlocked }) else { throw .locked }
+        guard let keys = inMemory.withLock({ $0.unlocked }) else { throw .locked }
         return keys
     }
 

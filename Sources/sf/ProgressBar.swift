@@ -7,11 +7,12 @@ import Musl
 #endif
 import Foundation
 import SecureFoundation
+import Synchronization
 
 /// The progress bar of the commands that stream large files (`sf encrypt`/`decrypt`,
 /// `sf seal --stream`, `sf open`): `[#####                    ]  20%` on standard error, drawn only
 /// when standard error is a terminal and the input is a regular file over 64 MiB, never in pipes.
-final class ProgressBar: @unchecked Sendable {
+final class ProgressBar: Sendable {
     /// Inputs up to this size finish too quickly for a bar to help.
     static let minimumSize = 64 << 20
 
@@ -25,9 +26,9 @@ final class ProgressBar: @unchecked Sendable {
     }
 
     private let total: Int
-    private let lock = NSLock()
-    /// The percentage on screen (-1 before the first draw); guarded by `lock`.
-    private var shownPercent = -1
+    /// The percentage on screen (-1 before the first draw). The lock is held while drawing, so
+    /// two draws never interleave.
+    private let shownPercent = Mutex(-1)
 
     /// A bar for `total` bytes; nothing is drawn until the first `update`.
     init(total: Int) { self.total = max(total, 1) }
@@ -35,20 +36,20 @@ final class ProgressBar: @unchecked Sendable {
     /// Redraws the bar when `done` bytes out of the total change the whole percentage.
     func update(done: Int) {
         let percent = min(100, max(0, done) * 100 / total)
-        lock.lock()
-        defer { lock.unlock() }
-        guard percent != shownPercent else { return }
-        shownPercent = percent
-        let bar = String(repeating: "#", count: percent / 4) + String(repeating: " ", count: 25 - percent / 4)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(percent)%".utf8))
+        shownPercent.withLock { shown in
+            guard percent != shown else { return }
+            shown = percent
+            let bar = String(repeating: "#", count: percent / 4) + String(repeating: " ", count: 25 - percent / 4)
+            FileHandle.standardError.write(Data("\r[\(bar)] \(percent)%".utf8))
+        }
     }
 
     /// Erases the bar, so what follows on standard error (an error message, say) starts a clean line.
     func clear() {
-        lock.lock()
-        defer { lock.unlock() }
-        if shownPercent >= 0 { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
-        shownPercent = -1
+        shownPercent.withLock { shown in
+            if shown >= 0 { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+            shown = -1
+        }
     }
 
     /// Runs `body` with a bar for the input at `path` (see `total(forInput:)`) that follows the read

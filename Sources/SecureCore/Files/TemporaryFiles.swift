@@ -7,6 +7,7 @@ import Musl
 #endif
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The temporary files `AtomicFile` has created and not yet renamed or removed, so that a process
 /// ended by a signal can remove them instead of leaving a `.NAME.tmp-…` file holding a prefix of
@@ -24,20 +25,23 @@ public enum TemporaryFiles {
 
     static let registry = Registry()
 
-    final class Registry: @unchecked Sendable {
-        private let lock = NSLock()
-        private var paths = Set<String>()
-        private var sources: [any DispatchSourceSignal] = []
+    final class Registry: Sendable {
+        private struct State {
+            var paths = Set<String>()
+            var sources: [any DispatchSourceSignal] = []
+        }
 
-        func insert(_ path: String) { lock.withLock { _ = paths.insert(path) } }
-        func remove(_ path: String) { lock.withLock { _ = paths.remove(path) } }
+        private let state = Mutex(State())
+
+        func insert(_ path: String) { state.withLock { _ = $0.paths.insert(path) } }
+        func remove(_ path: String) { state.withLock { _ = $0.paths.remove(path) } }
 
         /// Unlinks every registered path; the lock stays held so no rename races the removal.
         func removeAll() {
-            lock.lock()
-            for path in paths { unlink(path) }
-            paths.removeAll()
-            lock.unlock()
+            state.withLock {
+                for path in $0.paths { unlink(path) }
+                $0.paths.removeAll()
+            }
         }
 
         /// Ends the process by `signalNumber`'s default action. The dispatch source keeps the signal
@@ -53,8 +57,8 @@ public enum TemporaryFiles {
         }
 
         func installHandlers() {
-            lock.withLock {
-                guard sources.isEmpty else { return }
+            state.withLock { state in
+                guard state.sources.isEmpty else { return }
                 for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
                     // Ignored at the process level so that the dispatch source receives it.
                     signal(signalNumber, SIG_IGN)
@@ -64,7 +68,7 @@ public enum TemporaryFiles {
                         Self.terminate(by: signalNumber)
                     }
                     source.resume()
-                    sources.append(source)
+                    state.sources.append(source)
                 }
             }
         }

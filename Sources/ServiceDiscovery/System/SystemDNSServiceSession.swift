@@ -1,5 +1,5 @@
 import CDNSServiceShim
-import NIOConcurrencyHelpers
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +27,7 @@ final class SystemDNSServiceSession: @unchecked Sendable {
 
     let library: SystemDNSServiceLibrary
     /// Set by `cancel()` and `closeAll()`; the pipe is written and closed under this lock.
-    private let signal = NIOLockedValueBox((cancelled: false, closed: false))
+    private let signal = Mutex((cancelled: false, closed: false))
     private let wakeRead: Int32, wakeWrite: Int32
     // Thread-confined from here on.
     private var operations = [(ref: SFDNSServiceRef, context: Unmanaged<AnyObject>)]()
@@ -134,7 +134,7 @@ final class SystemDNSServiceSession: @unchecked Sendable {
 
     /// Ends `run` from any thread; after `closeAll()` it only records the cancellation.
     func cancel() {
-        signal.withLockedValue { signal in
+        signal.withLock { signal in
             signal.cancelled = true
             guard !signal.closed else { return }
             var byte: UInt8 = 1
@@ -143,13 +143,13 @@ final class SystemDNSServiceSession: @unchecked Sendable {
     }
 
     /// Whether `cancel()` was called.
-    var isCancelled: Bool { signal.withLockedValue { $0.cancelled } }
+    var isCancelled: Bool { signal.withLock { $0.cancelled } }
 
     /// Deallocates every reference and closes the pipe. Called once, on the session's thread.
     func closeAll() {
         doomed = operations.map(\.ref)
         deallocateDoomed()
-        signal.withLockedValue { signal in
+        signal.withLock { signal in
             signal.closed = true
             close(wakeRead)
             close(wakeWrite)

@@ -1,5 +1,5 @@
 import CDNSServiceShim
-import NIOConcurrencyHelpers
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -17,8 +17,8 @@ final class SystemServiceRegistration: Sendable {
     private enum Phase { case idle, started, stopped }
 
     private let library: SystemDNSServiceLibrary
-    private let state = NIOLockedValueBox<(phase: Phase, session: SystemDNSServiceSession?)>((.idle, nil))
-    private let finished = NIOLockedValueBox<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Mutex<(phase: Phase, session: SystemDNSServiceSession?)>((.idle, nil))
+    private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// How long `start()` waits for the daemon to confirm the registration.
     static let registrationTimeout = Duration.seconds(30)
@@ -38,7 +38,7 @@ final class SystemServiceRegistration: Sendable {
         instance: ServiceInstanceName, type: ServiceType, port: UInt16, txt: TXTRecord, interfaceIndex: UInt32
     ) async throws(ServiceDiscoveryError) -> ServiceRecords {
         let library = self.library
-        let claimed = state.withLockedValue { state -> Result<SystemDNSServiceSession, ServiceDiscoveryError> in
+        let claimed = state.withLock { state -> Result<SystemDNSServiceSession, ServiceDiscoveryError> in
             guard state.phase == .idle else { return .failure(.invalidState("the advertiser was already started")) }
             state.phase = .stopped
             do throws(ServiceDiscoveryError) {
@@ -126,14 +126,14 @@ final class SystemServiceRegistration: Sendable {
     /// Deallocates the registration (the daemon withdraws it) and waits for its thread to end.
     /// Safe to call more than once, and before or after a failed `start()`.
     func stop() async {
-        let session = state.withLockedValue { state in
+        let session = state.withLock { state in
             defer { state = (.stopped, nil) }
             return state.phase == .started ? state.session : nil
         }
         guard let session else { return }
         session.cancel()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = finished.withLockedValue { state in
+            let done = finished.withLock { state in
                 if !state.done { state.waiters.append(continuation) }
                 return state.done
             }
@@ -142,7 +142,7 @@ final class SystemServiceRegistration: Sendable {
     }
 
     private func markFinished() {
-        let waiters = finished.withLockedValue { state in
+        let waiters = finished.withLock { state in
             state.done = true
             defer { state.waiters = [] }
             return state.waiters
