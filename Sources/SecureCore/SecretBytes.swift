@@ -30,7 +30,9 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomD
 
         deinit {
             Zeroization.zero(buffer)
+            #if DEBUG
             SecretBytesZeroization.report(ObjectIdentifier(self), buffer)
+            #endif
             buffer.deallocate()
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(Testing) import SecureCore
 
+#if DEBUG
 extension Vault {
     /// The identities of the vault and application key buffers while unlocked, for tests that
     /// check `purge()` zeroes them (see `SecretBytesZeroization`).
@@ -10,3 +11,4 @@ extension Vault {
         return [keys.vaultKey.storageIdentifier] + keys.applicationKeys.values.map(\.storageIdentifier)
     }
 }
+#endif

@@ -5,6 +5,8 @@ import SecureKeychain
 import Testing
 
 @Suite(.serialized) struct PurgeAndRotationTests {
+    // The zeroization observer exists in debug builds only (SecretBytes+Testing.swift).
+    #if DEBUG
     /// Collects the bytes of released SecretBytes buffers, through SecureCore's test-only observer.
     final class Released: @unchecked Sendable {
         private let lock = NSLock()
@@ -29,6 +31,7 @@ import Testing
         }
         #expect(vault.keyStorageIdentifiers.isEmpty)
     }
+    #endif
 
     @Test func rotationKeepsOldDataReadableAndResealsSecureItems() throws {
         let scratch = try VaultScratch()
