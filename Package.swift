@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "SecureRecords", targets: ["SecureRecords"]),
         // SecureRecords on PostgreSQL: its own product so SQLite-only users do not link postgres-nio.
         .library(name: "SecureRecordsPostgres", targets: ["SecureRecordsPostgres"]),
+        // The Noise Protocol Framework alone (no networking, swift-crypto only).
+        .library(name: "NoiseProtocol", targets: ["NoiseProtocol"]),
         .library(name: "SecureChannel", targets: ["SecureChannel"]),
         .library(name: "SecureFoundation", targets: ["SecureFoundation"]),
         .library(name: "ServiceDiscovery", targets: ["ServiceDiscovery"]),
@@ -76,11 +78,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Noise Protocol Framework (revision 34) state machine, and its transport over SwiftNIO.
+        // The Noise Protocol Framework (revision 34) state machine: computation only, swift-crypto only.
+        .target(name: "NoiseProtocol", dependencies: crypto, swiftSettings: strict),
+        // Noise over TCP on SwiftNIO: framing, trust, client and server (re-exports NoiseProtocol).
         .target(
             name: "SecureChannel",
             dependencies: [
-                "SecureCore", "SecureKeys", "SecureKeychain",
+                "NoiseProtocol", "SecureCore", "SecureKeys", "SecureKeychain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -156,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "SecureChannelTests",
             dependencies: [
-                "SecureChannel", "SecureKeys", "SecureKeychain", "SecureCore", "SFTestSupport",
+                "SecureChannel", "NoiseProtocol", "SecureKeys", "SecureKeychain", "SecureCore", "SFTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

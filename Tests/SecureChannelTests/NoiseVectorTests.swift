@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
-@_spi(KnownAnswerTesting) import SecureChannel
+@_spi(KnownAnswerTesting) import NoiseProtocol
+import SecureChannel
 import SFTestSupport
 import Testing
 

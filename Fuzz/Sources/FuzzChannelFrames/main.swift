@@ -3,6 +3,7 @@ import Foundation
 import FuzzSupport
 import NIOCore
 import NIOEmbedded
+@_spi(Fuzzing) import NoiseProtocol
 @_spi(Fuzzing) import SecureChannel
 
 // A peer's byte stream after the handshake, as the channel's inbound pipeline receives it (frame

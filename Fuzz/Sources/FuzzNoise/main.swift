@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import FuzzSupport
-@_spi(KnownAnswerTesting) import SecureChannel
+@_spi(KnownAnswerTesting) import NoiseProtocol
 
 // The Noise handshake and transport messages as a peer sends them, for every pattern and role, at
 // every message position. Input: pattern (1 byte) || flags (1 byte: bit 0 = the reading party is the

@@ -48,14 +48,14 @@ extension Noise {
 
         /// `writeMessage` into `output`, which must have room for `payload.count + 16` bytes;
         /// returns the bytes written (the transport path, without intermediate buffers).
-        func writeMessage(_ payload: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(NoiseError) -> Int {
+        package func writeMessage(_ payload: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws(NoiseError) -> Int {
             guard let sending else { throw .oneWayPattern }
             guard payload.count <= Noise.maxTransportPayloadLength else { throw .messageTooLong(payload.count + Noise.tagLength) }
             return try sending.encrypt(plaintext: payload, into: output)
         }
 
         /// `readMessage` of contiguous bytes (the transport path, one copy into the sealed box).
-        func readMessage(_ message: UnsafeRawBufferPointer) throws(NoiseError) -> Data {
+        package func readMessage(_ message: UnsafeRawBufferPointer) throws(NoiseError) -> Data {
             guard let receiving else { throw .oneWayPattern }
             guard message.count <= Noise.maxMessageLength else { throw .messageTooLong(message.count) }
             return try receiving.decrypt(message: message)
