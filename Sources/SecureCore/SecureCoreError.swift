@@ -30,10 +30,10 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
     /// The data is sealed with the other kind of secret: a passphrase where a raw key was given, or
     /// the reverse. Like `authenticationFailed`, the secret given does not open it.
     case secretKindMismatch(sealedWith: SecretKind)
-    /// An `ItemSealer` failed for a reason of its own other than `locked` (for example the vault's
-    /// keychain cannot be read). SecureCore cannot name the sealer's error type, so this carries
-    /// its user-facing description.
-    case sealerFailed(String)
+    /// An `ItemSealer` failed for a reason of its own other than `locked` (for example a hardware
+    /// key that is unplugged). SecureCore cannot name the sealer's error type, so this carries the
+    /// sealer's error itself (`SealerFailure.underlying`), to be cast back to that type.
+    case sealerFailed(SealerFailure)
 
     /// What sealed a value: a raw key or a passphrase (see `secretKindMismatch`).
     public enum SecretKind: Sendable, Equatable {
@@ -76,8 +76,29 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
             return "this data is sealed with a passphrase, not a raw key"
         case .secretKindMismatch(.rawKey):
             return "this data is sealed with a raw key, not a passphrase"
-        case .sealerFailed(let description):
-            return description
+        case .sealerFailed(let failure):
+            return failure.description
         }
+    }
+}
+
+/// An `ItemSealer`'s own error, kept as the value it threw (`SecureCoreError.sealerFailed`), so
+/// the caller that knows the sealer can decide on it: `failure.underlying as? MySealerError`.
+public struct SealerFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The error the sealer threw.
+    public let underlying: any Error & Sendable
+
+    /// Wraps the sealer's error `underlying`.
+    public init(_ underlying: any Error & Sendable) {
+        self.underlying = underlying
+    }
+
+    /// The sealer's own description of its error.
+    public var description: String { String(describing: underlying) }
+
+    /// Errors in general are not `Equatable`: two failures are equal when their errors are of one
+    /// type and describe themselves alike.
+    public static func == (lhs: SealerFailure, rhs: SealerFailure) -> Bool {
+        type(of: lhs.underlying) == type(of: rhs.underlying) && lhs.description == rhs.description
     }
 }

@@ -72,8 +72,10 @@ extension Keychain {
     }
 
     /// Opens the sealed value of the item at `identity`: `itemNotFound`, `protectionMismatch` for a
-    /// clear item, `locked` when the sealer is locked, `authenticationFailed` when the value was
-    /// modified, copied from another item, or sealed under another key.
+    /// clear item, `locked` when the sealer is locked, `sealingFailed` when the sealer itself
+    /// failed (its own error, an I/O error, no memory: nothing is said about the value),
+    /// `authenticationFailed` when the value was modified, copied from another item, or sealed
+    /// under another key.
     public func openSealedValue(_ identity: KeychainItem.Identity, sealer: any ItemSealer) throws(KeychainError) -> Data {
         let stored = try storedItem(identity)
         guard stored.isSealed else {
@@ -84,7 +86,10 @@ extension Keychain {
         } catch .locked {
             throw .locked
         } catch {
-            throw .authenticationFailed(service: identity.service, account: identity.account)
+            switch error {
+            case .sealerFailed, .io, .outOfMemory: throw .sealingFailed(error)
+            default: throw .authenticationFailed(service: identity.service, account: identity.account)
+            }
         }
     }
 

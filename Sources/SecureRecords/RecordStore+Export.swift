@@ -88,7 +88,7 @@ extension RecordStore {
         } catch let error as RecordsError {
             throw error
         } catch {
-            throw .storage("export: \(error)")
+            throw .storage(StorageFailure(.export, "export: \(error)"))
         }
         return count
     }

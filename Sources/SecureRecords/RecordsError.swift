@@ -43,8 +43,9 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The SQLite store file has a schema version newer than this library reads (`found`; this
     /// library writes `supported`). The file is left unchanged: open it with a newer library.
     case unsupportedSchemaVersion(found: Int64, supported: Int64)
-    /// The storage backend failed (file unreadable, disk full, lock held too long, connection lost).
-    case storage(String)
+    /// The storage backend failed (file unreadable, disk full, lock held too long, connection lost,
+    /// a server error): `StorageFailure.cause` says which, with the SQLSTATE or SQLite code.
+    case storage(StorageFailure)
     /// A cryptographic operation failed for a reason other than authentication.
     case crypto(SecureCoreError)
 
@@ -74,7 +75,7 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notARecordStore(let reason): "not a SecureRecords store: \(reason)"
         case .unsupportedSchemaVersion(let found, let supported):
             "record store schema version \(found) is newer than this library supports (\(supported)); upgrade"
-        case .storage(let reason): "record storage: \(reason)"
+        case .storage(let failure): "record storage: \(failure.message)"
         case .crypto(let error): "\(error)"
         }
     }

@@ -174,7 +174,9 @@ extension SQLiteRecordStorage {
             head.bind(1, seq)
             guard try sql({ () throws(SQLiteError) in try head.step() }) else { continue }
             defer { head.reset() }
-            func malformed(_ reason: String) -> RecordsError { .storage("record row \(seq) is malformed: \(reason)") }
+            func malformed(_ reason: String) -> RecordsError {
+                .storage(StorageFailure(.malformedStorage, "record row \(seq) is malformed: \(reason)"))
+            }
             guard let id = uuid(head.bytes(0)) else { throw malformed("its id is not 16 bytes") }
             let clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data]
             do throws(SQLiteFieldMap.Malformed) {

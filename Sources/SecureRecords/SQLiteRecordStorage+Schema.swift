@@ -94,7 +94,8 @@ extension SQLiteRecordStorage {
             )
         }
         func refuse(_ seq: Int64, _ reason: String) -> RecordsError {
-            .storage("cannot migrate schema version 1 to 2: record row \(seq) \(reason); the store is left at version 1")
+            .storage(StorageFailure(
+                .malformedStorage, "cannot migrate schema version 1 to 2: record row \(seq) \(reason); the store is left at version 1"))
         }
         while try sql({ () throws(SQLiteError) in try head.step() }) {
             let seq = head.int64(0)

@@ -28,7 +28,7 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
     }
 
     static func map(_ error: SQLiteError) -> RecordsError {
-        .storage(error.description)
+        .storage(StorageFailure(.sqlite(code: error.code), error.description))
     }
 
     static func sql<R>(_ body: () throws(SQLiteError) -> R) throws(RecordsError) -> R {

@@ -77,19 +77,19 @@ extension PostgresRecordStorage {
         /// (`postgresql://` too; port, database and parameters optional). `sslrootcert` names a PEM
         /// file of CA certificates to verify the server against (a team's private CA), as in libpq;
         /// it implies TLS and cannot go with `sslmode=disable`. A URL that carries a
-        /// password is refused (`invalidConfiguration`-style `RecordsError.storage`): passwords come
+        /// password is refused (`RecordsError.storage`, cause `.invalidConfiguration`): passwords come
         /// from `password` (a file or the environment), never from a command line.
         public init(url text: String, password: SecretBytes? = nil) throws(RecordsError) {
             guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(),
                 scheme == "postgres" || scheme == "postgresql"
-            else { throw .storage("the PostgreSQL URL must look like postgres://user@host:port/database") }
+            else { throw invalidConfiguration("the PostgreSQL URL must look like postgres://user@host:port/database") }
             guard url.password == nil, url.percentEncodedPassword == nil else {
-                throw .storage(
+                throw invalidConfiguration(
                     "the PostgreSQL URL contains a password; remove it and give the password in a file "
                         + "(--postgres-password-file) or the PGPASSWORD environment variable")
             }
-            guard let user = url.user, !user.isEmpty else { throw .storage("the PostgreSQL URL names no user (postgres://user@host/db)") }
-            guard var host = url.host, !host.isEmpty else { throw .storage("the PostgreSQL URL names no host") }
+            guard let user = url.user, !user.isEmpty else { throw invalidConfiguration("the PostgreSQL URL names no user (postgres://user@host/db)") }
+            guard var host = url.host, !host.isEmpty else { throw invalidConfiguration("the PostgreSQL URL names no host") }
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
             self.init(host: host, port: url.port ?? 5432, user: user, database: database.isEmpty ? nil : database, password: password)
@@ -103,28 +103,28 @@ extension PostgresRecordStorage {
                 case ("sslrootcert", let path) where !path.isEmpty: rootCertificates = path
                 case ("connect_timeout", let value):
                     guard let seconds = Int(value), (1...3600).contains(seconds) else {
-                        throw .storage("connect_timeout is a number of seconds from 1 to 3600")
+                        throw invalidConfiguration("connect_timeout is a number of seconds from 1 to 3600")
                     }
                     connectTimeoutSeconds = seconds
                 case ("statement_timeout", let value):
                     guard let milliseconds = Int(value), (1...86_400_000).contains(milliseconds) else {
-                        throw .storage("statement_timeout is a number of milliseconds from 1 to 86400000")
+                        throw invalidConfiguration("statement_timeout is a number of milliseconds from 1 to 86400000")
                     }
                     statementTimeoutSeconds = Double(milliseconds) / 1000
                 case ("transaction_timeout", let value):
                     guard let milliseconds = Int(value), (1...86_400_000).contains(milliseconds) else {
-                        throw .storage("transaction_timeout is a number of milliseconds from 1 to 86400000")
+                        throw invalidConfiguration("transaction_timeout is a number of milliseconds from 1 to 86400000")
                     }
                     transactionTimeoutSeconds = Double(milliseconds) / 1000
                 default:
-                    throw .storage(
+                    throw invalidConfiguration(
                         "the PostgreSQL URL parameter '\(item.name)' is not supported "
                             + "(schema, prefix, sslmode, sslrootcert, connect_timeout, statement_timeout, transaction_timeout)")
                 }
             }
             if let rootCertificates {
                 guard tls != .disabled else {
-                    throw .storage("the PostgreSQL URL says sslmode=disable and sslrootcert: a CA file needs TLS")
+                    throw invalidConfiguration("the PostgreSQL URL says sslmode=disable and sslrootcert: a CA file needs TLS")
                 }
                 tls = .required(caFile: rootCertificates)
             }
@@ -188,12 +188,17 @@ extension PostgresRecordStorage {
                 }
             }
             guard plain(schema, 63, allowEmpty: false) else {
-                throw .storage("the PostgreSQL schema name '\(schema)' must be 1...63 lowercase letters, digits or _")
+                throw invalidConfiguration("the PostgreSQL schema name '\(schema)' must be 1...63 lowercase letters, digits or _")
             }
             guard plain(tablePrefix, 32, allowEmpty: true) else {
-                throw .storage("the table prefix '\(tablePrefix)' must be at most 32 lowercase letters, digits or _")
+                throw invalidConfiguration("the table prefix '\(tablePrefix)' must be at most 32 lowercase letters, digits or _")
             }
-            guard (1...65_535).contains(port) else { throw .storage("the PostgreSQL port \(port) is out of range") }
+            guard (1...65_535).contains(port) else { throw invalidConfiguration("the PostgreSQL port \(port) is out of range") }
         }
     }
+}
+
+/// A configuration the storage refuses before contacting anything.
+private func invalidConfiguration(_ message: String) -> RecordsError {
+    .storage(StorageFailure(.invalidConfiguration, message))
 }

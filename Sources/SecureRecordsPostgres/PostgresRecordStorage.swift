@@ -92,7 +92,7 @@ public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
         do {
             return try row.decode(type)
         } catch {
-            throw .storage("\(configuration.displayName): unexpected column type: \(error)")
+            throw .storage(StorageFailure(.malformedStorage, "\(configuration.displayName): unexpected column type: \(error)"))
         }
     }
 
@@ -141,7 +141,7 @@ public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
                     $0.append(metadata.currentKeyId.map { Int64($0) })
                 })
             guard !inserted.isEmpty else {
-                guard let existing = try loadMetadata(tx) else { throw .storage("\(configuration.displayName): the store row vanished") }
+                guard let existing = try loadMetadata(tx) else { throw .storage(StorageFailure(.malformedStorage, "\(configuration.displayName): the store row vanished")) }
                 return existing
             }
             for key in metadata.keys { _ = try insertKey(key, tx) }
@@ -212,7 +212,7 @@ public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
                 $0.append(Self.json(schema))
             })
         guard let row = try run(tx, "SELECT schema FROM \(tables.collections) WHERE name = $1", Self.binds { $0.append(collection) }).first else {
-            throw .storage("\(configuration.displayName): collection '\(collection)' vanished")
+            throw .storage(StorageFailure(.malformedStorage, "\(configuration.displayName): collection '\(collection)' vanished"))
         }
         return try Self.schema(json: try decode(row, String.self))
     }

@@ -95,7 +95,7 @@ final class PostgresSession: @unchecked Sendable {
                 tls = .require(try NIOSSLContext(configuration: tlsConfiguration))
             }
         } catch {
-            throw PostgresFailure(error: RecordsError.storage("\(c.displayName): TLS setup failed: \(error)"))
+            throw PostgresFailure(error: RecordsError.storage(StorageFailure(.cannotConnect, "\(c.displayName): TLS setup failed: \(error)")))
         }
         var password: String?
         if let secret = c.password { password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
@@ -150,19 +150,25 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    /// A `RecordsError.storage` naming the server and the cause (never a password or bound value).
+    /// A `RecordsError.storage` naming the server and the cause (never a password or bound value),
+    /// with the SQLSTATE as a value when the server reported one.
     static func map(_ error: any Error, configuration: PostgresRecordStorage.Configuration, connecting: Bool = false) -> RecordsError {
         if let error = error as? RecordsError { return error }
         let place = configuration.displayName
-        if let error = error as? DeadlineExceeded { return .storage("\(place): \(error)") }
-        guard let psql = error as? PSQLError else { return .storage("\(place): \(error)") }
-        if let info = psql.serverInfo {
-            let state = info[.sqlState] ?? "?"
+        if let error = error as? DeadlineExceeded {
+            return .storage(StorageFailure(connecting ? .cannotConnect : .connectionLost, "\(place): \(error)"))
+        }
+        guard let psql = error as? PSQLError else {
+            return .storage(StorageFailure(connecting ? .cannotConnect : .connectionLost, "\(place): \(error)"))
+        }
+        if let info = psql.serverInfo, let state = info[.sqlState] {
             let message = info[.message] ?? "server error"
-            return .storage("\(place): \(message) (SQLSTATE \(state))")
+            let cause: StorageFailure.Cause = isConnectionLost(psql) ? (connecting ? .cannotConnect : .connectionLost) : .server(sqlState: state)
+            return .storage(StorageFailure(cause, "\(place): \(message) (SQLSTATE \(state))"))
         }
         var text = connecting ? "cannot connect: " : ""
-        if !connecting, isConnectionLost(psql) {
+        let lost = !connecting && isConnectionLost(psql)
+        if lost {
             text += "the connection to the server was lost (\(psql.code))"
         } else {
             text += String(describing: psql.code)
@@ -172,7 +178,8 @@ final class PostgresSession: @unchecked Sendable {
             text += ": \(underlying)"
             if underlying is NIOSSLError { text += tlsAdvice(configuration) }
         }
-        return .storage("\(place): \(text)")
+        let cause: StorageFailure.Cause = connecting ? .cannotConnect : lost ? .connectionLost : .malformedStorage
+        return .storage(StorageFailure(cause, "\(place): \(text)"))
     }
 
     /// What fixes a TLS handshake that failed, for the configuration that was used.
@@ -300,9 +307,10 @@ final class PostgresSession: @unchecked Sendable {
             var unconfirmed: R?
             // Whatever ends the run while a COMMIT's outcome is unknown says so.
             func unknownOutcome(_ error: RecordsError) -> RecordsError {
-                .storage(
+                .storage(StorageFailure(
+                    .outcomeUnknown,
                     "\(configuration.displayName): the connection was lost while committing, so whether the change "
-                        + "was stored is unknown (\(error)); check before repeating it")
+                        + "was stored is unknown (\(error)); check before repeating it"))
             }
             while true {
                 let connection: PostgresConnection

@@ -46,7 +46,7 @@ extension Vault {
 
     /// `encrypt`, as an `ItemSealer` (for SecureKeychain): a locked, not set-up or wiped vault is
     /// `SecureCoreError.locked`, a sealing failure its `SecureCoreError`, anything else
-    /// `sealerFailed` with the vault's description.
+    /// `sealerFailed` carrying the `VaultError`.
     public func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data {
         do {
             return try encrypt(plaintext, context: context)
@@ -70,7 +70,7 @@ extension Vault {
         case .locked, .notSetUp, .wiped: .locked
         case .crypto(let error): error
         case .unknownKeyId: .authenticationFailed
-        default: .sealerFailed(error.description)
+        default: .sealerFailed(SealerFailure(error))
         }
     }
 }

@@ -4,6 +4,13 @@ import SFTestSupport
 import Testing
 @testable import SecureKeychain
 
+/// A sealer whose device is gone: it fails with an error of its own type.
+private struct UnpluggedSealer: ItemSealer {
+    struct Unplugged: Error, Equatable { let slot: Int }
+    func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data { throw .sealerFailed(SealerFailure(Unplugged(slot: 2))) }
+    func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data { throw .sealerFailed(SealerFailure(Unplugged(slot: 2))) }
+}
+
 /// A sealer standing in for a locked vault.
 private struct LockedSealer: ItemSealer {
     func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data { throw .locked }
@@ -34,6 +41,28 @@ private struct LockedSealer: ItemSealer {
             #expect(keychain.accounts(service: "s").isEmpty)
             try keychain.setSecurePassword("x", service: "s", account: "a", sealer: sealer)
             expectError(.locked) { try keychain.securePassword(service: "s", account: "a", sealer: LockedSealer()) }
+        }
+    }
+
+    @Test func aSealersOwnErrorReachesTheCallerAsItsValue() async throws {
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            for attempt in [
+                { try keychain.setSecurePassword("x", service: "s", account: "a", sealer: UnpluggedSealer()) },
+                {
+                    try keychain.setSecurePassword("x", service: "s", account: "a", sealer: sealer)
+                    _ = try keychain.securePassword(service: "s", account: "a", sealer: UnpluggedSealer())
+                },
+            ] {
+                do {
+                    try attempt()
+                    Issue.record("an unplugged sealer sealed or opened")
+                } catch KeychainError.sealingFailed(.sealerFailed(let failure)) {
+                    #expect(failure.underlying as? UnpluggedSealer.Unplugged == UnpluggedSealer.Unplugged(slot: 2))
+                } catch {
+                    Issue.record("unexpected \(error)")
+                }
+            }
         }
     }
 

@@ -71,7 +71,7 @@ import Testing
         for i in 0..<7 { _ = try store.add(["description": .string("d\(i)"), "ssn": "x"], to: "gifts") }
         let failing = FailingStorage(try scratch.storage("store.db"), failReplaceAfter: 1)
         let crashing = try RecordStore(storage: failing, configuration: testConfiguration)
-        #expect(throws: RecordsError.storage("injected failure")) { try crashing.rotateStoreKey(with: appSealer) }
+        #expect(throws: RecordsError.storage(StorageFailure(.sqlite(code: 10), "injected failure"))) { try crashing.rotateStoreKey(with: appSealer) }
         let opening = try Self.keysOpeningEachRecord(store)
         #expect(opening.values.allSatisfy { $0.count == 1 })
         #expect(opening.values.filter { $0 == [2] }.count == 3)
@@ -107,7 +107,7 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
     func insert(_ records: [StoredRecord]) throws(RecordsError) { try base.insert(records) }
     func replace(_ records: [StoredRecord]) throws(RecordsError) {
         let count = lock.withLock { replaces += 1; return replaces }
-        if count > limit { throw .storage("injected failure") }
+        if count > limit { throw .storage(StorageFailure(.sqlite(code: 10), "injected failure")) }
         try base.replace(records)
     }
     func delete(_ id: UUID) throws(RecordsError) -> Bool { try base.delete(id) }

@@ -107,8 +107,9 @@ import Testing
         try sql(shell, path, "UPDATE clear_fields SET kind = 7 WHERE seq = 6")
         let before = try sql(shell, path, "SELECT sql FROM sqlite_schema ORDER BY name")
         let error = #expect(throws: RecordsError.self) { try SQLiteRecordStorage(path: path) }
-        guard case .storage(let reason) = error else { Issue.record("not a storage error: \(String(describing: error))"); return }
-        #expect(reason.contains("record row 6") && reason.contains("left at version 1"))
+        guard case .storage(let failure) = error else { Issue.record("not a storage error: \(String(describing: error))"); return }
+        #expect(failure.cause == .malformedStorage)
+        #expect(failure.message.contains("record row 6") && failure.message.contains("left at version 1"))
         #expect(try sql(shell, path, "SELECT version FROM schema_version") == "1")
         #expect(try sql(shell, path, "SELECT sql FROM sqlite_schema ORDER BY name") == before)
         #expect(try sql(shell, path, "SELECT count(*) FROM records") == "5")

@@ -135,9 +135,9 @@ import Testing
             _ = try PostgresRecordStorage(configuration: wrong)
             Issue.record("a wrong password connected")
         } catch {
-            guard case .storage(let message) = error else { Issue.record("unexpected \(error)"); return }
-            #expect(message.contains("password authentication failed") || message.contains("28P01"), "\(message)")
-            #expect(!message.contains("not the password"))
+            guard case .storage(let failure) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(failure.sqlState == "28P01", "\(failure)")
+            #expect(!failure.message.contains("not the password"))
         }
         // A loopback port nobody listens on (bound, then closed).
         var down = try postgresConfiguration(schema: "sfr_t_never")
@@ -147,8 +147,8 @@ import Testing
             _ = try PostgresRecordStorage(configuration: down)
             Issue.record("connected to a closed port")
         } catch {
-            guard case .storage(let message) = error else { Issue.record("unexpected \(error)"); return }
-            #expect(message.contains("cannot connect"), "\(message)")
+            guard case .storage(let failure) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(failure.cause == .cannotConnect && failure.message.contains("cannot connect"), "\(failure)")
         }
     }
 

@@ -1,0 +1,47 @@
+/// Why a record storage backend failed, as values a caller can decide on (retry, reconnect,
+/// check, report) rather than text to match.
+public struct StorageFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The kind of failure.
+    public enum Cause: Equatable, Sendable {
+        /// The storage's configuration is not acceptable (a malformed URL, schema name or port);
+        /// nothing was contacted.
+        case invalidConfiguration
+        /// The server could not be reached or refused the session (network, TLS, authentication).
+        case cannotConnect
+        /// The connection was lost or the server stopped answering during the operation (after
+        /// the retries the storage makes itself); the server rolled back what it had not committed.
+        case connectionLost
+        /// The connection was lost after COMMIT was sent and before its answer: whether the change
+        /// was stored is unknown, so check before repeating it.
+        case outcomeUnknown
+        /// The PostgreSQL server reported an error with this SQLSTATE (for example `40001`,
+        /// `23505`, `42501`, `57014`).
+        case server(sqlState: String)
+        /// SQLite reported this extended result code (0: the file system failed before SQLite ran).
+        case sqlite(code: Int32)
+        /// The stored data is not what this library writes (a malformed or vanished row, an
+        /// unexpected column type); the migration of such a store is refused.
+        case malformedStorage
+        /// Writing the output of an export failed.
+        case export
+    }
+
+    /// The kind of failure.
+    public let cause: Cause
+    /// What failed and where, in words for a person (never a password or a stored value).
+    public let message: String
+
+    /// A failure of kind `cause`, described by `message`.
+    public init(_ cause: Cause, _ message: String) {
+        self.cause = cause
+        self.message = message
+    }
+
+    /// The SQLSTATE, when the PostgreSQL server reported the failure.
+    public var sqlState: String? {
+        if case .server(let state) = cause { return state }
+        return nil
+    }
+
+    public var description: String { message }
+}
