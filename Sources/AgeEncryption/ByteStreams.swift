@@ -14,13 +14,7 @@ extension Age.ByteSource {
     /// Reads until `buffer` is full or the source reports the end of input (a read of 0 bytes);
     /// returns the count, less than the buffer's size only at the end of input.
     func readFully(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        var total = 0
-        while total < buffer.count {
-            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
-            if count == 0 { break }
-            total += count
-        }
-        return total
+        try ReadLoop.fill(buffer) { try read(into: $0) }
     }
 }
 

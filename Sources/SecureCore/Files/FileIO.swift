@@ -61,18 +61,44 @@ public struct FileInput: ~Copyable {
         return total + (try readFromDescriptor(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...])))
     }
 
-    private func readFromDescriptor(into buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) -> Int {
-        var total = 0
-        while total < buffer.count {
-            let n = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno)))
-            }
-            if n == 0 { break }
-            total += n
+    /// Reads what the input holds now, up to the buffer's size: one read, waiting only until at
+    /// least one byte (or the end of input) is there, as a pipe or a terminal hands bytes over.
+    /// Returns 0 only at the end of input.
+    /// Throws `SecureCoreError.io` when the read fails.
+    public func readAvailable(into buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) -> Int {
+        guard peeked.bytes.isEmpty else {
+            let count = min(peeked.bytes.count, buffer.count)
+            peeked.bytes.copyBytes(to: buffer.bindMemory(to: UInt8.self), count: count)
+            peeked.bytes.removeFirst(count)
+            return count
         }
-        return total
+        while true {
+            let n = Foundation.read(descriptor, buffer.baseAddress, buffer.count)
+            if n >= 0 { return n }
+            if errno != EINTR { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+        }
+    }
+
+    /// Whether a read would return at once: bytes are waiting, or the end of input (or an error)
+    /// is there. A regular file is always ready.
+    public var isReadyToRead: Bool {
+        if !peeked.bytes.isEmpty { return true }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let n = poll(&entry, 1, 0)
+            if n >= 0 { return n > 0 }
+            if errno != EINTR { return true }  // the read that follows reports the error
+        }
+    }
+
+    private func readFromDescriptor(into buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) -> Int {
+        try ReadLoop.fill(buffer) { (part: UnsafeMutableRawBufferPointer) throws(SecureCoreError) in
+            while true {
+                let n = Foundation.read(descriptor, part.baseAddress, part.count)
+                if n >= 0 { return n }
+                if errno != EINTR { throw SecureCoreError.io(path: path, reason: String(cString: strerror(errno))) }
+            }
+        }
     }
 
     /// Reads up to `count` bytes; fewer only at end of input.

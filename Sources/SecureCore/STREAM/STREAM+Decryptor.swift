@@ -122,7 +122,7 @@ extension STREAM {
             while batch.lengths.count < stream.chunksPerBatch {
                 let slot = buffer.slot(batch.lengths.count)
                 let chunk = slot[STREAM.chunkOffsetInSlot..<STREAM.chunkOffsetInSlot + stream.sealedChunkSize]
-                let n = try STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: chunk), read)
+                let n = try ReadLoop.fill(UnsafeMutableRawBufferPointer(rebasing: chunk), read)
                 if n == 0 {
                     batch.reachedEnd = true
                     break

@@ -97,7 +97,7 @@ extension STREAM {
         /// Reads into `buffer` from offset `start` until it is full or the input ends; returns the
         /// new count of bytes in it.
         private static func fill(_ buffer: SlotBuffer, from start: Int, _ read: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> Int {
-            let end = try start + STREAM.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer.all[start...]), read)
+            let end = try start + ReadLoop.fill(UnsafeMutableRawBufferPointer(rebasing: buffer.all[start...]), read)
             buffer.noteWritten(upTo: end)
             return end
         }

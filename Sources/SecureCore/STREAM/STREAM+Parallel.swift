@@ -111,19 +111,3 @@ final class SlotBuffer: @unchecked Sendable {
     /// All the slots as one region.
     var all: UnsafeMutableRawBufferPointer { storage }
 }
-
-extension STREAM {
-    /// Reads until `buffer` is full or `read` returns 0 (the end of input); returns the count, less
-    /// than the buffer's size only at the end of input.
-    static func readFully(
-        into buffer: UnsafeMutableRawBufferPointer, _ read: (UnsafeMutableRawBufferPointer) throws -> Int
-    ) throws -> Int {
-        var total = 0
-        while total < buffer.count {
-            let n = try read(UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
-            if n == 0 { break }
-            total += n
-        }
-        return total
-    }
-}
