@@ -44,7 +44,9 @@ let package = Package(
         .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
     ],
     targets: [
-        .target(name: "SecureCore", dependencies: crypto, swiftSettings: strict),
+        .target(
+            name: "SecureCore", dependencies: crypto + [.target(name: "CLinuxExtras", condition: .when(platforms: [.linux]))],
+            swiftSettings: strict),
         // RSA paddings swift-crypto lacks: PSS verification with any salt length, OAEP with a label.
         // Public-key operations on BigInt (no secret involved), private-key ones in BoringSSL.
         .target(
@@ -126,7 +128,7 @@ let package = Package(
             path: "Sources/KeychainStress",
             swiftSettings: strict
         ),
-        // glibc's mallopt and sync_file_range, for sf's allocator tuning and early writeback (Linux only).
+        // glibc's mallopt and sync_file_range, for sf's allocator tuning and SecureCore's early writeback (Linux only).
         .systemLibrary(name: "CLinuxExtras", path: "Sources/CLinuxExtras"),
         .executableTarget(
             name: "sf",
@@ -139,7 +141,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Shared by the test targets only (vectors, peers, processes); not a product.
-        .target(name: "SFTestSupport", swiftSettings: strict),
+        .target(name: "SFTestSupport", dependencies: ["SecureCore"], swiftSettings: strict),
         // The system zlib, only so the age tests can inflate the testkit's compressed vectors.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
@@ -160,7 +162,7 @@ let package = Package(
         .testTarget(
             name: "SecureChannelTests",
             dependencies: [
-                "SecureChannel", "NoiseProtocol", "SecureKeys", "SecureKeychain", "SecureCore", "SFTestSupport",
+                "SecureChannel", "NoiseProtocol", "SecureKeys", "SecureKeychain", "SecureCore", "ServiceDiscovery", "SFTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

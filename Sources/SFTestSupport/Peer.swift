@@ -1,4 +1,5 @@
 import Foundation
+import SecureCore
 
 /// A live, independent program a test runs against (an interoperability peer or a tool the test
 /// drives). Tests that need one declare it with a Swift Testing condition trait, so that a missing
@@ -144,10 +145,8 @@ extension TestSupport {
     /// `PGPASSWORD`, else nil (trust authentication).
     public static var postgresPassword: String? {
         let environment = ProcessInfo.processInfo.environment
-        if let file = environment["SF_TEST_POSTGRES_PASSWORD_FILE"], !file.isEmpty,
-            let text = try? String(contentsOfFile: file, encoding: .utf8)
-        {
-            return String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+        if let file = environment["SF_TEST_POSTGRES_PASSWORD_FILE"], !file.isEmpty, let secret = try? SecretFile.read(path: file) {
+            return secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         }
         return environment["PGPASSWORD"]
     }

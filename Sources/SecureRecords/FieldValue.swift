@@ -80,6 +80,20 @@ public enum FieldValue: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension FieldValue: LosslessStringConvertible {
+    /// Parses what `description` prints: `base64:` then standard base64 is bytes (nil when that
+    /// base64 is malformed), anything else is text. So a text value that itself starts with
+    /// `base64:` cannot be written this way: give it as bytes (`base64:` of its UTF-8).
+    public init?(_ description: String) {
+        guard description.hasPrefix("base64:") else {
+            self = .string(description)
+            return
+        }
+        guard let bytes = Data(base64Encoded: String(description.dropFirst(7))) else { return nil }
+        self = .bytes(bytes)
+    }
+}
+
 extension FieldValue: ExpressibleByStringLiteral {
     /// A text value.
     public init(stringLiteral value: String) { self = .string(value) }

@@ -46,7 +46,7 @@ enum AgeCommandSupport {
     static func withOutput(_ path: String?, binary: Bool, _ body: (Age.ByteSink) throws -> Void) throws {
         if let path, path != "-" {
             try OutputDestination.write(to: path) { output in
-                try body(WritebackSink(descriptor: output.descriptor, name: path))
+                try body(Age.DescriptorSink(descriptor: output.descriptor, name: path))
             }
         } else {
             if binary, isatty(1) == 1 {
@@ -64,32 +64,5 @@ enum AgeCommandSupport {
     /// The text of a key file, or a clear error.
     static func readText(_ path: String) throws -> String {
         return String(decoding: try Terminal.readInput(path), as: UTF8.self)
-    }
-}
-
-/// A file sink that asks the kernel to start writing every 16 MiB to disk as soon as it is written
-/// (Linux `sync_file_range`), so the fsync that makes the output durable finds little left to do
-/// and disk writes overlap with encryption instead of following it.
-final class WritebackSink: Age.ByteSink {
-    private let sink: Age.DescriptorSink
-    private let descriptor: Int32
-    private var written = 0
-    private var flushedUpTo = 0
-    private static let step = 16 << 20
-
-    init(descriptor: Int32, name: String) {
-        self.sink = Age.DescriptorSink(descriptor: descriptor, name: name)
-        self.descriptor = descriptor
-    }
-
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
-        try sink.write(bytes)
-        written += bytes.count
-        #if canImport(CLinuxExtras)
-        if written - flushedUpTo >= Self.step {
-            _ = sync_file_range(descriptor, flushedUpTo, written - flushedUpTo, UInt32(SYNC_FILE_RANGE_WRITE))
-            flushedUpTo = written
-        }
-        #endif
     }
 }

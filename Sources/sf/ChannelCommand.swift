@@ -172,8 +172,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
         async throws -> ChannelAdvertisement?
     {
         guard let advertise, let interface else { return nil }
-        let fingerprint = SecureChannel.fingerprint(of: staticKey.publicKey)
-        let txt = try TXTRecord(["fp": fingerprint.description, "proto": configuration.protocolName.description, "v": "2"])
+        let txt = try TXTRecord(SecureChannel.Advertisement(staticKey: staticKey.publicKey, configuration: configuration).txtAttributes)
         let advertisement = try await ChannelAdvertisement.start(
             interface: interface, name: advertise, port: port, txt: txt, backend: discovery.backend)
         Terminal.writeError("sf channel: advertising \"\(advertisement.name)\" (_sf-channel._tcp) on \(interface) port \(port)")
@@ -305,15 +304,22 @@ enum ChannelDiscovery {
         let instance = try await ServiceBrowser(interface: interface, backend: backend).resolve(
             instanceName: name, timeout: .milliseconds(Int64(timeout * 1000)))
         guard let address = preferredAddress(instance) else { throw CLIError("no service address for \"\(name)\"") }
-        return Found(name: instance.name, endpoint: ChannelEndpoint(host: address, port: Int(instance.port)), fingerprint: instance.txt["fp"]?.string)
+        return Found(
+            name: instance.name, endpoint: ChannelEndpoint(host: address, port: Int(instance.port)),
+            fingerprint: advertisement(instance).advertisedFingerprint)
     }
 
     static func browse(interface: String, timeout: Double, backend: DiscoveryBackend) async throws -> [ChannelBrowseCommand.Row] {
         try await ServiceBrowser(interface: interface, backend: backend).browse(timeout: .milliseconds(Int64(timeout * 1000))).map {
             ChannelBrowseCommand.Row(
                 name: $0.name, host: $0.host.description, address: preferredAddress($0), addresses: $0.addresses.map(\.description),
-                port: Int($0.port), fp: $0.txt["fp"]?.string)
+                port: Int($0.port), fp: advertisement($0).advertisedFingerprint)
         }
+    }
+
+    /// What the instance's TXT record advertises (untrusted).
+    static func advertisement(_ instance: ServiceInstance) -> SecureChannel.Advertisement {
+        SecureChannel.Advertisement { instance.txt[$0]?.string }
     }
 }
 

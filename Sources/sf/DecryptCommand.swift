@@ -59,10 +59,9 @@ struct DecryptCommand: ParsableCommand {
             if identities.isEmpty || passphraseFile != nil {
                 let file = passphraseFile, noIdentity = identities.isEmpty
                 identities.append(Age.ScryptIdentity(workFactorCeiling: maxWorkFactor) {
-                    try file.map(Terminal.readSecret(fromFile:))
-                        ?? Terminal.readSecret(
-                            prompt: "Enter passphrase: ",
-                            alternative: noIdentity ? "-i IDENTITY_FILE for a key, or --passphrase-file" : "--passphrase-file")
+                    try Terminal.secret(
+                        file: file, prompt: "Enter passphrase: ",
+                        option: noIdentity ? "-i IDENTITY_FILE for a key, or --passphrase-file" : "--passphrase-file")
                 })
             }
             let source = try AgeCommandSupport.input(input)

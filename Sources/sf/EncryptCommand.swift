@@ -82,13 +82,7 @@ struct EncryptCommand: ParsableCommand {
             }
             if usesPassphrase {
                 guard all.isEmpty else { throw ValidationError("-p cannot be combined with recipients") }
-                let secret: SecretBytes
-                if let passphraseFile {
-                    secret = try Terminal.readSecret(fromFile: passphraseFile)
-                } else {
-                    secret = try Terminal.readSecret(
-                        prompt: "Enter passphrase: ", confirm: true, alternative: "--passphrase-file")
-                }
+                let secret = try Terminal.secret(file: passphraseFile, prompt: "Enter passphrase: ", confirm: true, option: "--passphrase-file")
                 all.append(try Age.ScryptRecipient(passphrase: secret, workFactor: workFactor))
             }
             guard !all.isEmpty else { throw ValidationError("give at least one of -r, -R, -i or -p") }

@@ -37,8 +37,7 @@ struct KDFCommand: ParsableCommand {
             ? .scrypt(logN: logN, r: blockSize, p: parallelism) : .pbkdf2(hash: .sha256, rounds: rounds)
         guard (1...1024).contains(length) else { throw ValidationError("--length must be 1...1024") }
         let saltBytes = try salt.map { try Hex.decode($0) } ?? SecureRandom.bytes(count: 16)
-        let passphrase = try passphraseFile.map { try Terminal.readSecret(fromFile: $0) }
-            ?? Terminal.readSecret(prompt: "Passphrase: ", alternative: "--passphrase-file")
+        let passphrase = try Terminal.secret(file: passphraseFile, prompt: "Passphrase: ", option: "--passphrase-file")
         let key = try passphrase.withUnsafeBytes { try kdf.deriveKey(from: $0, salt: saltBytes, outputByteCount: length) }
         print("kdf:  \(kdf)")
         print("salt: \(Hex.encode(saltBytes))")

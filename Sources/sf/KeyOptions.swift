@@ -25,9 +25,8 @@ struct KeyOptions: ParsableArguments {
     /// The key or passphrase; prompts on the terminal when neither file is given.
     func material(confirmPrompt: Bool) throws -> Material {
         if let keyFile { return .key(try Self.readKeyFile(keyFile)) }
-        if let passphraseFile { return .passphrase(try Terminal.readSecret(fromFile: passphraseFile)) }
-        return .passphrase(try Terminal.readSecret(
-            prompt: "Passphrase: ", confirm: confirmPrompt, alternative: "--passphrase-file or --key-file"))
+        return .passphrase(try Terminal.secret(
+            file: passphraseFile, prompt: "Passphrase: ", confirm: confirmPrompt, option: "--passphrase-file or --key-file"))
     }
 
     static func readKeyFile(_ path: String) throws -> SymmetricKey {

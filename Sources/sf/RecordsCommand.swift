@@ -144,8 +144,7 @@ struct RecordsKeyOptions: ParsableArguments {
 
     /// The record password: the file's first line, else a prompt without echo (twice when `confirm`).
     func password(confirm: Bool, prompt: String = "Record password: ") throws -> SecretBytes {
-        if let passwordFile { return try Terminal.readSecret(fromFile: passwordFile) }
-        return try Terminal.readSecret(prompt: prompt, confirm: confirm, alternative: "--password-file")
+        try Terminal.secret(file: passwordFile, prompt: prompt, confirm: confirm, option: "--password-file")
     }
 }
 
@@ -158,13 +157,10 @@ enum RecordsArguments {
         return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
     }
 
-    /// A value: text, or `base64:...` for bytes.
+    /// A value: text, or `base64:...` for bytes (`FieldValue`'s own syntax).
     static func value(_ text: String) throws -> FieldValue {
-        if text.hasPrefix("base64:") {
-            guard let data = Data(base64Encoded: String(text.dropFirst(7))) else { throw ValidationError("invalid base64 value") }
-            return .bytes(data)
-        }
-        return .string(text)
+        guard let value = FieldValue(text) else { throw ValidationError("invalid base64 value") }
+        return value
     }
 
     static func id(_ text: String) throws -> UUID {
@@ -571,10 +567,8 @@ struct RecordsChangePasswordCommand: ParsableCommand {
 
     func run() throws {
         let store = try location.open(kdf: scrypt.kdf)
-        let old = try passwordFile.map(Terminal.readSecret(fromFile:))
-            ?? Terminal.readSecret(prompt: "Current record password: ", alternative: "--password-file")
-        let new = try newPasswordFile.map(Terminal.readSecret(fromFile:))
-            ?? Terminal.readSecret(prompt: "New record password: ", confirm: true, alternative: "--new-password-file")
+        let old = try Terminal.secret(file: passwordFile, prompt: "Current record password: ", option: "--password-file")
+        let new = try Terminal.secret(file: newPasswordFile, prompt: "New record password: ", confirm: true, option: "--new-password-file")
         try store.changePassword(of: try RecordsArguments.id(id), from: old, to: new)
     }
 }

@@ -65,14 +65,18 @@ enum Terminal {
         return line.withUnsafeBytes { SecretBytes(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 
-    /// Reads a secret from a file: the first line, without its line ending (like age and ssh tools).
+    /// Reads a secret from a file: its first line, without its line ending (`SecretFile`, the
+    /// rule of age and the ssh tools).
     static func readSecret(fromFile path: String) throws -> SecretBytes {
-        var data = try readAll(FileInput(path: path))
-        defer { data.resetBytes(in: 0..<data.count) }
-        var end = data.firstIndex(of: UInt8(ascii: "\n")) ?? data.endIndex
-        if end > data.startIndex, data[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-        guard end > data.startIndex else { throw CLIError("\(path): the secret file is empty") }
-        return SecretBytes(data[data.startIndex..<end])
+        try SecretFile.read(path: path)
+    }
+
+    /// The one way every `--…-file` secret option is read: the first line of `file` when given,
+    /// else a prompt without echo (twice when `confirm`); without a terminal, the error names
+    /// `option`, the way to give the secret instead.
+    static func secret(file: String?, prompt: String, confirm: Bool = false, option: String) throws -> SecretBytes {
+        if let file { return try readSecret(fromFile: file) }
+        return try readSecret(prompt: prompt, confirm: confirm, alternative: option)
     }
 
     /// The largest input read whole into memory (1 GiB). Larger inputs are refused with "input too

@@ -20,8 +20,7 @@ struct VaultPasscodeOption: ParsableArguments {
     @Option(help: "File whose first line is the vault passcode (default: prompt).") var passcodeFile: String?
 
     func read() throws -> SecretBytes {
-        if let passcodeFile { return try Terminal.readSecret(fromFile: passcodeFile) }
-        return try Terminal.readSecret(prompt: "Vault passcode: ", alternative: "--passcode-file")
+        try Terminal.secret(file: passcodeFile, prompt: "Vault passcode: ", option: "--passcode-file")
     }
 
     /// Opens the vault in `keychain` and unlocks it with the passcode.
@@ -39,10 +38,8 @@ struct VaultQuestionsOptions: ParsableArguments {
     @Option(help: "File with one answer per line, in the order of the questions (default: prompt).") var answersFile: String?
 
     func read() throws -> (questions: [String], answers: [String]) {
-        let questions = try questionsFile.map(VaultFiles.lines) ?? VaultFiles.promptQuestions()
-        let answers = try answersFile.map(VaultFiles.lines) ?? questions.map { question in
-            String(decoding: try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { Data($0) }, as: UTF8.self)
-        }
+        let questions = try questionsFile.map(SecurityQuestionsFile.read) ?? VaultFiles.promptQuestions()
+        let answers = try answersFile.map(SecurityQuestionsFile.read) ?? VaultFiles.promptAnswers(to: questions)
         return (questions, answers)
     }
 }
@@ -52,16 +49,16 @@ struct VaultNewPasscodeOption: ParsableArguments {
     @Option(help: "File whose first line is the new passcode (default: prompt twice).") var newPasscodeFile: String?
 
     func read(prompt: String = "New vault passcode: ") throws -> SecretBytes {
-        if let newPasscodeFile { return try Terminal.readSecret(fromFile: newPasscodeFile) }
-        return try Terminal.readSecret(prompt: prompt, confirm: true, alternative: "--new-passcode-file")
+        try Terminal.secret(file: newPasscodeFile, prompt: prompt, confirm: true, option: "--new-passcode-file")
     }
 }
 
 enum VaultFiles {
-    /// The non-empty lines of a file (questions and answers are not secrets of the command line).
-    static func lines(_ path: String) throws -> [String] {
-        let text = String(decoding: try Terminal.readAll(FileInput(path: path)), as: UTF8.self)
-        return text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.allSatisfy(\.isWhitespace) }
+    /// The answers to `questions`, each prompted for without echo.
+    static func promptAnswers(to questions: [String]) throws -> [String] {
+        try questions.map { question in
+            try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        }
     }
 
     /// Questions typed on standard input, one per line, ended by an empty line.
@@ -84,8 +81,7 @@ struct VaultInitCommand: ParsableCommand {
     @OptionGroup var scrypt: ScryptCostOption
 
     func run() throws {
-        let passcode = try passcodeFile.map(Terminal.readSecret(fromFile:))
-            ?? Terminal.readSecret(prompt: "New vault passcode: ", confirm: true, alternative: "--passcode-file")
+        let passcode = try Terminal.secret(file: passcodeFile, prompt: "New vault passcode: ", confirm: true, option: "--passcode-file")
         let (questions, answers) = try self.questions.read()
         let keychain = try location.open()
         let vault = Vault(keychain: keychain, configuration: .init(kdf: scrypt.kdf))
@@ -178,9 +174,7 @@ struct VaultRecoverCommand: ParsableCommand {
         let keychain = try location.open()
         let vault = Vault(keychain: keychain)
         try vault.requireSetUp()
-        let answers = try answersFile.map(VaultFiles.lines) ?? vault.securityQuestions.map { question in
-            String(decoding: try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { Data($0) }, as: UTF8.self)
-        }
+        let answers = try answersFile.map(SecurityQuestionsFile.read) ?? VaultFiles.promptAnswers(to: vault.securityQuestions)
         try vault.unlock(answers: answers)
         try vault.updatePasscode(try newPasscode.read())
         try keychain.close()

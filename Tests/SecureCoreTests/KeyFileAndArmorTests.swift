@@ -33,6 +33,37 @@ struct KeyFileAndArmorTests {
         }
     }
 
+    @Test func aSecretFileIsItsFirstLineWithoutItsLineEnding() throws {
+        let dir = try TestSupport.temporaryDirectory("secret-file")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("secret").path
+        for contents in ["hunter2", "hunter2\n", "hunter2\r\n", "hunter2\nsecond line\n", "hunter2\r\n\r\n# comment"] {
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+            #expect(try SecretFile.read(path: path) == SecretBytes(Data("hunter2".utf8)), "\(contents.debugDescription)")
+        }
+        // Inner spaces, a lone CR inside the line and a trailing space are part of the secret.
+        try Data(" a b\rc \n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try SecretFile.read(path: path) == SecretBytes(Data(" a b\rc ".utf8)))
+        let longest = String(repeating: "x", count: SecretFile.maximumLineLength)
+        try Data((longest + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try SecretFile.read(path: path).count == SecretFile.maximumLineLength)
+        for refused in ["", "\n", "\r\n", longest + "x"] {
+            try Data(refused.utf8).write(to: URL(fileURLWithPath: path))
+            #expect {
+                _ = try SecretFile.read(path: path)
+            } throws: { error in
+                guard case .invalidParameter(let message) = error as? SecureCoreError else { return false }
+                return message.hasPrefix(path + ": ")
+            }
+        }
+        #expect {
+            _ = try SecretFile.read(path: dir.appendingPathComponent("missing").path)
+        } throws: { error in
+            guard case .io = error as? SecureCoreError else { return false }
+            return true
+        }
+    }
+
     @Test func keyFilesAreReadFromDiskAndOversizedOnesRefused() throws {
         let dir = try TestSupport.temporaryDirectory("key-file")
         defer { try? FileManager.default.removeItem(at: dir) }

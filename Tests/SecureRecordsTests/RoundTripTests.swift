@@ -178,3 +178,21 @@ import Testing
         #expect(throws: RecordsError.self) { try RecordStore(path: scratch.path("keychain.db")) }
     }
 }
+
+/// `FieldValue`'s text form, which `sf records` prints and reads.
+@Suite struct FieldValueTextTests {
+    @Test func descriptionParsesBackToTheSameValue() {
+        let values: [FieldValue] = [
+            "Alice", "", "Noël 🎁", "=a=b", .bytes(Data()), .bytes(Data([0, 1, 0xFE, 0xFF])), .bytes(Data("base64:x".utf8)),
+        ]
+        for value in values { #expect(FieldValue(value.description) == value, "\(value)") }
+    }
+
+    @Test func malformedBase64IsRefusedNotTakenAsText() {
+        for text in ["base64:%%%", "base64:AAA", "base64:A B C"] { #expect(FieldValue(text) == nil, "\(text)") }
+        // Through a variable: `FieldValue("…")` of a literal would be the string literal itself.
+        let parse: (String) -> FieldValue? = { FieldValue($0) }
+        #expect(parse("base64:") == .bytes(Data()))
+        #expect(parse("Base64:AA==") == .string("Base64:AA=="))  // the prefix is exact
+    }
+}

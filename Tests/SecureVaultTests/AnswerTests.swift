@@ -2,6 +2,7 @@ import Foundation
 import SecureCore
 import SecureKeychain
 import SecureVault
+import SFTestSupport
 import Testing
 
 @Suite struct AnswerTests {
@@ -65,5 +66,33 @@ import Testing
         try keychain.setInternalItem(Data("{}".utf8), service: Vault.stateService, account: "default")
         let vault = Vault(keychain: keychain, configuration: configuration())
         #expect(vaultError { try vault.unlock(passcode: secret("old passcode")) } == .corruptState("not a vault state item"))
+    }
+}
+
+@Suite struct SecurityQuestionsFileTests {
+    @Test func oneNonBlankLinePerEntryWhateverTheLineEndings() throws {
+        let expected = ["First pet?", "  City of birth? ", "Teacher"]
+        for text in [
+            "First pet?\n  City of birth? \nTeacher", "First pet?\r\n  City of birth? \r\nTeacher\r\n",
+            "First pet?\r  City of birth? \rTeacher\r", "\n\nFirst pet?\n \t \n  City of birth? \n\nTeacher\n\n",
+        ] {
+            #expect(SecurityQuestionsFile.lines(in: text) == expected, "\(text.debugDescription)")
+        }
+        #expect(SecurityQuestionsFile.lines(in: "\n \r\n\t").isEmpty)
+    }
+
+    @Test func filesAreReadAndOversizedOnesRefused() throws {
+        let dir = try TestSupport.temporaryDirectory("questions-file")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("questions").path
+        try Data("Q1\r\nQ2\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try SecurityQuestionsFile.read(path: path) == ["Q1", "Q2"])
+        try Data(count: SecurityQuestionsFile.maximumSize + 1).write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try SecurityQuestionsFile.read(path: path)
+        } throws: { error in
+            guard case .invalidParameter = error as? SecureCoreError else { return false }
+            return true
+        }
     }
 }
