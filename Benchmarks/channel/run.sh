@@ -5,7 +5,8 @@
 # openssl speed) for both Noise ciphers; 1 GiB through one channel with ChaChaPoly and with AESGCM
 # (next to openssl s_server/s_client TLS 1.3); memory per idle connection with 1,000 held open; and
 # the share of honest clients served while 1,000 idle sockets (re-opened as soon as they are
-# closed) or 70 idle sockets (re-opened every 9 s) hold the server's handshake slots.
+# closed) or 70 idle sockets (re-opened every 9 s) hold the server's handshake slots; and 1 GiB
+# through `sf channel` between pipes next to openssl s_client/s_server (pipes.py).
 # Builds AND measurements run under the team's build lock, so no build shares the two cores.
 set -euo pipefail
 self=$(realpath "$0")
@@ -94,3 +95,15 @@ echo "== 3. memory per idle connection (target <= 64 KiB)"
 echo "== 4. honest clients served during idle-socket floods (target >= 95%)"
 "$bin" flood 1000 0
 "$bin" flood 70 9
+
+echo "== 5. sf channel through pipes, next to openssl (target: >= openssl's throughput, <= its CPU-seconds)"
+(cd ../.. && swift build -c release -j 2 --product sf >&2)
+sf=$(cd ../.. && swift build -c release --show-bin-path)/sf
+printf 'benchmark passphrase\n' >"$scratch/passphrase"
+for who in alice bob; do
+    "$sf" key generate --type x25519 --tag "$who" --keychain "$scratch/$who.db" --key-passphrase-file "$scratch/passphrase" >/dev/null
+    "$sf" key export --tag "$who" --keychain "$scratch/$who.db" --format spki-pem -o "$scratch/$who.pub"
+done
+"$sf" key import --tag bob --keychain "$scratch/alice.db" "$scratch/bob.pub" >/dev/null
+"$sf" key import --tag alice --keychain "$scratch/bob.db" "$scratch/alice.pub" >/dev/null
+python3 pipes.py "$sf" "$scratch" $((1 << 30)) 3

@@ -1,47 +1,76 @@
+#if canImport(CLinuxExtras)
+import CLinuxExtras
+#endif
 import Foundation
 import NIOCore
 import SecureFoundation
 import Synchronization
 
-/// Standard input as chunks, read on a background thread once the first connection asks for it.
+/// Standard input as messages, read on a background thread once the first connection asks for
+/// it. Each message is what the input holds at that moment, up to `messageCapacity` (so a line
+/// typed on a terminal goes at once, and a fast pipe or a file goes in large messages), read
+/// straight into the buffer that is sent. At most `maxQueuedMessages` wait to be taken: a slow
+/// peer backpressures the reading, and through it the program writing to our standard input.
 /// A waiting `next()` that is cancelled returns nil without consuming anything, so with
 /// `--keep-serving` no input is lost between connections.
 final class ChannelInput: Sendable {
+    /// The most bytes read into one message: four transport frames' worth is enough that the
+    /// per-message costs (a hop to the event loop, the pacing) disappear beside the sealing.
+    static let messageCapacity = 256 * 1024
+    /// Messages read ahead of the connection.
+    static let maxQueuedMessages = 4
+
     private struct State {
         var started = false
-        var chunks = [Data]()
-        var ended = false
-        var waiter: (id: UInt64, continuation: CheckedContinuation<Data?, Never>)?
+        var messages = [ByteBuffer]()
+        /// The end of input, or the read error that ended it.
+        var end: Result<Void, any Error>?
+        var waiter: (id: UInt64, continuation: CheckedContinuation<ByteBuffer?, any Error>)?
         var nextID: UInt64 = 0
+
+        /// A queued message, else the end (nil, or the error); `.none` while input is awaited.
+        mutating func take() -> Result<ByteBuffer?, any Error>? {
+            if !messages.isEmpty { return .success(messages.removeFirst()) }
+            switch end {
+            case .success?: return .success(nil)
+            case .failure(let error)?: return .failure(error)
+            case nil: return nil
+            }
+        }
     }
 
     private let state = Mutex(State())
+    /// Free places in the queue: the reading thread takes one before each read.
+    private let room = DispatchSemaphore(value: maxQueuedMessages)
 
-    /// The next chunk; nil at end of input or when the calling task is cancelled.
-    func next() async -> Data? {
+    /// The next message; nil at the end of input or when the calling task is cancelled.
+    /// Throws `SecureCoreError.io` when standard input cannot be read.
+    func next() async throws -> ByteBuffer? {
         startIfNeeded()
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
         }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let immediate: Data?? = state.withLock { state in
-                    if !state.chunks.isEmpty { return .some(state.chunks.removeFirst()) }
-                    if state.ended || Task.isCancelled { return .some(nil) }
+        let message = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ByteBuffer?, any Error>) in
+                let taken = state.withLock { state -> Result<ByteBuffer?, any Error>? in
+                    if Task.isCancelled { return .success(nil) }
+                    if let taken = state.take() { return taken }
                     state.waiter = (id, continuation)
                     return nil
                 }
-                if let immediate { continuation.resume(returning: immediate) }
+                if let taken { continuation.resume(with: taken) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Data?, Never>? in
+            let waiter = state.withLock { state -> CheckedContinuation<ByteBuffer?, any Error>? in
                 guard let waiter = state.waiter, waiter.id == id else { return nil }
                 state.waiter = nil
                 return waiter.continuation
             }
             waiter?.resume(returning: nil)
         }
+        if message != nil { room.signal() }
+        return message
     }
 
     private func startIfNeeded() {
@@ -50,24 +79,76 @@ final class ChannelInput: Sendable {
             return !state.started
         }
         guard start else { return }
-        let thread = Thread { [self] in
-            while true {
-                let data = FileHandle.standardInput.availableData
-                deliver(data.isEmpty ? nil : data)
-                if data.isEmpty { return }
-            }
-        }
-        thread.start()
+        Thread { [self] in readUntilEnd() }.start()
     }
 
-    private func deliver(_ chunk: Data?) {
-        let waiter = state.withLock { state -> (CheckedContinuation<Data?, Never>, Data?)? in
-            if let chunk { state.chunks.append(chunk) } else { state.ended = true }
-            guard let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            return (waiter.continuation, state.chunks.isEmpty ? nil : state.chunks.removeFirst())
+    /// The reading thread: fills messages while the input has bytes ready, hands them over.
+    private func readUntilEnd() {
+        let input = FileInput(descriptor: STDIN_FILENO, name: "standard input")
+        ChannelInput.holdWholeMessages(STDIN_FILENO)
+        var buffers = MessageBuffers()
+        while true {
+            room.wait()
+            var message = buffers.take()
+            var ended = false
+            do {
+                repeat {
+                    let count = try message.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { try input.readAvailable(into: $0) }
+                    ended = count == 0
+                } while !ended && message.writableBytes > 0 && input.isReadyToRead
+            } catch {
+                deliver(message, end: .failure(error))
+                return
+            }
+            buffers.keep(message)
+            deliver(message, end: ended ? .success(()) : nil)
+            if ended { return }
         }
-        if let (continuation, value) = waiter { continuation.resume(returning: value) }
+    }
+
+    /// Makes the pipe `descriptor` (standard input or output) hold a whole message, so each read
+    /// or write moves up to `messageCapacity` bytes at once instead of the default 64 KiB, with a
+    /// quarter of the wake-ups of the program at the other end. Advisory: when it is refused (not a
+    /// pipe, or over the system's limit), nothing changes.
+    static func holdWholeMessages(_ descriptor: Int32) {
+        #if canImport(CLinuxExtras)
+        _ = fcntl(descriptor, F_SETPIPE_SZ, Int32(messageCapacity))
+        #endif
+    }
+
+    /// The message buffers, reused once the connection has sealed and dropped them: a buffer
+    /// this large, freshly allocated, costs the kernel faulting in and zeroing its pages.
+    private struct MessageBuffers {
+        /// Buffers handed over (queued, being sealed, or free again), kept to be taken again.
+        private var handedOver: [ByteBuffer] = []
+        private let allocator = ByteBufferAllocator()
+
+        /// An empty buffer of `messageCapacity` bytes that nothing else references.
+        mutating func take() -> ByteBuffer {
+            if let index = handedOver.indices.first(where: { handedOver[$0].modifyIfUniquelyOwned({ _ in true }) == true }) {
+                var buffer = handedOver.remove(at: index)
+                buffer.clear()
+                return buffer
+            }
+            return allocator.buffer(capacity: messageCapacity)
+        }
+
+        /// Keeps `buffer`, about to be handed over, to take it again once the connection drops it.
+        mutating func keep(_ buffer: ByteBuffer) {
+            if handedOver.count < maxQueuedMessages + 2 { handedOver.append(buffer) }
+        }
+    }
+
+    private func deliver(_ message: ByteBuffer, end: Result<Void, any Error>?) {
+        let waiter = state.withLock { state -> (CheckedContinuation<ByteBuffer?, any Error>, Result<ByteBuffer?, any Error>)? in
+            if message.readableBytes > 0 { state.messages.append(message) }
+            if let end { state.end = end }
+            guard let waiter = state.waiter, let taken = state.take() else { return nil }
+            state.waiter = nil
+            return (waiter.continuation, taken)
+        }
+        if message.readableBytes == 0 { room.signal() }
+        if let (continuation, taken) = waiter { continuation.resume(with: taken) }
     }
 }
 
@@ -99,9 +180,11 @@ enum ChannelSession {
         try await connection.executeThenClose { inbound, outbound in
             try await withThrowingTaskGroup(of: Finished.self) { group in
                 group.addTask {
+                    ChannelInput.holdWholeMessages(STDOUT_FILENO)
+                    let output = FileOutput(descriptor: STDOUT_FILENO, name: "standard output")
                     for try await message in inbound {
                         activity.touch()
-                        FileHandle.standardOutput.write(Data(message.readableBytesView))
+                        try message.withUnsafeReadableBytes { bytes throws(SecureCoreError) in try output.write(bytes) }
                     }
                     return .receiving
                 }
@@ -119,9 +202,9 @@ enum ChannelSession {
                 }
                 group.addTask {
                     do {
-                        while let chunk = await input.next() {
+                        while let message = try await input.next() {
                             activity.touch()
-                            try await outbound.write(ByteBuffer(bytes: chunk))
+                            try await outbound.write(message)
                         }
                     } catch {
                         // Why sending failed is usually why receiving fails (a cut or forged
