@@ -2,11 +2,11 @@
 // interface and prints JSON lines, so the ServiceDiscovery tests can run it inside network
 // namespaces with `ip netns exec`. Usage:
 //   sf-discovery-probe advertise --interface IF --name NAME --port PORT [--host LABEL] [--type T]
-//                                [--txt key=value]... [--duration SECONDS] [--family 4|6|all] [--backend builtin|system]
+//                                [--txt key=value]... [--duration SECONDS] [--family 4|6|all] [--backend auto|builtin|system]
 //       prints {"event":"advertised",...} once announced, then runs until standard input closes or
 //       the duration ends, sends the goodbye and prints {"event":"stopped",...} (statistics and the
 //       instance name as advertised at the end, which a conflict after announcing may have changed).
-//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME] [--family 4|6|all] [--backend builtin|system]
+//   sf-discovery-probe browse --interface IF [--type T] [--timeout SECONDS] [--name NAME] [--family 4|6|all] [--backend auto|builtin|system]
 //       prints {"event":"browsed","instances":[...]}; with --name, stops as soon as NAME resolves.
 import Foundation
 import ServiceDiscovery
@@ -94,7 +94,9 @@ func families(_ options: Options) throws -> IPFamilies {
 
 func backend(_ options: Options) throws -> DiscoveryBackend {
     guard let text = options.values["backend"] else { return .platformDefault }
-    guard let backend = DiscoveryBackend(text) else { throw ProbeError("unknown --backend \(text)") }
+    guard let backend = DiscoveryBackend.chosen(text, interface: options.values["interface"]) else {
+        throw ProbeError("unknown --backend \(text)")
+    }
     return backend
 }
 
@@ -104,13 +106,14 @@ func advertise(_ options: Options) async throws {
     let name = try options.require("name")
     let type = try serviceType(options)
     let txt = try TXTRecord(options.txt)
+    let chosen = try backend(options)
     let advertiser = try ServiceAdvertiser(
         interface: interface, instanceName: name, type: type, port: port, txt: txt, hostName: options.values["host"],
-        families: try families(options), backend: try backend(options))
+        families: try families(options), backend: chosen)
     let records = try await advertiser.start()
     emit([
         "event": "advertised", "name": String(decoding: records.instanceName.labels[0], as: UTF8.self),
-        "host": records.host.description, "addresses": records.addresses.map(\.description),
+        "host": records.host.description, "addresses": records.addresses.map(\.description), "backend": chosen.description,
     ])
     await waitForEndOfInputOrTimeout(seconds: Double(options.values["duration"] ?? "120") ?? 120)
     let statistics = advertiser.statistics

@@ -62,6 +62,32 @@ public enum DiscoveryBackend: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The backend that fits this host, for work on `interface` (nil: every interface): the
+    /// system's DNS-SD daemon when it answers, so that one responder speaks for the host (on Linux,
+    /// avahi-daemon often already answers on port 5353), else, on Linux, the built-in responder.
+    /// Asking the daemon starts a browse for `_sf-channel._tcp` on `interface` and stops it at once
+    /// (no answer is awaited). On Apple platforms, always `.system`.
+    public static func detected(interface: String?) -> DiscoveryBackend {
+        #if os(Linux)
+        guard case .success(let library) = SystemDNSServiceLibrary.shared, let index = try? interfaceIndex(interface),
+            library.daemonAnswers(interfaceIndex: index)
+        else { return .builtIn }
+        return .system
+        #else
+        return .system
+        #endif
+    }
+
+    /// The name that asks for ``detected(interface:)``, as `sf`'s `--discovery` takes it.
+    public static let automaticName = "auto"
+
+    /// The backend a name chooses for work on `interface`: `auto` (ASCII case ignored) or nil is
+    /// ``detected(interface:)``, any other name as ``init(_:)`` (nil when unknown).
+    public static func chosen(_ name: String?, interface: String?) -> DiscoveryBackend? {
+        guard let name, name.lowercased() != automaticName else { return detected(interface: interface) }
+        return DiscoveryBackend(name)
+    }
+
     /// The interface index the DNS-SD API takes for `name` (0, every interface, for nil).
     static func interfaceIndex(_ name: String?) throws(ServiceDiscoveryError) -> UInt32 {
         guard let name else { return 0 }

@@ -173,9 +173,10 @@ struct ChannelServeCommand: AsyncParsableCommand {
     {
         guard let advertise, let interface else { return nil }
         let txt = try TXTRecord(SecureChannel.Advertisement(staticKey: staticKey.publicKey, configuration: configuration).txtAttributes)
-        let advertisement = try await ChannelAdvertisement.start(
-            interface: interface, name: advertise, port: port, txt: txt, backend: discovery.backend)
-        Terminal.writeError("sf channel: advertising \"\(advertisement.name)\" (_sf-channel._tcp) on \(interface) port \(port)")
+        let backend = discovery.backend(interface: interface)
+        let advertisement = try await ChannelAdvertisement.start(interface: interface, name: advertise, port: port, txt: txt, backend: backend)
+        Terminal.writeError(
+            "sf channel: advertising \"\(advertisement.name)\" (_sf-channel._tcp) on \(interface) port \(port) (discovery: \(backend))")
         return advertisement
     }
 }
@@ -219,7 +220,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
         if let endpoint {
             target = endpoint
         } else if let browse, let interface {
-            let found = try await ChannelDiscovery.resolve(name: browse, interface: interface, timeout: timeout, backend: discovery.backend)
+            let found = try await ChannelDiscovery.resolve(name: browse, interface: interface, timeout: timeout, backend: discovery.backend(interface: interface))
             // Untrusted: shown as a hint only; the handshake decides.
             Terminal.writeError("sf channel: found \"\(found.name)\" at \(found.endpoint) (advertised fp \(found.fingerprint ?? "none"), not trusted)")
             target = found.endpoint
@@ -260,7 +261,7 @@ struct ChannelBrowseCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let rows = try await ChannelDiscovery.browse(interface: interface, timeout: timeout, backend: discovery.backend)
+        let rows = try await ChannelDiscovery.browse(interface: interface, timeout: timeout, backend: discovery.backend(interface: interface))
         if json { return try JSONOutput.print(rows) }
         for row in rows {
             print([row.name, row.host, "\(row.address ?? "-"):\(row.port)", row.fp ?? "-"].joined(separator: "\t"))
@@ -272,20 +273,23 @@ struct ChannelBrowseCommand: AsyncParsableCommand {
 struct ChannelDiscoveryOption: ParsableArguments {
     @Option(
         help: """
-            Service discovery backend: builtin (sf's own multicast DNS responder and querier, Linux only) or system \
-            (the system's DNS-SD daemon: mDNSResponder, or avahi-daemon through libdns_sd.so.1 on Linux). \
-            Default: builtin on Linux, system elsewhere.
+            Service discovery backend: auto (the default: the system's DNS-SD daemon when it answers, so one \
+            responder speaks for the host, else sf's own), builtin (sf's own multicast DNS responder and querier, \
+            Linux only) or system (the system's DNS-SD daemon: mDNSResponder, or avahi-daemon through \
+            libdns_sd.so.1 on Linux).
             """)
     var discovery: String?
 
     func validate() throws {
-        if let discovery, DiscoveryBackend(discovery) == nil {
-            throw ValidationError("--discovery must be \(DiscoveryBackend.platformDefault == .system ? "system" : "builtin or system")")
+        if let discovery, discovery.lowercased() != DiscoveryBackend.automaticName, DiscoveryBackend(discovery) == nil {
+            throw ValidationError("--discovery must be auto, \(DiscoveryBackend.platformDefault == .system ? "system" : "builtin or system")")
         }
     }
 
-    /// The chosen backend.
-    var backend: DiscoveryBackend { discovery.flatMap(DiscoveryBackend.init) ?? .platformDefault }
+    /// The backend for work on `interface` (`auto`, the default, asks the system's daemon there).
+    func backend(interface: String) -> DiscoveryBackend {
+        DiscoveryBackend.chosen(discovery, interface: interface) ?? .platformDefault
+    }
 }
 
 /// DNS-SD for `sf channel` (ServiceDiscovery with the chosen backend).

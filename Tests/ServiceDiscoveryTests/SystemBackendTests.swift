@@ -131,6 +131,53 @@ struct SystemBackendTests {
     }
 
     @Test(
+        "auto takes the system daemon where it answers and the built-in responder where none does; each is found",
+        .enabled(if: canRun, Comment(rawValue: reason)))
+    func automaticChoice() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let avahi = try NamespaceAvahi(pair: pair, namespace: pair.a, interface: pair.interfaceA, hostName: "sfauto")
+        // Namespace A reaches avahi-daemon on its bus: auto advertises through it, and one
+        // responder, avahi's, speaks for the host.
+        let viaDaemon = try pair.spawn(
+            in: pair.a,
+            ["env"] + avahi.environment
+                + [probe, "advertise", "--backend", "auto", "--interface", pair.interfaceA, "--name", "SF Auto Daemon", "--port", "7101"])
+        let daemonEvent = try #require(viaDaemon.waitForEvent("advertised", timeout: 30), "not advertised: \(viaDaemon.standardError)")
+        #expect(daemonEvent["backend"] as? String == "system")
+        #expect(daemonEvent["host"] as? String == "sfauto.local.")  // avahi's host name: the daemon published it
+        let found = try decode(
+            try pair.run(
+                in: pair.b,
+                [probe, "browse", "--backend", "builtin", "--interface", pair.interfaceB, "--name", "SF Auto Daemon", "--timeout", "10"]
+            ).stdoutText)
+        let instance = try #require((found["instances"] as? [[String: Any]])?.first, "not resolved: \(found)")
+        #expect(instance["port"] as? Int == 7101)
+        viaDaemon.finish()
+        #expect(viaDaemon.waitForEvent("stopped", timeout: 10) != nil, "\(viaDaemon.standardError)")
+
+        // Namespace B reaches no daemon (a bus address where nothing listens): auto falls back to
+        // the built-in responder, which avahi in namespace A finds.
+        let scratch = try ScratchDirectory("sf-no-bus")
+        let builtIn = try pair.spawn(
+            in: pair.b,
+            ["env", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(scratch.path("no-bus"))", probe, "advertise", "--backend", "auto",
+             "--interface", pair.interfaceB, "--name", "SF Auto Builtin", "--port", "7102", "--host", "sfbuiltin"])
+        let builtInEvent = try #require(builtIn.waitForEvent("advertised", timeout: 30), "not advertised: \(builtIn.standardError)")
+        #expect(builtInEvent["backend"] as? String == "builtin")
+        let seen = try pair.run(
+            in: pair.a,
+            ["env"] + avahi.environment
+                + [probe, "browse", "--backend", "system", "--interface", pair.interfaceA, "--name", "SF Auto Builtin", "--timeout", "15"])
+        #expect(seen.status == 0, "\(seen.stderrText)")
+        let ours = try #require((try decode(seen.stdoutText)["instances"] as? [[String: Any]])?.first, "not resolved: \(seen.stdoutText)")
+        #expect(ours["host"] as? String == "sfbuiltin.local.")
+        #expect(ours["port"] as? Int == 7102)
+        builtIn.finish()
+    }
+
+    @Test(
         "our .system browser finds a Python zeroconf registration and our .builtIn advertiser",
         .enabled(if: canRun, Comment(rawValue: reason)))
     func systemBrowser() throws {

@@ -41,6 +41,10 @@ struct SystemDNSServiceLibrary: @unchecked Sendable {
     static func load(_ library: String?) -> Result<SystemDNSServiceLibrary, ServiceDiscoveryError> {
         let handle: UnsafeMutableRawPointer?
         if let library {
+            // Avahi's library otherwise prints, on first use, a warning meant for the developers of
+            // programs that use it ("uses the Apple Bonjour compatibility layer"); a user's own
+            // setting is kept.
+            setenv("AVAHI_COMPAT_NOWARN", "1", 0)
             guard let opened = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {
                 let reason = dlerror().map { String(cString: $0) } ?? "dlopen failed"
                 return .failure(
@@ -76,6 +80,16 @@ struct SystemDNSServiceLibrary: @unchecked Sendable {
         }
     }
 
+    /// Whether the daemon answers: a browse for `_sf-channel._tcp` on `interfaceIndex` starts (the
+    /// daemon was reached) and is stopped at once, before any reply is processed.
+    func daemonAnswers(interfaceIndex: UInt32) -> Bool {
+        var ref: SFDNSServiceRef?
+        let code = browse(&ref, 0, interfaceIndex, "_sf-channel._tcp", "local.", ignoreBrowseReply, nil)
+        guard code == SFDNSServiceErrNoError, let ref else { return false }
+        deallocate(ref)
+        return true
+    }
+
     /// The error for a failed call that starts an operation: a daemon that cannot be reached
     /// (`kDNSServiceErr_ServiceNotRunning`; Avahi reports a missing daemon or bus as
     /// `kDNSServiceErr_Unknown`) is `systemDaemonUnavailable`, anything else `systemDiscoveryFailed`.
@@ -88,3 +102,6 @@ struct SystemDNSServiceLibrary: @unchecked Sendable {
         }
     }
 }
+
+/// The reply handler of `daemonAnswers`' browse, which is stopped before any reply is processed.
+private let ignoreBrowseReply: SFDNSServiceBrowseReply = { _, _, _, _, _, _, _, _ in }
