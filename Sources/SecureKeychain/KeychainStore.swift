@@ -98,10 +98,8 @@ final class KeychainStore {
             return
         }
         connection = file!
-        let mode = try sql { (c) throws(SQLiteError) in try c.text("PRAGMA journal_mode = WAL") }
-        guard mode.lowercased() == "wal" else { throw .storage(path: displayPath, code: 0, message: "cannot enable WAL (mode \(mode))") }
-        // FULL: a commit is on stable storage when it returns, so an acknowledged synchronize() survives power loss.
-        try sql { (c) throws(SQLiteError) in try c.execute("PRAGMA synchronous = FULL") }
+        // WAL and synchronous = FULL, as every store here: an acknowledged synchronize() survives power loss.
+        try sql { (c) throws(SQLiteError) in try c.makeDurable(busyTimeoutMilliseconds: busyTimeoutMilliseconds) }
         // Freed content (deleted or replaced values) is overwritten with zeros, in the WAL frames
         // written from now on and, through checkpoints, in the database file.
         try sql { (c) throws(SQLiteError) in try c.execute("PRAGMA secure_delete = ON") }
@@ -114,14 +112,10 @@ final class KeychainStore {
     /// truncated and is refused (`corrupted`) rather than silently started afresh; an existing
     /// file readable or writable by group or others is narrowed to the owner (0600).
     private static func prepareFile(_ path: String, busyTimeoutMilliseconds: Int32) throws(KeychainError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw .invalidLocation("cannot create \(directory): \(error.localizedDescription)")
-            }
+        do throws(SQLiteError) {
+            try SQLiteConnection.createPrivateDirectory(containing: path)
+        } catch {
+            throw .invalidLocation(error.message)
         }
         var status = stat()
         if stat(path, &status) != 0 {
