@@ -107,7 +107,7 @@ final class Tour {
         try step("Encrypt a 5 MiB file to a file in 64 KiB chunks, atomically; decrypt it back") {
             let plain = home.appendingPathComponent("report.bin").path
             let content = SecureRandom.bytes(count: 5 << 20)
-            try AtomicFile.write(content, to: plain)
+            try OutputDestination.write(content, to: plain)
             let key = SecretBytes.random(count: 32).symmetricKey
             try FileEncryption.encryptFile(at: plain, to: plain + ".sfs", key: key)
             try FileEncryption.decryptFile(at: plain + ".sfs", to: plain + ".out", key: key)

@@ -28,7 +28,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let input = dir.appendingPathComponent("in").path, output = dir.appendingPathComponent("out").path
         try content.write(to: URL(fileURLWithPath: input))
-        try AtomicFile.write(to: output) { try body(input, $0) }
+        try OutputDestination.write(to: output) { try body(input, $0) }
         return try Data(contentsOf: URL(fileURLWithPath: output))
     }
 
@@ -239,10 +239,10 @@ import Testing
 
         // Creating without replacing: an existing file is left as it was.
         let before = try Data(contentsOf: URL(fileURLWithPath: sealed))
-        expectError(.fileExists(path: sealed)) { try AtomicFile.write(Data("new".utf8), to: sealed, overwrite: false) }
+        expectError(.fileExists(path: sealed)) { try OutputDestination.write(Data("new".utf8), to: sealed, overwrite: false) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: sealed)) == before)
         let fresh = dir.appendingPathComponent("fresh").path
-        try AtomicFile.write(Data("new".utf8), to: fresh, overwrite: false)
+        try OutputDestination.write(Data("new".utf8), to: fresh, overwrite: false)
         #expect(try Data(contentsOf: URL(fileURLWithPath: fresh)) == Data("new".utf8))
     }
 }

@@ -227,28 +227,9 @@ private final class Writeback {
 
 /// Writes files so that readers (and a crash at any moment) see either the old file or the complete
 /// new one, never a partial file: temporary file in the same directory, fsync, rename, fsync of the
-/// directory.
-public enum AtomicFile {
-    /// Replaces (or creates) `path` with `data`, with the given permissions. With `overwrite: false`
-    /// an existing `path` (even one created while this call runs) is left alone and the call throws.
-    public static func write<D: ContiguousBytes>(
-        _ data: D, to path: String, permissions: mode_t = 0o600, overwrite: Bool = true
-    ) throws(SecureCoreError) {
-        try write(to: path, permissions: permissions, overwrite: overwrite, { output throws(SecureCoreError) in try output.write(data) }, as: { $0 })
-    }
-
-    /// Runs `body` with an output positioned in a fresh temporary file next to `path`; when `body`
-    /// returns, the file is synced and renamed over `path`. When `body` throws, the temporary file is
-    /// removed, `path` is untouched, and the error is rethrown. After
-    /// `TemporaryFiles.removeOnTerminationSignals()`, SIGINT, SIGTERM or SIGHUP also remove it.
-    ///
-    /// Throws `SecureCoreError` (`.io`, `.fileExists`) for the file itself, or what `body` throws.
-    public static func write<R>(
-        to path: String, permissions: mode_t = 0o600, overwrite: Bool = true, _ body: (borrowing FileOutput) throws -> R
-    ) throws -> R {
-        try write(to: path, permissions: permissions, overwrite: overwrite, body, as: { $0 })
-    }
-
+/// directory. The public entry point is `OutputDestination.write`, which sends regular files here
+/// (and writes devices and pipes in place).
+enum AtomicFile {
     /// The one implementation: `body`'s errors pass through as `E`, the file's own failures are
     /// made into an `E` by `wrap` (so a `SecureCoreError`-only body keeps a typed throw).
     static func write<R, E: Error>(

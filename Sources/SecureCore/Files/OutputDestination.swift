@@ -76,8 +76,9 @@ public enum OutputDestination: Equatable, Sendable {
         }
     }
 
-    /// Runs `body` with an output for this destination. For `.file`, as `AtomicFile.write`: the
-    /// file appears complete when `body` returns and is untouched when it throws. For `.special`,
+    /// Runs `body` with an output for this destination. For `.file`, atomically (a temporary file,
+    /// fsync, rename, fsync of the directory): the file appears complete when `body` returns and
+    /// is untouched when it throws. For `.special`,
     /// bytes go straight to the device or pipe. With `overwrite: false`, any existing entry at the
     /// path (a file, a device, a symbolic link, even a dangling one) is left alone and
     /// `SecureCoreError.fileExists` is thrown before `body` runs.
