@@ -128,7 +128,7 @@ let package = Package(
             path: "Sources/KeychainStress",
             swiftSettings: strict
         ),
-        // glibc's mallopt and sync_file_range, for sf's allocator tuning and SecureCore's early writeback (Linux only).
+        // glibc's mallopt, sync_file_range and F_SETPIPE_SZ: sf's allocator and pipe tuning, SecureCore's early writeback (Linux only).
         .systemLibrary(name: "CLinuxExtras", path: "Sources/CLinuxExtras"),
         .executableTarget(
             name: "sf",
