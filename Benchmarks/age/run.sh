@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sf encrypt/decrypt against age on a 1 GiB file, in one run: page cache → /dev/null and
-# file → file, with hyperfine, then the peak resident memory of each (GNU time -v). The native
+# file → file, with hyperfine; CPU seconds on one core (taskset) and on all (cpu.py); then the peak
+# resident memory of each (GNU time -v). The native
 # stream (`sf seal --stream` / `sf open`, SFS1, under a key file from `sf random`) runs on the same
 # file, to /dev/null, with both of its AEADs: both formats share SecureCore's STREAM engine.
 # Usage (from the package root): Benchmarks/age/run.sh [size in MiB, default 1024]
@@ -40,6 +41,19 @@ flock /tmp/sf-build.lock hyperfine --warmup 1 --runs "${RUNS:-5}" --export-markd
     -n "sf decrypt file → file"  "$sf decrypt -i $work/key -o $work/out $work/age.age" \
     -n "age decrypt file → file" "age -d -i $work/key -o $work/out $work/age.age"
 cat "$work/results.md"
+
+# CPU per byte: the same page-cache → /dev/null runs on one core and on all, CPU seconds beside wall.
+echo
+for cores in --one-core ""; do
+    flock /tmp/sf-build.lock python3 Benchmarks/age/cpu.py $cores "${RUNS:-5}" \
+        "sf encrypt" "$sf encrypt -r $recipient $work/plain" \
+        "sf encrypt, glibc memmove without rep movsb" \
+        "env GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 $sf encrypt -r $recipient $work/plain" \
+        "age encrypt" "age -r $recipient $work/plain" \
+        "sf decrypt" "$sf decrypt -i $work/key $work/age.age" \
+        "age decrypt" "age -d -i $work/key $work/age.age"
+    echo
+done
 
 echo
 exec 9>/tmp/sf-build.lock && flock 9   # hold the build lock for the memory runs too
