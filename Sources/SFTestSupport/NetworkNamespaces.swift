@@ -221,13 +221,16 @@ public final class BackgroundProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// Terminates the process if it still runs.
-    public func kill() {
+    /// Terminates the process if it still runs: SIGTERM, then SIGKILL when it has not exited
+    /// within `grace` seconds (a process stuck in its own shutdown never holds a test).
+    public func kill(grace: TimeInterval = 10) {
         try? input.fileHandleForWriting.close()
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        guard process.isRunning else { return }
+        process.terminate()
+        if !wait(timeout: grace, until: { !$0.isRunning }) {
+            _ = Foundation.kill(process.processIdentifier, SIGKILL)
         }
+        process.waitUntilExit()
     }
 }
 

@@ -66,11 +66,13 @@ public enum DiscoveryBackend: Hashable, Sendable, CustomStringConvertible {
     /// system's DNS-SD daemon when it answers, so that one responder speaks for the host (on Linux,
     /// avahi-daemon often already answers on port 5353), else, on Linux, the built-in responder.
     /// Asking the daemon starts a browse for `_sf-channel._tcp` on `interface` and stops it at once
-    /// (no answer is awaited). On Apple platforms, always `.system`.
-    public static func detected(interface: String?) -> DiscoveryBackend {
+    /// (no answer is awaited); a daemon that has not let the browse start within `timeout` (a bus
+    /// that accepts and stays silent, a daemon that hangs) counts as absent. On Apple platforms,
+    /// always `.system`.
+    public static func detected(interface: String?, timeout: Duration = defaultDetectionTimeout) -> DiscoveryBackend {
         #if os(Linux)
         guard case .success(let library) = SystemDNSServiceLibrary.shared, let index = try? interfaceIndex(interface),
-            library.daemonAnswers(interfaceIndex: index)
+            library.daemonAnswers(interfaceIndex: index, within: timeout)
         else { return .builtIn }
         return .system
         #else
@@ -78,11 +80,15 @@ public enum DiscoveryBackend: Hashable, Sendable, CustomStringConvertible {
         #endif
     }
 
-    /// The name that asks for ``detected(interface:)``, as `sf`'s `--discovery` takes it.
+    /// How long ``detected(interface:timeout:)`` waits for the daemon by default: a daemon that
+    /// answers does so in milliseconds, even on a loaded host.
+    public static let defaultDetectionTimeout: Duration = .seconds(3)
+
+    /// The name that asks for ``detected(interface:timeout:)``, as `sf`'s `--discovery` takes it.
     public static let automaticName = "auto"
 
     /// The backend a name chooses for work on `interface`: `auto` (ASCII case ignored) or nil is
-    /// ``detected(interface:)``, any other name as ``init(_:)`` (nil when unknown).
+    /// ``detected(interface:timeout:)`` with its default timeout, any other name as ``init(_:)`` (nil when unknown).
     public static func chosen(_ name: String?, interface: String?) -> DiscoveryBackend? {
         guard let name, name.lowercased() != automaticName else { return detected(interface: interface) }
         return DiscoveryBackend(name)

@@ -178,6 +178,54 @@ struct SystemBackendTests {
     }
 
     @Test(
+        "auto does not wait on a bus that accepts and never answers: it takes the built-in responder within its deadline",
+        .enabled(if: canRun, Comment(rawValue: reason)))
+    func automaticChoiceWithASilentBus() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let scratch = try ScratchDirectory("sf-silent-bus")
+        // A Unix socket (no network) that accepts every connection and never says a word: libdbus
+        // would wait its 25 s reply timeout for the authentication exchange.
+        let silentBus = try BackgroundProcess([
+            DiscoveryPeers.python, "-c",
+            """
+            import json, socket, sys
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(sys.argv[1])
+            server.listen(16)
+            print(json.dumps({"event": "listening"}), flush=True)
+            held = []
+            while True:
+                held.append(server.accept()[0])
+            """,
+            scratch.path("bus"),
+        ])
+        defer { silentBus.kill() }
+        _ = try #require(silentBus.waitForEvent("listening", timeout: 30), "the silent bus did not start: \(silentBus.standardError)")
+
+        let advertiser = try pair.spawn(
+            in: pair.b,
+            ["env", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(scratch.path("bus"))", probe, "advertise", "--backend", "auto",
+             "--interface", pair.interfaceB, "--name", "SF Auto Silent", "--port", "7103", "--host", "sfsilent"])
+        // The detection deadline is 3 s; 20 s is well inside libdbus' 25 s, so only a bounded
+        // probe gets here in time.
+        let event = try #require(advertiser.waitForEvent("advertised", timeout: 20), "not advertised in time: \(advertiser.standardError)")
+        #expect(event["backend"] as? String == "builtin")
+        // And it is really advertised: our querier in the other namespace resolves it.
+        let found = try decode(
+            try pair.run(
+                in: pair.a,
+                [probe, "browse", "--backend", "builtin", "--interface", pair.interfaceA, "--name", "SF Auto Silent", "--timeout", "10"]
+            ).stdoutText)
+        let instance = try #require((found["instances"] as? [[String: Any]])?.first, "not resolved: \(found)")
+        #expect(instance["port"] as? Int == 7103)
+        // The abandoned probe, still blocked on the bus, does not keep the process from stopping.
+        advertiser.finish()
+        #expect(advertiser.waitForEvent("stopped", timeout: 10) != nil, "\(advertiser.standardError)")
+    }
+
+    @Test(
         "our .system browser finds a Python zeroconf registration and our .builtIn advertiser",
         .enabled(if: canRun, Comment(rawValue: reason)))
     func systemBrowser() throws {

@@ -1,4 +1,6 @@
 import CDNSServiceShim
+import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -81,13 +83,22 @@ struct SystemDNSServiceLibrary: @unchecked Sendable {
     }
 
     /// Whether the daemon answers: a browse for `_sf-channel._tcp` on `interfaceIndex` starts (the
-    /// daemon was reached) and is stopped at once, before any reply is processed.
-    func daemonAnswers(interfaceIndex: UInt32) -> Bool {
-        var ref: SFDNSServiceRef?
-        let code = browse(&ref, 0, interfaceIndex, "_sf-channel._tcp", "local.", ignoreBrowseReply, nil)
-        guard code == SFDNSServiceErrNoError, let ref else { return false }
-        deallocate(ref)
-        return true
+    /// daemon was reached) and is stopped at once, before any reply is processed. False when the
+    /// daemon cannot be reached or has not let the browse start within `timeout`.
+    func daemonAnswers(interfaceIndex: UInt32, within timeout: Duration) -> Bool {
+        // The browse call itself can block: Avahi's library waits on D-Bus with libdbus' 25 s
+        // reply timeout when the bus accepts but never answers. So the call runs on its own thread
+        // and this waits for it no longer than `timeout`; a late thread finishes (and frees its
+        // browse) on its own.
+        let probe = DaemonProbe()
+        let started = SystemDNSServiceSession.startThread { [self] in
+            var ref: SFDNSServiceRef?
+            let code = browse(&ref, 0, interfaceIndex, "_sf-channel._tcp", "local.", ignoreBrowseReply, nil)
+            if let ref { deallocate(ref) }
+            probe.finish(answered: code == SFDNSServiceErrNoError && ref != nil)
+        }
+        guard started == 0 else { return false }
+        return probe.wait(timeout)
     }
 
     /// The error for a failed call that starts an operation: a daemon that cannot be reached
@@ -100,6 +111,25 @@ struct SystemDNSServiceLibrary: @unchecked Sendable {
         default:
             .systemDiscoveryFailed(operation: operation, code: code)
         }
+    }
+}
+
+/// The outcome of one `daemonAnswers` probe, handed from the probing thread to the waiting one.
+private final class DaemonProbe: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let answered = Mutex(false)
+
+    func finish(answered value: Bool) {
+        answered.withLock { $0 = value }
+        done.signal()
+    }
+
+    /// Whether the daemon answered within `timeout`; false when the probe is still waiting.
+    func wait(_ timeout: Duration) -> Bool {
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
+        guard done.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else { return false }
+        return answered.withLock { $0 }
     }
 }
 
