@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "SecureKeychain", targets: ["SecureKeychain"]),
         .library(name: "SecureVault", targets: ["SecureVault"]),
         .library(name: "SecureKeys", targets: ["SecureKeys"]),
+        // Keys by tag in a keychain: apart from SecureKeys, so key parsing links no SQLite.
+        .library(name: "SecureKeyStore", targets: ["SecureKeyStore"]),
         .library(name: "AgeEncryption", targets: ["AgeEncryption"]),
         // RSA paddings swift-crypto lacks (PSS verification with any salt length, OAEP with a label).
         .library(name: "SecureRSA", targets: ["SecureRSA"]),
@@ -62,9 +64,10 @@ let package = Package(
         .target(name: "SecureVault", dependencies: ["SecureCore", "SecureKeychain"], swiftSettings: strict),
         .target(
             name: "SecureKeys",
-            dependencies: ["SecureCore", "SecureRSA", "SecureKeychain", .product(name: "SwiftASN1", package: "swift-asn1")] + crypto,
+            dependencies: ["SecureCore", "SecureRSA", .product(name: "SwiftASN1", package: "swift-asn1")] + crypto,
             swiftSettings: strict
         ),
+        .target(name: "SecureKeyStore", dependencies: ["SecureCore", "SecureKeys", "SecureKeychain"], swiftSettings: strict),
         .target(name: "AgeEncryption", dependencies: ["SecureCore", "SecureRSA"] + crypto, swiftSettings: strict),
         .target(name: "SecureRecords", dependencies: ["SecureCore", "SQLiteSupport", "CSQLite"] + crypto, swiftSettings: strict),
         // The PostgreSQL `RecordStorage` (postgres-nio; TLS through swift-nio-ssl).
@@ -86,7 +89,7 @@ let package = Package(
         .target(
             name: "SecureChannel",
             dependencies: [
-                "NoiseProtocol", "SecureCore", "SecureKeys", "SecureKeychain",
+                "NoiseProtocol", "SecureCore", "SecureKeys", "SecureKeyStore", "SecureKeychain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -95,7 +98,9 @@ let package = Package(
         ),
         .target(
             name: "SecureFoundation",
-            dependencies: ["SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "AgeEncryption", "SecureRecords", "SecureChannel"],
+            dependencies: [
+                "SecureCore", "SecureKeychain", "SecureVault", "SecureKeys", "SecureKeyStore", "AgeEncryption", "SecureRecords", "SecureChannel",
+            ],
             swiftSettings: strict
         ),
         // DNS-SD over multicast DNS (RFC 6763 / RFC 6762): message codec, names, and on Linux a responder
@@ -147,7 +152,9 @@ let package = Package(
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureKeychainTests", dependencies: ["SecureKeychain", "SQLiteSupport", "SFTestSupport"], swiftSettings: strict),
         .testTarget(name: "SecureVaultTests", dependencies: ["SecureVault", "SFTestSupport"], swiftSettings: strict),
-        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureRSA", "SecureKeychain", "SFTestSupport"] + crypto, swiftSettings: strict),
+        .testTarget(name: "SecureKeysTests", dependencies: ["SecureKeys", "SecureRSA", "SFTestSupport"] + crypto, swiftSettings: strict),
+        .testTarget(
+            name: "SecureKeyStoreTests", dependencies: ["SecureKeyStore", "SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(
@@ -162,7 +169,7 @@ let package = Package(
         .testTarget(
             name: "SecureChannelTests",
             dependencies: [
-                "SecureChannel", "NoiseProtocol", "SecureKeys", "SecureKeychain", "SecureCore", "ServiceDiscovery", "SFTestSupport",
+                "SecureChannel", "NoiseProtocol", "SecureKeys", "SecureKeyStore", "SecureKeychain", "SecureCore", "ServiceDiscovery", "SFTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

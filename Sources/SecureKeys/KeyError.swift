@@ -1,5 +1,4 @@
 import SecureCore
-import SecureKeychain
 
 /// Every failure SecureKeys reports. Each case names one cause; `description` is a sentence a
 /// person can act on and never contains key material.
@@ -52,21 +51,6 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case legacyDecryptionFailed(String)
     /// Text that should be base64 is not.
     case malformedBase64
-    /// A key store tag is empty or ends in `.private` (reserved for private key items).
-    case invalidTag(String)
-    /// The key store already holds a key under this tag.
-    case duplicateTag(String)
-    /// The key store holds no key under this tag.
-    case keyNotFound(tag: String)
-    /// The key under this tag is a public-only partner key.
-    case noPrivateKey(tag: String)
-    /// The sealer of private keys (for example the vault) is locked.
-    case sealerLocked
-    /// The sealed private key or kind record does not open: another sealer (vault key or
-    /// passphrase), or the stored value was modified.
-    case sealedKeyDoesNotOpen(tag: String)
-    /// The keychain holding the keys failed (file, storage or lock error): its `KeychainError`.
-    case keychain(KeychainError)
     /// An OpenSSH public key (a key line, or the public key of an OpenSSH private key file) is
     /// refused by SecureCore's SSH key codec: its `SSHPublicKeyError` says why (unsupported key
     /// type, truncated, not a point on the curve, ...).
@@ -74,18 +58,6 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An OpenSSH private key file is refused by SecureCore's reader (passphrase-protected, not
     /// exactly one key, damaged): its `OpenSSHKeyFileError`.
     case openSSHKeyFile(OpenSSHKeyFileError)
-    /// The clear public key stored under this tag is not the public half of its sealed private
-    /// key, or not the key its sealed kind record names: the keychain file was modified (for
-    /// example the public item swapped).
-    case publicKeyMismatch(tag: String)
-    /// The key under this tag was stored as a key pair (its sealed kind record says so) but its
-    /// private item is gone: the keychain file was modified. It is never used as a partner key.
-    case privateKeyMissing(tag: String)
-    /// A partner key was asked for authenticated, but it has no sealed kind record: it was stored
-    /// without a sealer (or the record was removed), so nothing vouches for it.
-    case unauthenticatedKey(tag: String)
-
-    /// A short human-readable name; never contains key material.
 
     /// What went wrong, in words for a user; never a secret or an internal detail.
     public var description: String {
@@ -115,24 +87,8 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
         case .malformedSignature(let detail): "malformed signature: \(detail)"
         case .legacyDecryptionFailed(let detail): "legacy Heimdall payload does not decrypt: \(detail)"
         case .malformedBase64: "malformed base64"
-        case .invalidTag(let tag): "invalid key tag \"\(tag)\": it must be non-empty and not end in \".private\""
-        case .duplicateTag(let tag): "a key with tag \"\(tag)\" already exists"
-        case .keyNotFound(let tag): "no key with tag \"\(tag)\""
-        case .noPrivateKey(let tag): "the key \"\(tag)\" is a public (partner) key without a private key"
-        case .sealerLocked: "the vault is locked: unlock it to use private keys"
-        case .sealedKeyDoesNotOpen(let tag):
-            "the sealed items of key \"\(tag)\" do not open: another vault key or passphrase, or the stored item was modified"
-        case .keychain(let error): "keychain: \(error.description)"
         case .sshKey(let error): "OpenSSH public key: \(error.description)"
         case .openSSHKeyFile(let error): error.description
-        case .publicKeyMismatch(let tag):
-            "the stored public key \"\(tag)\" is not the public half of its sealed private key or the key its sealed record names: "
-                + "the keychain file was modified"
-        case .privateKeyMissing(let tag):
-            "the key pair \"\(tag)\" has lost its private key (its sealed record says it is a pair): the keychain file was modified"
-        case .unauthenticatedKey(let tag):
-            "the partner key \"\(tag)\" is not authenticated by the vault (stored without it): "
-                + "check its fingerprint, then store it again with the vault (sf key import --tag \(tag) with --passcode-file)"
         }
     }
 }

@@ -5,6 +5,7 @@ import NIOPosix
 import SecureChannel
 import SecureCore
 import SecureKeychain
+import SecureKeyStore
 import SecureKeys
 import SFTestSupport
 import Testing
@@ -383,7 +384,7 @@ import Testing
                 host: "127.0.0.1", port: echo.port, staticKey: myKey,
                 peer: .trustOnFirstUse(tag: "server", in: store, confirm: { _ in false }))
         }
-        #expect(throws: KeyError.keyNotFound(tag: "server")) { try store.publicKey(tag: "server") }
+        #expect(throws: KeyStoreError.keyNotFound(tag: "server")) { try store.publicKey(tag: "server") }
         // First use: accepted and stored.
         _ = try await SecureChannel.Client.connect(
             host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store))

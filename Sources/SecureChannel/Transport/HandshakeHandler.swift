@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOFoundationCompat
+import SecureKeyStore
 import SecureKeys
 
 extension SecureChannel {
@@ -160,7 +161,7 @@ extension SecureChannel {
             let transport = try state.transportState()
             if let (tag, store) = storeAfterHandshake, let key = transport.remoteStaticKey {
                 do { try store.storePartnerKey(.x25519(key), tag: tag) } catch {
-                    throw SecureChannelError.keyStoreFailed(String(describing: error))
+                    throw SecureChannelError.keyStoreFailed(error)
                 }
             }
             timeout?.cancel()

@@ -1,4 +1,5 @@
 import Crypto
+import SecureKeyStore
 import SecureKeys
 
 extension SecureChannel {
@@ -24,7 +25,7 @@ extension SecureChannel {
         public static func pinned(_ key: Curve25519.KeyAgreement.PublicKey) -> PeerTrust { PeerTrust(rule: .pinned(key)) }
 
         /// Accepts only the X25519 key stored under `tag` in `store` (a partner key or a key pair).
-        /// `notAnX25519Key` for another type; SecureKeys' `keyNotFound` when absent.
+        /// `notAnX25519Key` for another type; `KeyStoreError.keyNotFound` when absent.
         public static func pinned(tag: String, in store: KeyStore) throws -> PeerTrust {
             try .pinned(SecureChannel.x25519PublicKey(tag: tag, in: store))
         }

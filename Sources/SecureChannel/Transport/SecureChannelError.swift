@@ -1,3 +1,4 @@
+import SecureKeyStore
 import SecureKeys
 
 /// Why a secure channel failed. None of the cases carries key material; fingerprints are public.
@@ -39,8 +40,8 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     case noise(NoiseError)
     /// The key under this tag is not an X25519 key pair or partner key.
     case notAnX25519Key(tag: String, type: KeyType)
-    /// Storing or reading a trusted peer key in the key store failed (the reason says why).
-    case keyStoreFailed(String)
+    /// Storing or reading a trusted peer key in the key store failed: the store's error.
+    case keyStoreFailed(KeyStoreError)
     /// The server had its maximum of handshakes in progress and a newer connection came: this,
     /// the oldest handshake, was closed to make room.
     case tooManyHandshakes
@@ -63,7 +64,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .malformedApplicationFrame: "malformed application frame"
         case .noise(let error): error.description
         case .notAnX25519Key(let tag, let type): "key \"\(tag)\" is \(type), not x25519"
-        case .keyStoreFailed(let reason): "key store: \(reason)"
+        case .keyStoreFailed(let error): "key store: \(error.description)"
         case .tooManyHandshakes: "too many handshakes in progress: the oldest was dropped"
         }
     }

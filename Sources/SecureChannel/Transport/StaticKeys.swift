@@ -1,11 +1,12 @@
 import Crypto
 import SecureCore
+import SecureKeyStore
 import SecureKeys
 
 extension SecureChannel {
     /// The X25519 key pair stored under `tag` in `store`, opened with `sealer` (the way `sf key
     /// --tag` opens keys): the static key of a channel endpoint. `notAnX25519Key` for another
-    /// type; SecureKeys' errors (`keyNotFound`, `noPrivateKey`, `sealedKeyDoesNotOpen`, ...) otherwise.
+    /// type; `KeyStoreError` (`keyNotFound`, `noPrivateKey`, `sealedKeyDoesNotOpen`, ...) otherwise.
     public static func staticKey(tag: String, in store: KeyStore, sealer: any ItemSealer) throws
         -> Curve25519.KeyAgreement.PrivateKey
     {
@@ -23,15 +24,16 @@ extension SecureChannel {
 
     /// The X25519 key under `tag`, or nil when the tag is absent; other failures as `keyStoreFailed`.
     static func storedKey(tag: String, in store: KeyStore) throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
+        let key: AsymmetricPublicKey
         do {
-            return try x25519PublicKey(tag: tag, in: store)
-        } catch let error as SecureChannelError {
-            throw error
-        } catch KeyError.keyNotFound {
+            key = try store.publicKey(tag: tag)
+        } catch .keyNotFound {
             return nil
         } catch {
-            throw .keyStoreFailed(String(describing: error))
+            throw .keyStoreFailed(error)
         }
+        guard case .x25519(let publicKey) = key else { throw .notAnX25519Key(tag: tag, type: key.type) }
+        return publicKey
     }
 
     /// The fingerprint SecureKeys and `sf key fingerprint` give an X25519 public key: SHA-256 of

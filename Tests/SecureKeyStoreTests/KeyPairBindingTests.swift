@@ -2,6 +2,7 @@ import Foundation
 import SFTestSupport
 import SecureCore
 import SecureKeychain
+import SecureKeyStore
 import SecureKeys
 import Testing
 
@@ -24,15 +25,15 @@ import Testing
         let publicItem = KeychainItem.Identity(.key, service: KeyStore.service, account: "me")
         try keychain.replace([Keychain.NewItem(identity: publicItem, value: attacker.spkiDERRepresentation)])
         #expect(try store.publicKey(tag: "me").spkiDERRepresentation == attacker.spkiDERRepresentation)  // unauthenticated read, as documented
-        #expect(throws: KeyError.publicKeyMismatch(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
-        #expect(throws: KeyError.publicKeyMismatch(tag: "me")) { try store.privateKey(tag: "me", sealer: sealer) }
+        #expect(throws: KeyStoreError.publicKeyMismatch(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
+        #expect(throws: KeyStoreError.publicKeyMismatch(tag: "me")) { try store.privateKey(tag: "me", sealer: sealer) }
 
         // A partner key stored without a sealer has nothing vouching for it: refused when verified.
         try store.storePartnerKey(attacker, tag: "partner")
         #expect(try store.publicKey(tag: "partner").spkiDERRepresentation == attacker.spkiDERRepresentation)
-        #expect(throws: KeyError.unauthenticatedKey(tag: "partner")) { try store.verifiedPublicKey(tag: "partner", sealer: sealer) }
+        #expect(throws: KeyStoreError.unauthenticatedKey(tag: "partner")) { try store.verifiedPublicKey(tag: "partner", sealer: sealer) }
         // Stored again with the sealer, the same key is authenticated; another key stays refused.
-        #expect(throws: KeyError.duplicateTag("partner")) {
+        #expect(throws: KeyStoreError.duplicateTag("partner")) {
             try store.storePartnerKey(AsymmetricPrivateKey.generate(type).publicKey, tag: "partner", sealer: sealer)
         }
         try store.storePartnerKey(attacker, tag: "partner", sealer: sealer)
@@ -76,23 +77,23 @@ import Testing
         // The private half deleted: still a pair, now one that cannot be used.
         _ = try keychain.delete([item(KeyStore.service, "me" + KeyStore.privateSuffix)])
         #expect(try store.list().first { $0.tag == "me" }?.hasPrivateKey == false)
-        #expect(throws: KeyError.privateKeyMissing(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
-        #expect(throws: KeyError.privateKeyMissing(tag: "me")) { try store.privateKey(tag: "me", sealer: sealer) }
+        #expect(throws: KeyStoreError.privateKeyMissing(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
+        #expect(throws: KeyStoreError.privateKeyMissing(tag: "me")) { try store.privateKey(tag: "me", sealer: sealer) }
         // And its kind record too: nothing vouches for the public key left.
         _ = try keychain.delete([item(KeyStore.kindService, "me")])
-        #expect(throws: KeyError.unauthenticatedKey(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
+        #expect(throws: KeyStoreError.unauthenticatedKey(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
         // Another tag's kind record moved here does not open (it is bound to its tag).
         try copyKindRecord(from: "other", to: "me")
-        #expect(throws: KeyError.sealedKeyDoesNotOpen(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
+        #expect(throws: KeyStoreError.sealedKeyDoesNotOpen(tag: "me")) { try store.verifiedPublicKey(tag: "me", sealer: sealer) }
 
         // An authenticated partner key swapped for another key is detected.
         #expect(try store.verifiedPublicKey(tag: "friend", sealer: sealer).spkiDERRepresentation == friend.spkiDERRepresentation)
         let attacker = try AsymmetricPrivateKey.generate(type).publicKey
         try keychain.replace([Keychain.NewItem(identity: item(KeyStore.service, "friend"), value: attacker.spkiDERRepresentation)])
-        #expect(throws: KeyError.publicKeyMismatch(tag: "friend")) { try store.verifiedPublicKey(tag: "friend", sealer: sealer) }
+        #expect(throws: KeyStoreError.publicKeyMismatch(tag: "friend")) { try store.verifiedPublicKey(tag: "friend", sealer: sealer) }
         // Another sealer (another vault) opens no record.
         let stranger = try KeyItemSealer(key: SecretBytes.random(count: 32))
-        #expect(throws: KeyError.sealedKeyDoesNotOpen(tag: "other")) { try store.verifiedPublicKey(tag: "other", sealer: stranger) }
+        #expect(throws: KeyStoreError.sealedKeyDoesNotOpen(tag: "other")) { try store.verifiedPublicKey(tag: "other", sealer: stranger) }
 
         // Deleting a tag removes every item of it, the kind record included.
         try store.delete(tag: "other")

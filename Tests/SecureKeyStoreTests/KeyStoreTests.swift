@@ -2,6 +2,7 @@ import Foundation
 import SFTestSupport
 import SecureCore
 @testable import SecureKeychain
+import SecureKeyStore
 import SecureKeys
 import Testing
 
@@ -37,19 +38,19 @@ import Testing
         }
     }
 
-    func expectKeyError<R>(_ expected: KeyError, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
+    func expectStoreError<R>(_ expected: KeyStoreError, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
         do {
             _ = try body()
             Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
         } catch {
-            #expect(error as? KeyError == expected, sourceLocation: sourceLocation)
+            #expect(error as? KeyStoreError == expected, sourceLocation: sourceLocation)
         }
     }
 
     @Test(arguments: [KeyType.p256, .p384, .p521, .ed25519, .x25519, .rsa2048])
     func storeAndLoadRoundTrip(type: KeyType) throws {
         let fixture = try Store()
-        let key = type == .rsa2048 ? Fixtures.rsa2048.key : try AsymmetricPrivateKey.generate(type)
+        let key = try AsymmetricPrivateKey.generate(type)
         try fixture.store.storeKeyPair(key, tag: "app", sealer: fixture.sealer)
 
         let loaded = try fixture.store.privateKey(tag: "app", sealer: fixture.sealer)
@@ -79,8 +80,8 @@ import Testing
             KeyStore.Entry(tag: "signing", type: .ed25519, fingerprint: signing.fingerprint, hasPrivateKey: true),
         ])
         #expect(try fixture.store.publicKey(tag: "bob").spkiDERRepresentation == partner.spkiDERRepresentation)
-        expectKeyError(.noPrivateKey(tag: "bob")) { try fixture.store.privateKey(tag: "bob", sealer: fixture.sealer) }
-        expectKeyError(.noPrivateKey(tag: "bob")) { try fixture.store.regenerate(tag: "bob", sealer: fixture.sealer) }
+        expectStoreError(.noPrivateKey(tag: "bob")) { try fixture.store.privateKey(tag: "bob", sealer: fixture.sealer) }
+        expectStoreError(.noPrivateKey(tag: "bob")) { try fixture.store.regenerate(tag: "bob", sealer: fixture.sealer) }
         #expect(throws: KeychainError.itemNotFound(service: KeyStore.service, account: "bob.private")) {
             try fixture.item("bob.private")
         }
@@ -94,9 +95,9 @@ import Testing
         let fixture = try Store()
         try fixture.store.generate(.p256, tag: "k", sealer: fixture.sealer)
         let other = try KeyItemSealer(key: SecretBytes.random(count: 32))
-        expectKeyError(.sealedKeyDoesNotOpen(tag: "k")) { try fixture.store.privateKey(tag: "k", sealer: other) }
-        expectKeyError(.sealerLocked) { try fixture.store.privateKey(tag: "k", sealer: LockedSealer()) }
-        expectKeyError(.sealerLocked) { try fixture.store.generate(.p256, tag: "new", sealer: LockedSealer()) }
+        expectStoreError(.sealedKeyDoesNotOpen(tag: "k")) { try fixture.store.privateKey(tag: "k", sealer: other) }
+        expectStoreError(.sealerLocked) { try fixture.store.privateKey(tag: "k", sealer: LockedSealer()) }
+        expectStoreError(.sealerLocked) { try fixture.store.generate(.p256, tag: "new", sealer: LockedSealer()) }
         #expect(try fixture.store.list().map(\.tag) == ["k"], "a failed generate stores nothing")
     }
 
@@ -108,7 +109,7 @@ import Testing
         let sealedA = try fixture.item("a.private").value
         // a's sealed key copied onto b's item does not open as b's key.
         try fixture.keychain.upsert(sealedA, for: bPrivate, attributes: nil, isSealed: true)
-        expectKeyError(.sealedKeyDoesNotOpen(tag: "b")) { try fixture.store.privateKey(tag: "b", sealer: fixture.sealer) }
+        expectStoreError(.sealedKeyDoesNotOpen(tag: "b")) { try fixture.store.privateKey(tag: "b", sealer: fixture.sealer) }
         // Any flipped byte of a sealed key is detected.
         for index in [0, sealedA.count / 2, sealedA.count - 1] {
             var tampered = sealedA
@@ -116,24 +117,58 @@ import Testing
             try fixture.keychain.upsert(
                 tampered, for: KeychainItem.Identity(.key, service: KeyStore.service, account: "a.private"),
                 attributes: nil, isSealed: true)
-            expectKeyError(.sealedKeyDoesNotOpen(tag: "a")) { try fixture.store.privateKey(tag: "a", sealer: fixture.sealer) }
+            expectStoreError(.sealedKeyDoesNotOpen(tag: "a")) { try fixture.store.privateKey(tag: "a", sealer: fixture.sealer) }
+        }
+    }
+
+    @Test func aStoredKeyThatDoesNotParseIsNamedByItsTag() throws {
+        let fixture = try Store()
+        try fixture.store.generate(.p256, tag: "good", sealer: fixture.sealer)
+        try fixture.store.generate(.ed25519, tag: "bad", sealer: fixture.sealer)
+        // Whoever can write the file replaces a public item with bytes that are no SPKI.
+        let publicItem = KeychainItem.Identity(.key, service: KeyStore.service, account: "bad")
+        try fixture.keychain.replace([Keychain.NewItem(identity: publicItem, value: Data([0x30, 0x03, 0x02, 0x01, 0x00]))])
+        for body: () throws -> Any in [
+            { try fixture.store.publicKey(tag: "bad") }, { try fixture.store.list() },
+            { try fixture.store.verifiedPublicKey(tag: "bad", sealer: fixture.sealer) },
+        ] {
+            do {
+                _ = try body()
+                Issue.record("a malformed stored key was accepted")
+            } catch KeyStoreError.storedKeyMalformed(let tag, let cause) {
+                #expect(tag == "bad")
+                if case .malformedDER = cause {} else { Issue.record("unexpected cause \(cause)") }
+            } catch {
+                Issue.record("unexpected error \(error)")
+            }
+        }
+        #expect(try fixture.store.publicKey(tag: "good").type == .p256, "the other keys stay readable")
+        // A private item that opens but is no PKCS#8 is named the same way.
+        let privateItem = KeychainItem.Identity(.key, service: KeyStore.service, account: "good.private")
+        let garbage = try fixture.sealer.seal(Data("not a key".utf8), context: SealedValueBinding.context(for: privateItem))
+        try fixture.keychain.upsert(garbage, for: privateItem, attributes: nil, isSealed: true)
+        do {
+            _ = try fixture.store.privateKey(tag: "good", sealer: fixture.sealer)
+            Issue.record("a malformed private key was accepted")
+        } catch KeyStoreError.storedKeyMalformed(let tag, _) {
+            #expect(tag == "good")
         }
     }
 
     @Test func duplicateTagsAndInvalidTagsAreRefused() throws {
         let fixture = try Store()
         let first = try fixture.store.generate(.ed25519, tag: "dup", sealer: fixture.sealer)
-        expectKeyError(.duplicateTag("dup")) { try fixture.store.generate(.p256, tag: "dup", sealer: fixture.sealer) }
-        expectKeyError(.duplicateTag("dup")) {
+        expectStoreError(.duplicateTag("dup")) { try fixture.store.generate(.p256, tag: "dup", sealer: fixture.sealer) }
+        expectStoreError(.duplicateTag("dup")) {
             try fixture.store.storePartnerKey(AsymmetricPrivateKey.generate(.p256).publicKey, tag: "dup")
         }
         #expect(try fixture.store.publicKey(tag: "dup").spkiDERRepresentation == first.spkiDERRepresentation)
-        expectKeyError(.invalidTag("x.private")) { try fixture.store.generate(.p256, tag: "x.private", sealer: fixture.sealer) }
-        expectKeyError(.invalidTag("")) { try fixture.store.generate(.p256, tag: "", sealer: fixture.sealer) }
-        expectKeyError(.keyNotFound(tag: "absent")) { try fixture.store.publicKey(tag: "absent") }
-        expectKeyError(.keyNotFound(tag: "absent")) { try fixture.store.privateKey(tag: "absent", sealer: fixture.sealer) }
-        expectKeyError(.keyNotFound(tag: "absent")) { try fixture.store.delete(tag: "absent") }
-        expectKeyError(.keyNotFound(tag: "absent")) { try fixture.store.regenerate(tag: "absent", sealer: fixture.sealer) }
+        expectStoreError(.invalidTag("x.private")) { try fixture.store.generate(.p256, tag: "x.private", sealer: fixture.sealer) }
+        expectStoreError(.invalidTag("")) { try fixture.store.generate(.p256, tag: "", sealer: fixture.sealer) }
+        expectStoreError(.keyNotFound(tag: "absent")) { try fixture.store.publicKey(tag: "absent") }
+        expectStoreError(.keyNotFound(tag: "absent")) { try fixture.store.privateKey(tag: "absent", sealer: fixture.sealer) }
+        expectStoreError(.keyNotFound(tag: "absent")) { try fixture.store.delete(tag: "absent") }
+        expectStoreError(.keyNotFound(tag: "absent")) { try fixture.store.regenerate(tag: "absent", sealer: fixture.sealer) }
     }
 
     @Test func deleteRemovesBothItemsAndRegenerateReplacesThePair() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import SecureCore
 import SecureKeychain
+import SecureKeys
 
 /// Key pairs and partner keys kept in a SecureKeychain file by tag, after Heimdall.
 ///
@@ -11,7 +12,7 @@ import SecureKeychain
 /// a sealer also has a sealed kind record (service `KeyStore.kindService`, account `tag`): pair or
 /// partner, and the public key's fingerprint, so that whoever can write the file can neither turn
 /// a pair into a partner key by deleting its private half nor swap a partner key unseen. The items
-/// of one key are added, replaced and deleted together. Failures are `KeyError` cases.
+/// of one key are added, replaced and deleted together. Failures are `KeyStoreError` cases.
 public struct KeyStore: Sendable {
     /// The keychain service of every key item.
     public static let service = "securefoundation.keys"
@@ -60,14 +61,14 @@ public struct KeyStore: Sendable {
     /// Generates a key pair of `type` under `tag` (private key sealed through `sealer`) and returns
     /// its public key. `duplicateTag` when the tag is taken; nothing is stored on failure.
     @discardableResult
-    public func generate(_ type: KeyType, tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPublicKey {
-        let key = try AsymmetricPrivateKey.generate(type)
+    public func generate(_ type: KeyType, tag: String, sealer: any ItemSealer) throws(KeyStoreError) -> AsymmetricPublicKey {
+        let key = try generating(type)
         try storeKeyPair(key, tag: tag, sealer: sealer)
         return key.publicKey
     }
 
     /// Stores an existing private key (and its public key) under `tag`. `duplicateTag` when taken.
-    public func storeKeyPair(_ privateKey: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws(KeyError) {
+    public func storeKeyPair(_ privateKey: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws(KeyStoreError) {
         var items = try pairItems(privateKey, tag: tag, sealer: sealer)
         defer { Self.wipe(&items) }
         try mapping(tag) { () throws(KeychainError) in try keychain.add(items) }
@@ -78,7 +79,7 @@ public struct KeyStore: Sendable {
     /// With a `sealer`, a sealed kind record authenticates it, so `verifiedPublicKey` accepts it;
     /// without one it is stored as given and only the unauthenticated `publicKey` returns it. Storing
     /// the same key again with a sealer authenticates a partner key stored earlier without one.
-    public func storePartnerKey(_ publicKey: AsymmetricPublicKey, tag: String, sealer: (any ItemSealer)? = nil) throws(KeyError) {
+    public func storePartnerKey(_ publicKey: AsymmetricPublicKey, tag: String, sealer: (any ItemSealer)? = nil) throws(KeyStoreError) {
         var items = [try publicItem(publicKey, tag: tag)]
         if let sealer { items.append(try kindItem(.partner, publicKey, tag: tag, sealer: sealer)) }
         do {
@@ -96,9 +97,9 @@ public struct KeyStore: Sendable {
     /// The public key under `tag` (of a key pair or a partner). `keyNotFound` when absent. The
     /// public item is stored in clear and is not authenticated here; `verifiedPublicKey` and
     /// `privateKey` check a pair's public half against its sealed private half.
-    public func publicKey(tag: String) throws(KeyError) -> AsymmetricPublicKey {
+    public func publicKey(tag: String) throws(KeyStoreError) -> AsymmetricPublicKey {
         let item = try mapping(tag) { () throws(KeychainError) in try keychain.item(identity(tag)) }
-        return try AsymmetricPublicKey(spkiDERRepresentation: item.value)
+        return try Self.storedPublicKey(item.value, tag: tag)
     }
 
     /// The private key under `tag`, opened through `sealer`: `keyNotFound` when the tag is absent,
@@ -106,7 +107,7 @@ public struct KeyStore: Sendable {
     /// (its kind record says pair), `sealerLocked` when the sealer is locked,
     /// `sealedKeyDoesNotOpen` when it is another sealer or the sealed value was modified, and
     /// `publicKeyMismatch` when the stored public key is not the private key's public half.
-    public func privateKey(tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPrivateKey {
+    public func privateKey(tag: String, sealer: any ItemSealer) throws(KeyStoreError) -> AsymmetricPrivateKey {
         try requireTag(tag)
         guard has(identity(tag + Self.privateSuffix)) else {
             _ = try publicKey(tag: tag)  // keyNotFound
@@ -117,10 +118,15 @@ public struct KeyStore: Sendable {
             try keychain.openSealedValue(identity(tag + Self.privateSuffix), sealer: sealer)
         }
         defer { der.resetBytes(in: 0..<der.count) }
-        let key = try AsymmetricPrivateKey(pkcs8DERRepresentation: der)
+        let key: AsymmetricPrivateKey
+        do {
+            key = try AsymmetricPrivateKey(pkcs8DERRepresentation: der)
+        } catch {
+            throw .storedKeyMalformed(tag: tag, error)
+        }
         // The public item is clear: bind it to the authenticated private key.
         let stored = try mapping(tag) { () throws(KeychainError) in try keychain.item(identity(tag)) }
-        guard stored.value == key.publicKey.spkiDERRepresentation else { throw KeyError.publicKeyMismatch(tag: tag) }
+        guard stored.value == key.publicKey.spkiDERRepresentation else { throw KeyStoreError.publicKeyMismatch(tag: tag) }
         return key
     }
 
@@ -133,7 +139,7 @@ public struct KeyStore: Sendable {
     ///   `unauthenticatedKey`.
     ///
     /// `sealedKeyDoesNotOpen` when a sealed item fails to open (modified, or another sealer).
-    public func verifiedPublicKey(tag: String, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPublicKey {
+    public func verifiedPublicKey(tag: String, sealer: any ItemSealer) throws(KeyStoreError) -> AsymmetricPublicKey {
         try requireTag(tag)
         let stored = try publicKey(tag: tag)
         let record = try kindRecord(tag: tag, sealer: sealer)
@@ -150,11 +156,11 @@ public struct KeyStore: Sendable {
     /// one change, and returns the new public key. `keyNotFound` when absent, `noPrivateKey` for a
     /// partner key; the old pair stays when anything fails.
     @discardableResult
-    public func regenerate(tag: String, type: KeyType? = nil, sealer: any ItemSealer) throws(KeyError) -> AsymmetricPublicKey {
+    public func regenerate(tag: String, type: KeyType? = nil, sealer: any ItemSealer) throws(KeyStoreError) -> AsymmetricPublicKey {
         try requireTag(tag)
-        guard let current = try list().first(where: { $0.tag == tag }) else { throw KeyError.keyNotFound(tag: tag) }
-        guard current.hasPrivateKey else { throw KeyError.noPrivateKey(tag: tag) }
-        let key = try AsymmetricPrivateKey.generate(type ?? current.type)
+        guard let current = try list().first(where: { $0.tag == tag }) else { throw KeyStoreError.keyNotFound(tag: tag) }
+        guard current.hasPrivateKey else { throw KeyStoreError.noPrivateKey(tag: tag) }
+        let key = try generating(type ?? current.type)
         var items = try pairItems(key, tag: tag, sealer: sealer)
         defer { Self.wipe(&items) }
         try mapping(tag) { () throws(KeychainError) in try keychain.replace(items) }
@@ -163,20 +169,20 @@ public struct KeyStore: Sendable {
 
     /// Deletes the key under `tag`: every item of a pair, or the partner key, with its kind record.
     /// `keyNotFound` when absent.
-    public func delete(tag: String) throws(KeyError) {
+    public func delete(tag: String) throws(KeyStoreError) {
         try requireTag(tag)
         try mapping(tag) { () throws(KeychainError) in
             _ = try keychain.delete([identity(tag), identity(tag + Self.privateSuffix), kindIdentity(tag)])
         }
     }
 
-    /// Every stored key, ordered by tag. `malformedDER` when a stored public key does not parse.
-    public func list() throws(KeyError) -> [Entry] {
+    /// Every stored key, ordered by tag. `storedKeyMalformed` when a stored public key does not parse.
+    public func list() throws(KeyStoreError) -> [Entry] {
         let items = keychain.items(matching: KeychainQuery(.key, accessGroup: accessGroup, service: Self.service))
         let accounts = Set(items.map(\.identity.account))
         var entries = [Entry]()
         for item in items where !item.identity.account.hasSuffix(Self.privateSuffix) {
-            let key = try AsymmetricPublicKey(spkiDERRepresentation: item.value)
+            let key = try Self.storedPublicKey(item.value, tag: item.identity.account)
             entries.append(Entry(
                 tag: item.identity.account, type: key.type, fingerprint: key.fingerprint,
                 hasPrivateKey: accounts.contains(item.identity.account + Self.privateSuffix)))
@@ -199,7 +205,7 @@ public struct KeyStore: Sendable {
     }
 
     /// The sealed kind record: the kind byte, then the SHA-256 fingerprint of the public key's SPKI.
-    private func kindItem(_ kind: Kind, _ key: AsymmetricPublicKey, tag: String, sealer: any ItemSealer) throws(KeyError) -> Keychain.NewItem {
+    private func kindItem(_ kind: Kind, _ key: AsymmetricPublicKey, tag: String, sealer: any ItemSealer) throws(KeyStoreError) -> Keychain.NewItem {
         try requireTag(tag)
         return Keychain.NewItem(
             identity: kindIdentity(tag), value: Data([kind.rawValue]) + key.fingerprint.bytes,
@@ -208,7 +214,7 @@ public struct KeyStore: Sendable {
 
     /// The kind record under `tag` opened through `sealer`; nil when there is none.
     /// `sealedKeyDoesNotOpen` when it does not open or does not hold a record.
-    private func kindRecord(tag: String, sealer: any ItemSealer) throws(KeyError) -> (kind: Kind, fingerprint: Data)? {
+    private func kindRecord(tag: String, sealer: any ItemSealer) throws(KeyStoreError) -> (kind: Kind, fingerprint: Data)? {
         guard has(kindIdentity(tag)) else { return nil }
         let value = try mapping(tag) { () throws(KeychainError) in try keychain.openSealedValue(kindIdentity(tag), sealer: sealer) }
         guard value.count == 33, let kind = Kind(rawValue: value[value.startIndex]) else {
@@ -217,12 +223,12 @@ public struct KeyStore: Sendable {
         return (kind, Data(value.dropFirst()))
     }
 
-    private func publicItem(_ key: AsymmetricPublicKey, tag: String) throws(KeyError) -> Keychain.NewItem {
+    private func publicItem(_ key: AsymmetricPublicKey, tag: String) throws(KeyStoreError) -> Keychain.NewItem {
         try requireTag(tag)
         return Keychain.NewItem(identity: identity(tag), value: key.spkiDERRepresentation, attributes: Self.attributes(key))
     }
 
-    private func pairItems(_ key: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws(KeyError) -> [Keychain.NewItem] {
+    private func pairItems(_ key: AsymmetricPrivateKey, tag: String, sealer: any ItemSealer) throws(KeyStoreError) -> [Keychain.NewItem] {
         let pkcs8 = key.pkcs8DERRepresentation.withUnsafeBytes { Data($0) }
         return [
             try publicItem(key.publicKey, tag: tag),
@@ -243,12 +249,30 @@ public struct KeyStore: Sendable {
     }
 
     /// A tag is non-empty and does not end in `.private`, so no tag names another tag's private item.
-    private func requireTag(_ tag: String) throws(KeyError) {
-        guard !tag.isEmpty, !tag.hasSuffix(Self.privateSuffix) else { throw KeyError.invalidTag(tag) }
+    private func requireTag(_ tag: String) throws(KeyStoreError) {
+        guard !tag.isEmpty, !tag.hasSuffix(Self.privateSuffix) else { throw KeyStoreError.invalidTag(tag) }
     }
 
-    /// Runs a keychain operation for `tag`, turning its errors into `KeyError` cases.
-    private func mapping<R>(_ tag: String, _ body: () throws(KeychainError) -> R) throws(KeyError) -> R {
+    /// A fresh private key of `type`; SecureKeys' refusal is `key(_:)`.
+    private func generating(_ type: KeyType) throws(KeyStoreError) -> AsymmetricPrivateKey {
+        do {
+            return try AsymmetricPrivateKey.generate(type)
+        } catch {
+            throw .key(error)
+        }
+    }
+
+    /// The public key stored under `tag` as `spki`; `storedKeyMalformed` when it does not parse.
+    private static func storedPublicKey(_ spki: Data, tag: String) throws(KeyStoreError) -> AsymmetricPublicKey {
+        do {
+            return try AsymmetricPublicKey(spkiDERRepresentation: spki)
+        } catch {
+            throw .storedKeyMalformed(tag: tag, error)
+        }
+    }
+
+    /// Runs a keychain operation for `tag`, turning its errors into `KeyStoreError` cases.
+    private func mapping<R>(_ tag: String, _ body: () throws(KeychainError) -> R) throws(KeyStoreError) -> R {
         do {
             return try body()
         } catch .duplicateItem {
