@@ -135,11 +135,15 @@ public protocol RecordStorage: Sendable {
     func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema
     /// Inserts new records; `duplicateRecord` if an id exists (then nothing is inserted).
     func insert(_ records: [StoredRecord]) throws(RecordsError)
-    /// Inserts the records `next` returns, batch after batch until it returns nil, in one
-    /// transaction (all or none; an error from `next` inserts nothing). A backend that can write a
-    /// batch while the caller prepares the next one should; the default collects every batch and
-    /// calls `insert(_:)`.
-    func insert(batchesFrom next: () throws(RecordsError) -> [StoredRecord]?) throws(RecordsError)
+    /// Runs `body` with an `insert` function, and stores everything `insert` was given in one
+    /// transaction: all or none (an error from `body` or from `insert` inserts nothing;
+    /// `duplicateRecord` if an id exists). `insert` may be called from another thread than the
+    /// caller's while the caller is blocked in `body` (a fork-join), never from two at once. A
+    /// backend that can write a batch while the caller prepares the next one should; the default
+    /// collects every batch and calls `insert(_:)` when `body` returns.
+    func insertInOneTransaction(
+        _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
+    ) throws(RecordsError)
     /// Replaces existing records (all or none); `recordNotFound` if one is missing.
     func replace(_ records: [StoredRecord]) throws(RecordsError)
     /// Deletes a record; false when it did not exist.
@@ -159,10 +163,12 @@ public protocol RecordStorage: Sendable {
 }
 
 extension RecordStorage {
-    /// Collects every batch, then inserts them with `insert(_:)`.
-    public func insert(batchesFrom next: () throws(RecordsError) -> [StoredRecord]?) throws(RecordsError) {
+    /// Collects every batch `body` inserts, then inserts them with `insert(_:)`.
+    public func insertInOneTransaction(
+        _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
+    ) throws(RecordsError) {
         var all: [StoredRecord] = []
-        while let batch = try next() { all += batch }
+        try body { (batch) throws(RecordsError) in all += batch }
         try insert(all)
     }
 }

@@ -245,8 +245,8 @@ public final class RecordStore: Sendable {
     }
 
     /// Adds several records to `collection` in one transaction (all or none); returns their ids in
-    /// order. Large batches are sealed on background threads (all cores but one) while the storage
-    /// writes the batches already sealed.
+    /// order. Large batches are sealed on every core, a group of chunks at a time, while the storage
+    /// writes the group sealed before.
     @discardableResult
     public func add(
         contentsOf records: [[String: FieldValue]], to collection: String, sealing: RecordSealing = .storeKey
@@ -277,13 +277,21 @@ public final class RecordStore: Sendable {
             try storage.insert(chunks == 0 ? [] : try sealChunk(0))
             return ids
         }
-        let pipeline = SealingPipeline(count: chunks, work: sealChunk)
-        defer { pipeline.cancel() }
-        var next = 0
-        try storage.insert { () throws(RecordsError) -> [StoredRecord]? in
-            guard next < chunks else { return nil }
-            defer { next += 1 }
-            return try pipeline.result(next)
+        // Groups of one chunk per core are sealed in a fork-join, while the group before is
+        // inserted alongside (the storage writes on one core's turn).
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        try storage.insertInOneTransaction { (insert) throws(RecordsError) in
+            var sealed: [[StoredRecord]] = []
+            for first in stride(from: 0, to: chunks, by: width) {
+                let group = first..<min(chunks, first + width)
+                let slots = ResultSlots<Result<[StoredRecord], RecordsError>?>(count: group.count, initialValue: nil)
+                let ready = sealed
+                try ForkJoin.run(group.count, alongside: { () throws(RecordsError) in for batch in ready { try insert(batch) } }) { i in
+                    slots[i] = Result { () throws(RecordsError) in try sealChunk(group.lowerBound + i) }
+                }
+                sealed = try (0..<slots.count).map { (i) throws(RecordsError) in try slots[i]!.get() }
+            }
+            for batch in sealed { try insert(batch) }
         }
         return ids
     }

@@ -117,11 +117,14 @@ extension SQLiteRecordStorage {
         try transaction(write: true) { (c) throws(RecordsError) in try Self.insertRecords(records, c) }
     }
 
-    /// `RecordStorage.insert(batchesFrom:)`, in one SQLite transaction: each batch is written as it
-    /// arrives, while the caller prepares the next.
-    public func insert(batchesFrom next: () throws(RecordsError) -> [StoredRecord]?) throws(RecordsError) {
+    /// `RecordStorage.insertInOneTransaction`, in one SQLite transaction: each batch is written
+    /// when it is inserted, while the caller prepares the next. (The connection is used by one
+    /// thread at a time: the caller is blocked in `body` while another thread inserts.)
+    public func insertInOneTransaction(
+        _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
+    ) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in
-            while let batch = try next() { try Self.insertRecords(batch, c) }
+            try body { (batch) throws(RecordsError) in try Self.insertRecords(batch, c) }
         }
     }
 

@@ -4,7 +4,7 @@ import SFTestSupport
 import SecureCore
 import Testing
 
-/// `add(contentsOf:)` seals batches on background threads while the storage writes earlier ones:
+/// `add(contentsOf:)` seals groups of batches on every core while the storage writes the group before:
 /// order, atomicity and every field must survive that.
 @Suite struct BatchTests {
     static func gift(_ i: Int) -> [String: FieldValue] {

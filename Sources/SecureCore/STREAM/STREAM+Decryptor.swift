@@ -83,7 +83,7 @@ extension STREAM {
                 let next = batch.reachedEnd ? nil : spare ?? Self.slots(for: stream)
                 var nextBatch = Batch(lengths: [], reachedEnd: true)
                 let outcomes = ResultSlots<Outcome>(count: batch.lengths.count, initialValue: .failed)
-                try STREAM.parallel(batch.lengths.count, alongside: {
+                try ForkJoin.run(batch.lengths.count, alongside: {
                     for chunk in authenticated { try chunk.withUnsafeBytes { try sink($0) } }
                     authenticated = []
                     if let next { nextBatch = try readBatch(into: next, read) }
@@ -139,7 +139,7 @@ extension STREAM {
         /// Opens the chunks of `batch` on all cores, numbered from `first`.
         private static func open(_ stream: STREAM, _ buffer: SlotBuffer, _ batch: Batch, first: UInt64) -> ResultSlots<Outcome> {
             let outcomes = ResultSlots<Outcome>(count: batch.lengths.count, initialValue: .failed)
-            STREAM.parallel(batch.lengths.count) { i in outcomes[i] = open(i, of: stream, buffer, batch, first: first) }
+            ForkJoin.run(batch.lengths.count) { i in outcomes[i] = open(i, of: stream, buffer, batch, first: first) }
             return outcomes
         }
 

@@ -59,7 +59,7 @@ extension STREAM {
                 // The extra chunk is outside what the cores read: copying it first is safe.
                 var nextUsed = carryExtraChunk(into: next)
                 let boxes = ResultSlots<Result<Data, any Error>>(count: stream.chunksPerBatch, initialValue: .success(Data()))
-                try STREAM.parallel(stream.chunksPerBatch, alongside: {
+                try ForkJoin.run(stream.chunksPerBatch, alongside: {
                     try Self.write(sealed, to: sink)
                     sealed = []
                     nextUsed = try Self.fill(next, from: nextUsed, read)
@@ -106,7 +106,7 @@ extension STREAM {
         /// the current counter; with `final`, the last one is marked final. Returns each `ciphertext || tag`.
         private func seal(_ buffer: SlotBuffer, chunks: Int, byteCount: Int, final: Bool) throws -> [Data] {
             let boxes = ResultSlots<Result<Data, any Error>>(count: chunks, initialValue: .success(Data()))
-            STREAM.parallel(chunks) { [stream, counter] i in
+            ForkJoin.run(chunks) { [stream, counter] i in
                 boxes[i] = Self.sealChunk(i, of: stream, buffer, byteCount: byteCount, first: counter, lastIsFinal: final && i == chunks - 1)
             }
             counter += UInt64(chunks)

@@ -117,7 +117,7 @@ final class DiscardingStorage: RecordStorage, @unchecked Sendable {
 let sealingOnly = try RecordStore(storage: DiscardingStorage(try SQLiteRecordStorage(path: directory + "/records-100k.db")))
 try sealingOnly.unlock(with: vault)
 let sealTime = try seconds { try sealingOnly.add(contentsOf: batch, to: "gifts") }
-print(String(format: "  sealing, blind indexes and ids alone (storage discarded; on the cores but one, overlapping the SQLite writes): %.2f s", sealTime))
+print(String(format: "  sealing, blind indexes and ids alone (storage discarded; on every core, a fork-join per group of batches): %.2f s", sealTime))
 
 // The same insert on PostgreSQL next to COPY through psql (run.sh starts a throw-away cluster).
 if let url = environment["RECORDS_BENCH_POSTGRES_URL"] {
