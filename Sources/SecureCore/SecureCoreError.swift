@@ -27,6 +27,8 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
     case fileExists(path: String)
     /// Memory for the operation could not be allocated (for example scrypt's 128·r·N bytes).
     case outOfMemory(String)
+    /// The input is longer than the operation reads into memory (`limit` bytes); nothing of it was used.
+    case inputTooLarge(path: String, limit: Int)
     /// The data is sealed with the other kind of secret: a passphrase where a raw key was given, or
     /// the reverse. Like `authenticationFailed`, the secret given does not open it.
     case secretKindMismatch(sealedWith: SecretKind)
@@ -72,6 +74,9 @@ public enum SecureCoreError: Error, Equatable, Sendable, CustomStringConvertible
             return "\(path) already exists"
         case .outOfMemory(let detail):
             return "out of memory: \(detail)"
+        case .inputTooLarge(let path, let limit):
+            let size = limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes"
+            return "\(path): input too large (over \(size))"
         case .secretKindMismatch(.passphrase):
             return "this data is sealed with a passphrase, not a raw key"
         case .secretKindMismatch(.rawKey):

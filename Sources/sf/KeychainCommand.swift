@@ -90,14 +90,8 @@ struct KeychainSetCommand: ParsableCommand {
                 prompt: "Password for \(name.service) / \(name.account): ", alternative: "standard input")
             return secret.withUnsafeBytes { Data($0) }
         }
-        var password = try Terminal.readInput(nil)
-        if raw { return password }
-        // One line ending, LF or CR LF; a CR not followed by LF is part of the value.
-        if password.last == UInt8(ascii: "\n") {
-            password.removeLast()
-            if password.last == UInt8(ascii: "\r") { password.removeLast() }
-        }
-        return password
+        let password = try Terminal.readInput(nil)
+        return raw ? password : Terminal.droppingFinalLineEnding(password)
     }
 }
 

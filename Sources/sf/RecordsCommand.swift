@@ -184,31 +184,50 @@ enum RecordsArguments {
 
 /// Field values given to add and update.
 struct RecordsFieldOptions: ParsableArguments {
-    /// The largest value `--sealed-file` reads: records are held and sealed in memory, whole.
+    /// The largest value `--field-file` and `--sealed-file` read: records are held and sealed in
+    /// memory, whole.
     static let maximumFileValueBytes = 64 << 20
 
     @Option(name: .customLong("field"), help: "A clear field, name=value (value 'base64:...' for bytes). Repeatable.")
     var clear: [String] = []
+    @Option(
+        name: .customLong("field-file"),
+        help: "A clear text field whose value is a file's text less one final line ending (at most 64 MiB), name=PATH; PATH - is standard input. Repeatable.")
+    var clearFiles: [String] = []
     @Option(name: .customLong("sealed"), help: "A sealed field, name=value. Repeatable. The value is data, not a secret.")
     var sealed: [String] = []
-    @Option(name: .customLong("sealed-file"), help: "A sealed field whose value is the bytes of a file (at most 64 MiB), name=PATH. Repeatable.")
+    @Option(
+        name: .customLong("sealed-file"),
+        help: "A sealed field whose value is the bytes of a file (at most 64 MiB), name=PATH; PATH - is standard input. Repeatable.")
     var sealedFiles: [String] = []
     @Option(name: .customLong("indexed"), help: "A sealed field with a blind index (store key only), name=value. Repeatable.")
     var indexed: [String] = []
 
-    /// The bytes of `path`, refused past `maximumFileValueBytes` as soon as the reading gets there
-    /// (a 3 GB file died with SIGILL while it was read whole).
-    static func readValue(_ path: String) throws -> Data {
-        let input = try FileInput(path: path)
-        var bytes = Data()
-        while true {
-            let chunk = try input.read(upTo: 1 << 20)
-            bytes.append(chunk)
-            guard bytes.count <= maximumFileValueBytes else {
-                throw CLIError("\(path): input too large (a record value from a file is at most \(maximumFileValueBytes >> 20) MiB)")
-            }
-            if chunk.count < 1 << 20 { return bytes }
+    func validate() throws {
+        let fromStandardInput = (clearFiles + sealedFiles).filter { $0.hasSuffix("=-") }
+        guard fromStandardInput.count <= 1 else {
+            throw ValidationError("only one --field-file or --sealed-file can read standard input (-): \(fromStandardInput.joined(separator: ", "))")
         }
+    }
+
+    /// The bytes of `path` (`-`: standard input), refused past `maximumFileValueBytes` as soon as
+    /// the reading gets there (a 3 GB file died with SIGILL while it was read whole).
+    static func readValue(_ path: String) throws -> Data {
+        let input = path == "-" ? FileInput(descriptor: 0, name: "standard input") : try FileInput(path: path)
+        do throws(SecureCoreError) {
+            return try input.readToEnd(limit: maximumFileValueBytes)
+        } catch .inputTooLarge {
+            throw CLIError("\(input.path): input too large (a record value from a file is at most \(maximumFileValueBytes >> 20) MiB)")
+        }
+    }
+
+    /// The text of `path` (`-`: standard input) less one final line ending, for a clear field.
+    static func readText(_ path: String, field: String) throws -> String {
+        let bytes = Terminal.droppingFinalLineEnding(try readValue(path))
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CLIError("\(path == "-" ? "standard input" : path): not UTF-8 text; give bytes as --field \(field)=base64:...")
+        }
+        return text
     }
 
     /// The values, and the schema they imply for a new collection.
@@ -223,6 +242,10 @@ struct RecordsFieldOptions: ParsableArguments {
         for argument in clear {
             let (name, text) = try RecordsArguments.split(argument, option: "--field")
             try put(name, try RecordsArguments.value(text), .clear)
+        }
+        for argument in clearFiles {
+            let (name, path) = try RecordsArguments.split(argument, option: "--field-file")
+            try put(name, .string(try Self.readText(path, field: name)), .clear)
         }
         for argument in sealed {
             let (name, text) = try RecordsArguments.split(argument, option: "--sealed")
@@ -336,7 +359,7 @@ struct RecordsAddCommand: ParsableCommand {
 
     func run() throws {
         let (fields, implied) = try fieldOptions.read()
-        guard !fields.isEmpty else { throw ValidationError("give at least one --field, --sealed, --sealed-file or --indexed") }
+        guard !fields.isEmpty else { throw ValidationError("give at least one --field, --field-file, --sealed, --sealed-file or --indexed") }
         let store = try location.open(kdf: scrypt.kdf)
         let declared = try schema.map(RecordsArguments.schema) ?? RecordSchema(implied)
         // The key first: a command that fails for want of one creates no collection (nor store).
@@ -524,10 +547,10 @@ struct RecordsImportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Input file (default: standard input).") var input: String?
 
     func run() throws {
-        // Lines end in LF or CR LF (one Character in Swift, so it is matched as such).
+        // Lines end in LF or CR LF (one Character in Swift, so it is matched as such); they stay
+        // slices of the one text read.
         let lines = String(decoding: try Terminal.readInput(input), as: UTF8.self)
             .split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
-            .map(String.init)
         let count: Int
         if let storage = try location.postgresStorage() {
             // An empty database becomes the exported store (same id and keys); a store there must be it.

@@ -94,17 +94,22 @@ enum Terminal {
     /// What remains of `input`, refusing more than `maximumInput` bytes (a regular file by its
     /// size, before reading).
     static func readAll(_ input: borrowing FileInput) throws -> Data {
-        var status = stat()
-        if fstat(input.descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size > maximumInput {
+        do throws(SecureCoreError) {
+            return try input.readToEnd(limit: maximumInput)
+        } catch .inputTooLarge {
             throw tooLarge(input.path)
         }
-        var all = Data()
-        while true {
-            let chunk = try input.read(upTo: 1 << 20)
-            all.append(chunk)
-            if all.count > maximumInput { throw tooLarge(input.path) }
-            if chunk.count < 1 << 20 { return all }
+    }
+
+    /// `data` without one final line ending, LF or CR LF (a CR not followed by LF is part of the
+    /// value): a value typed into a file or piped by `echo` means the line, not its ending.
+    static func droppingFinalLineEnding(_ data: Data) -> Data {
+        var data = data
+        if data.last == UInt8(ascii: "\n") {
+            data.removeLast()
+            if data.last == UInt8(ascii: "\r") { data.removeLast() }
         }
+        return data
     }
 
     private static func tooLarge(_ name: String) -> CLIError {

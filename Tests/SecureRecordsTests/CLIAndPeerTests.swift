@@ -306,4 +306,42 @@ let pythonPeerAvailable: Bool = {
         let dash = try sf(["records", "search", "--store", store, "--text", "-x"])
         #expect(dash.status == 2 && dash.stderrText.contains("write --text=-x"), "\(dash.stderrText)")
     }
+
+    /// Issue 18 item 6: clear values from a file (`--field-file name=PATH`) or standard input
+    /// (PATH `-`, also for `--sealed-file`): the file's text less one final line ending; a file that
+    /// is not UTF-8 text, a missing file or a second `-` is refused and creates nothing.
+    @Test func clearValuesFromAFileOrStandardInput() throws {
+        let scratch = try RecordsScratch()
+        let store = scratch.path("files.db")
+        let note = try scratch.write("note.txt", Data("a long note\nwith two lines\n".utf8))
+        let added = try sf(["records", "add", "--store", store, "--field-file", "note=\(note)", "--field-file", "toWhom=-"],
+                           stdin: Data("Alice\r\n".utf8))
+        #expect(added.status == 0, "\(added.stderrText)")
+        let id = added.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try sf(["records", "get", "--store", store, id, "note"]).stdout == Data("a long note\nwith two lines\n".utf8))
+        #expect(try sf(["records", "get", "--store", store, id, "toWhom"]).stdout == Data("Alice\n".utf8))
+        #expect(try sf(["records", "search", "--store", store, "toWhom=Alice"]).stdoutText.hasPrefix(id), "the value is searchable")
+
+        // A sealed value from standard input is its exact bytes.
+        let key = try scratch.write("key", Data(repeating: 3, count: 32))
+        let blob = Data([0, 1, 2, 0x0A])
+        let sealed = try sf(["records", "add", "--store", store, "--collection", "blobs", "--key-file", key, "--sealed-file", "blob=-"],
+                            stdin: blob)
+        #expect(sealed.status == 0, "\(sealed.stderrText)")
+        let sealedId = sealed.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try sf(["records", "get", "--store", store, sealedId, "blob", "--key-file", key]).stdout == blob)
+
+        let refused = scratch.path("refused.db")
+        let binary = try scratch.write("binary", Data([0xFF, 0xFE, 0x00]))
+        let notText = try sf(["records", "add", "--store", refused, "--field-file", "name=\(binary)"])
+        #expect(notText.status == 1 && notText.stderrText.contains("not UTF-8 text"), "\(notText.stderrText)")
+        #expect(notText.stderrText.contains("base64:"), "says how to give bytes: \(notText.stderrText)")
+        let missing = try sf(["records", "add", "--store", refused, "--field-file", "name=\(scratch.path("no-such-file"))"])
+        #expect(missing.status == 1 && missing.stderrText.split(separator: "\n").count == 1, "\(missing.stderrText)")
+        let twice = try sf(["records", "add", "--store", refused, "--field-file", "a=-", "--sealed-file", "b=-", "--key-file", key])
+        #expect(twice.status == 2 && twice.stderrText.contains("standard input"), "\(twice.stderrText)")
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: refused + suffix), "\(suffix): nothing is created on failure")
+        }
+    }
 }

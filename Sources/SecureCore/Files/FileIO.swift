@@ -116,9 +116,22 @@ public struct FileInput: ~Copyable {
     /// Reads everything that remains.
     /// Throws `SecureCoreError.io` when a read fails.
     public func readToEnd(chunkSize: Int = 1 << 20) throws(SecureCoreError) -> Data {
+        try readToEnd(limit: .max, chunkSize: chunkSize)
+    }
+
+    /// Reads everything that remains, refusing more than `limit` bytes with `inputTooLarge`: a
+    /// regular file by its size before anything is read, any other input (a pipe, a terminal) as
+    /// soon as the reading passes the limit, so memory never holds much more than `limit`.
+    /// Throws `SecureCoreError.io` when a read fails.
+    public func readToEnd(limit: Int, chunkSize: Int = 1 << 20) throws(SecureCoreError) -> Data {
+        var status = stat()
+        if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size > limit {
+            throw .inputTooLarge(path: path, limit: limit)
+        }
         var all = Data()
         while true {
             let chunk = try read(upTo: chunkSize)
+            guard chunk.count <= limit - all.count else { throw .inputTooLarge(path: path, limit: limit) }
             all.append(chunk)
             if chunk.count < chunkSize { return all }
         }
