@@ -129,6 +129,9 @@ public protocol RecordStorage: Sendable {
     /// Adds a wrapped key and, when `makeCurrent`, makes it the current key (one transaction).
     /// Returns false, changing nothing, when a key with that id exists (another process added it).
     func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool
+    /// Replaces the wrapped form of existing keys (same ids, same key bytes wrapped anew) in one
+    /// transaction; `storeKeyUnavailable` naming an id the store does not hold (nothing changed).
+    func rewrapKeys(_ keys: [WrappedStoreKey]) throws(RecordsError)
     /// Every collection and its schema.
     func collections() throws(RecordsError) -> [String: RecordSchema]
     /// Declares `collection` with `schema` unless it exists; returns the schema now stored.

@@ -105,6 +105,22 @@ public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
         try insert.step()
     }
 
+    /// `RecordStorage.rewrapKeys`, in one SQLite transaction.
+    public func rewrapKeys(_ keys: [WrappedStoreKey]) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in
+            for key in keys {
+                let changed = try Self.sql { () throws(SQLiteError) -> Int64 in
+                    let update = try c.statement("UPDATE store_keys SET wrapped = ?2 WHERE id = ?1")
+                    update.bind(1, Int64(key.id))
+                    update.bind(2, key.wrapped)
+                    try update.step()
+                    return c.changes
+                }
+                guard changed == 1 else { throw .storeKeyUnavailable("store key \(key.id) is not in the store") }
+            }
+        }
+    }
+
     /// `RecordStorage.addKey`, in one SQLite transaction.
     public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
         try transaction(write: true) { (c) throws(RecordsError) in

@@ -159,6 +159,21 @@ public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
             })).isEmpty
     }
 
+    /// `RecordStorage.rewrapKeys`, in one transaction.
+    public func rewrapKeys(_ keys: [WrappedStoreKey]) throws(RecordsError) {
+        try write { (tx) throws(RecordsError) in
+            for key in keys {
+                let updated = try run(
+                    tx, "UPDATE \(tables.storeKeys) SET wrapped = $2 WHERE id = $1 RETURNING 1",
+                    Self.binds {
+                        $0.append(Int64(key.id))
+                        $0.append(Self.buffer(key.wrapped))
+                    })
+                guard !updated.isEmpty else { throw .storeKeyUnavailable("store key \(key.id) is not in the store") }
+            }
+        }
+    }
+
     /// `RecordStorage.addKey`, in one transaction.
     public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
         try write { (tx) throws(RecordsError) in

@@ -58,9 +58,9 @@ extension Vault {
             try await run { () throws(VaultError) in try vault.rotateKey() }
         }
 
-        /// `Vault.retireKey(_:)`, awaited.
-        public func retireKey(_ keyId: UInt32) async throws(VaultError) {
-            try await run { () throws(VaultError) in try vault.retireKey(keyId) }
+        /// `Vault.retireKey(_:force:)`, awaited.
+        public func retireKey(_ keyId: UInt32, force: Bool = false) async throws(VaultError) {
+            try await run { () throws(VaultError) in try vault.retireKey(keyId, force: force) }
         }
 
         /// Runs `body` on a Dispatch thread and resumes with its result.

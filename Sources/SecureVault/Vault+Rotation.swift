@@ -52,25 +52,27 @@ extension Vault {
     /// The ids of application keys that sealed items in this vault's keychain are sealed under
     /// (from their `SFV1` headers). Data sealed by `encrypt` and kept elsewhere is not seen.
     public func keyIdsInUse() -> Set<UInt32> {
-        var ids = Set<UInt32>()
-        for item in sealedItems() {
-            let value = item.value
-            guard value.count >= Self.sealedHeaderCount, value.prefix(4).elementsEqual(Self.sealedMagic) else { continue }
-            ids.insert(value.dropFirst(4).prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-        }
-        return ids
+        Set(sealedItems().compactMap { Self.applicationKeyId(ofSealed: $0.value) })
     }
 
     /// Removes application key `keyId` from the vault for good (unlocked only). Refused with
-    /// `keyInUse` for the current key or while a sealed keychain item is still sealed under it
-    /// (rotate first). Data sealed under it by `encrypt` and kept outside the keychain can no
-    /// longer be opened afterwards: re-encrypt such data before retiring its key.
-    public func retireKey(_ keyId: UInt32) throws(VaultError) {
+    /// `keyInUse` for the current key, while a sealed keychain item is still sealed under it (rotate
+    /// first), and, unless `force`, while a recorded holder (see `noteHolder`, for example a records
+    /// store whose keys it wraps) last used it: re-wrap the holder under the current key first. Data
+    /// sealed under it and kept elsewhere, unrecorded, can no longer be opened afterwards.
+    public func retireKey(_ keyId: UInt32, force: Bool = false) throws(VaultError) {
         let inUse = keyIdsInUse()
+        let held = force ? [] : holders(using: keyId)
         try change { state, keys throws(VaultError) in
             guard state.keys.contains(where: { $0.id == keyId }) else { throw .unknownKeyId(keyId) }
             guard keyId != state.currentKeyId else { throw .keyInUse(keyId, reason: "it is the current key") }
             guard !inUse.contains(keyId) else { throw .keyInUse(keyId, reason: "sealed keychain items use it; run rotate first") }
+            guard held.isEmpty else {
+                throw .keyInUse(
+                    keyId,
+                    reason: "\(held.map(\.location).joined(separator: ", ")) still \(held.count == 1 ? "uses" : "use") it, as last seen; "
+                        + "re-wrap \(held.count == 1 ? "it" : "them") under the current key first (sf records rewrap --vault)")
+            }
             state.keys.removeAll { $0.id == keyId }
             keys.applicationKeys[keyId] = nil
         }

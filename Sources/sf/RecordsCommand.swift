@@ -18,7 +18,7 @@ struct RecordsCommand: ParsableCommand {
         subcommands: [
             RecordsAddCommand.self, RecordsListCommand.self, RecordsSearchCommand.self, RecordsShowCommand.self, RecordsGetCommand.self,
             RecordsUpdateCommand.self, RecordsDeleteCommand.self, RecordsExportCommand.self, RecordsImportCommand.self,
-            RecordsChangePasswordCommand.self, RecordsRotateKeyCommand.self,
+            RecordsChangePasswordCommand.self, RecordsRotateKeyCommand.self, RecordsRewrapCommand.self, RecordsStatusCommand.self,
         ]
     )
 }
@@ -57,6 +57,13 @@ struct RecordsStoreOption: ParsableArguments {
             configuration.tls = .required(caFile: postgresCaFile)
         }
         return try PostgresRecordStorage(configuration: configuration)
+    }
+
+    /// Where the store is, for people: the PostgreSQL URL (which holds no password), or the store
+    /// file's absolute path.
+    func description() throws -> String {
+        if let postgres { return postgres }
+        return URL(fileURLWithPath: try path()).standardizedFileURL.path
     }
 
     /// The store file's path (without --postgres).
@@ -125,26 +132,45 @@ struct RecordsKeyOptions: ParsableArguments {
         }
     }
 
+    /// The store key's sealer: the application key file, or the unlocked vault (with its keychain,
+    /// for `finish`); nil without --vault or --key-file.
+    func storeKeySealer() throws -> StoreKeySealer? {
+        if let keyFile { return StoreKeySealer(sealer: try KeyItemSealer(key: try SymmetricKeyFile.read(path: keyFile)), vault: nil) }
+        guard vault else { return nil }
+        let keychain = try keychain.open()
+        let vault = try passcode.unlockedVault(keychain)
+        return StoreKeySealer(sealer: vault, vault: vault)
+    }
+
     /// Unlocks the store key when --vault or --key-file was given. Returns false otherwise.
     @discardableResult
-    func unlockIfRequested(_ store: RecordStore) throws -> Bool {
-        if let keyFile {
-            try store.unlock(with: try KeyItemSealer(key: try SymmetricKeyFile.read(path: keyFile)))
-            return true
-        }
-        if vault {
-            let keychain = try keychain.open()
-            let vault = try passcode.unlockedVault(keychain)
-            try store.unlock(with: vault)
-            try keychain.close()
-            return true
-        }
-        return false
+    func unlockIfRequested(_ store: RecordStore, at location: RecordsStoreOption) throws -> Bool {
+        guard let sealer = try storeKeySealer() else { return false }
+        try store.unlock(with: sealer.sealer)
+        try sealer.finish(store, at: location)
+        return true
     }
 
     /// The record password: the file's first line, else a prompt without echo (twice when `confirm`).
     func password(confirm: Bool, prompt: String = "Record password: ") throws -> SecretBytes {
         try Terminal.secret(file: passwordFile, prompt: prompt, confirm: confirm, option: "--password-file")
+    }
+}
+
+/// What wraps a store's keys, as `--vault` or `--key-file` chose it.
+struct StoreKeySealer {
+    let sealer: any ItemSealer
+    /// The vault, when it is the sealer.
+    let vault: Vault?
+
+    /// Done with the store: the vault records which of its application keys now wrap this store's
+    /// keys (so `sf vault retire-key` refuses one still in use, and `rotate` names the store), and
+    /// its keychain is closed.
+    func finish(_ store: RecordStore, at location: RecordsStoreOption) throws {
+        guard let vault else { return }
+        let keyIds = try store.wrappedKeys().keys.compactMap { Vault.applicationKeyId(ofSealed: $0.wrapped) }
+        try vault.noteHolder(Vault.Holder(id: "records:" + Hex.encode(store.storeId), location: try location.description(), keyIds: keyIds))
+        try vault.keychain.close()
     }
 }
 
@@ -278,6 +304,12 @@ struct RecordsFieldOptions: ParsableArguments {
 
 /// Prints records: one line each (list, search) or a block (show).
 enum RecordsOutput {
+    /// What wraps a store key, read from its wrapped form without opening it.
+    static func wrapping(_ key: WrappedStoreKey) -> String {
+        guard let applicationKey = Vault.applicationKeyId(ofSealed: key.wrapped) else { return "wrapped by an application key file" }
+        return "wrapped by the vault's application key \(applicationKey)"
+    }
+
     static func format(_ value: FieldValue) -> String { value.description }
 
     /// A field in `--json`: `{"name": ..., "text": ...}` or `{"name": ..., "base64": ...}`. (An
@@ -364,7 +396,7 @@ struct RecordsAddCommand: ParsableCommand {
         let declared = try schema.map(RecordsArguments.schema) ?? RecordSchema(implied)
         // The key first: a command that fails for want of one creates no collection (nor store).
         let sealing: RecordSealing
-        if try keys.unlockIfRequested(store) {
+        if try keys.unlockIfRequested(store, at: location) {
             sealing = .storeKey
         } else if implied.values.contains(where: \.isSealed) {
             sealing = .password(try keys.password(confirm: true))
@@ -409,7 +441,7 @@ struct RecordsSearchCommand: ParsableCommand {
 
     func run() throws {
         let store = try location.open()
-        try keys.unlockIfRequested(store)
+        try keys.unlockIfRequested(store, at: location)
         var query: [RecordCondition] = []
         for condition in conditions {
             let (name, text) = try RecordsArguments.split(condition, option: "condition")
@@ -438,7 +470,7 @@ struct RecordsShowCommand: ParsableCommand {
         let id = try RecordsArguments.id(id)
         let summary = try store.record(id)
         // Nothing sealed: nothing to open, no key needed.
-        let record = decrypt && !summary.sealedFieldNames.isEmpty ? try keys.open(summary, in: store) : summary
+        let record = decrypt && !summary.sealedFieldNames.isEmpty ? try keys.open(summary, in: store, at: location) : summary
         if json { return try JSONOutput.print(RecordsOutput.RecordJSON(record)) }
         print(RecordsOutput.block(record))
     }
@@ -446,9 +478,9 @@ struct RecordsShowCommand: ParsableCommand {
 
 extension RecordsKeyOptions {
     /// `record` with its sealed fields opened: with the record's password, or the store key.
-    func open(_ record: Record, in store: RecordStore) throws -> Record {
+    func open(_ record: Record, in store: RecordStore, at location: RecordsStoreOption) throws -> Record {
         if record.keying == .password { return try store.open(record.id, password: try password(confirm: false)) }
-        guard try unlockIfRequested(store) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
+        guard try unlockIfRequested(store, at: location) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
         return try store.open(record.id)
     }
 }
@@ -473,7 +505,7 @@ struct RecordsGetCommand: ParsableCommand {
         if let clear = summary.clearFields[field] {
             value = clear
         } else if summary.sealedFieldNames.contains(where: { $0 == field }) {
-            guard let opened = try keys.open(summary, in: store).openedFields[field] else { throw CLIError("field '\(field)' did not open") }
+            guard let opened = try keys.open(summary, in: store, at: location).openedFields[field] else { throw CLIError("field '\(field)' did not open") }
             value = opened
         } else {
             throw CLIError("record \(summary.id.uuidString.lowercased()) has no field '\(field)'")
@@ -506,7 +538,7 @@ struct RecordsUpdateCommand: ParsableCommand {
             if current.keying == .password {
                 password = try keys.password(confirm: false)
             } else {
-                guard try keys.unlockIfRequested(store) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
+                guard try keys.unlockIfRequested(store, at: location) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
             }
         }
         try store.update(id, setting: fields, removing: Set(remove), password: password)
@@ -596,6 +628,47 @@ struct RecordsChangePasswordCommand: ParsableCommand {
     }
 }
 
+struct RecordsRewrapCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rewrap",
+        abstract: "Re-wrap the store keys under the vault's current application key (after sf vault rotate).",
+        discussion: """
+            The store keys stay the same, so no record changes. Afterwards the vault's old application key \
+            can be retired (sf vault retire-key) without making this store unreadable.
+            """)
+
+    @OptionGroup var location: RecordsStoreOption
+    @OptionGroup var keys: RecordsKeyOptions
+
+    func run() throws {
+        guard keys.usesStoreKey else { throw ValidationError("give --vault or --key-file") }
+        let store = try location.open()
+        guard let sealer = try keys.storeKeySealer() else { throw ValidationError("give --vault or --key-file") }
+        let rewrapped = try store.rewrapKeys(with: sealer.sealer)
+        try sealer.finish(store, at: location)
+        for key in rewrapped { print("store key \(key.id): \(RecordsOutput.wrapping(key))") }
+    }
+}
+
+struct RecordsStatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show the store's id, collections and store keys, with what wraps each (nothing is unlocked).")
+
+    @OptionGroup var location: RecordsStoreOption
+
+    func run() throws {
+        let store = try location.open()
+        let (current, wrapped) = try store.wrappedKeys()
+        print("store: \(try location.description())")
+        print("store id: \(Hex.encode(store.storeId))")
+        print("collections: \(try store.collections().keys.sorted().joined(separator: ", "))")
+        if wrapped.isEmpty { print("store keys: none yet (made by the first --vault or --key-file use)") }
+        for key in wrapped {
+            print("store key \(key.id)\(key.id == current ? " (current)" : ""): \(RecordsOutput.wrapping(key))")
+        }
+    }
+}
+
 struct RecordsRotateKeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate-key",
@@ -608,16 +681,9 @@ struct RecordsRotateKeyCommand: ParsableCommand {
     func run() throws {
         guard keys.usesStoreKey else { throw ValidationError("give --vault or --key-file") }
         let store = try location.open(batchSize: batchSize)
-        let sealer: any ItemSealer
-        var keychain: Keychain?
-        if let keyFile = keys.keyFile {
-            sealer = try KeyItemSealer(key: try SymmetricKeyFile.read(path: keyFile))
-        } else {
-            keychain = try keys.keychain.open()
-            sealer = try keys.passcode.unlockedVault(keychain!)
-        }
-        let rotation = try store.rotateStoreKey(with: sealer) { done in Terminal.writeError("resealed \(done)") }
-        try keychain?.close()
+        guard let sealer = try keys.storeKeySealer() else { throw ValidationError("give --vault or --key-file") }
+        let rotation = try store.rotateStoreKey(with: sealer.sealer) { done in Terminal.writeError("resealed \(done)") }
+        try sealer.finish(store, at: location)
         print("store key \(rotation.keyId): \(rotation.resealed) record\(rotation.resealed == 1 ? "" : "s") re-sealed"
             + (rotation.resumed ? " (finished an interrupted rotation)" : ""))
     }

@@ -225,26 +225,41 @@ struct VaultRotateCommand: ParsableCommand {
 
     func run() throws {
         let keychain = try location.open()
-        let rotation = try passcode.unlockedVault(keychain).rotateKey()
+        let vault = try passcode.unlockedVault(keychain)
+        let rotation = try vault.rotateKey()
+        let behind = vault.holders().filter { $0.keyIds != [rotation.keyId] }
         try keychain.close()
         print("current key id: \(rotation.keyId); re-sealed \(rotation.resealed) secure item(s), skipped \(rotation.skipped)")
+        // Stores keep their wrapped keys themselves, out of the vault's reach: say which to re-wrap.
+        for holder in behind {
+            print("not re-wrapped (outside the keychain): \(holder.location), under key id \(holder.keyIds.map(String.init).joined(separator: ", ")); "
+                + "run sf records rewrap --vault there")
+        }
     }
 }
 
 struct VaultRetireKeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retire-key",
-        abstract: "Remove an old application key for good (refused while it is current or seals keychain items).",
-        discussion: "Data sealed with `sf vault encrypt` under that key can no longer be decrypted afterwards.")
+        abstract: "Remove an old application key for good (refused while it is current, seals keychain items, or wraps a records store's keys).",
+        discussion: """
+            Records stores opened with --vault are remembered with the key ids that wrap their store keys;             while one still uses the key, retiring it is refused (re-wrap with sf records rewrap --vault,             or give --force to retire anyway: those stores' sealed fields then no longer open).             Data sealed with `sf vault encrypt` under that key can no longer be decrypted afterwards.
+            """)
 
     @OptionGroup var location: KeychainLocation
     @OptionGroup var passcode: VaultPasscodeOption
     @Option(help: "The application key id to retire (see sf vault status).") var keyId: UInt32
+    @Flag(help: "Retire the key even though records stores last seen still use it (they become unreadable).") var force = false
 
     func run() throws {
         let keychain = try location.open()
-        try passcode.unlockedVault(keychain).retireKey(keyId)
+        let vault = try passcode.unlockedVault(keychain)
+        let held = vault.holders(using: keyId)
+        try vault.retireKey(keyId, force: force)
         try keychain.close()
+        for holder in held {
+            Terminal.writeError("warning: \(holder.location) still wrapped its keys under key id \(keyId): its sealed fields no longer open")
+        }
         print("retired key id \(keyId)")
     }
 }

@@ -100,6 +100,7 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
     func loadMetadata() throws(RecordsError) -> StoreMetadata? { try base.loadMetadata() }
     func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata { try base.initialize(metadata) }
     func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool { try base.addKey(key, makeCurrent: makeCurrent) }
+    func rewrapKeys(_ keys: [WrappedStoreKey]) throws(RecordsError) { try base.rewrapKeys(keys) }
     func collections() throws(RecordsError) -> [String: RecordSchema] { try base.collections() }
     func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema {
         try base.createCollection(collection, schema: schema)

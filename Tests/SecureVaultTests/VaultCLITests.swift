@@ -82,6 +82,53 @@ import Testing
         #expect(result.status == 1 && result.stderrText.contains("already set up"))
     }
 
+    /// Issue 18 item 4: `rotate` then `retire-key` silently made a vault-keyed records store
+    /// unreadable. Now rotate names the store, retire-key refuses while it still uses the old key,
+    /// `sf records rewrap` moves it to the current key, `status` shows which key wraps it, and
+    /// `--force` retires anyway with a warning naming the store.
+    @Test func rotateRewrapAndRetireWithARecordsStore() throws {
+        let scratch = try VaultScratch()
+        let kc = ["--keychain", scratch.keychainPath]
+        let passcode = try scratch.write("passcode", "correct horse\n")
+        let questions = try scratch.write("questions", "First pet?\n")
+        let answers = try scratch.write("answers", "Rex\n")
+        var result = try sf(["vault", "init"] + kc + [
+            "--passcode-file", passcode, "--questions-file", questions, "--answers-file", answers, "--scrypt-log-n", "10",
+        ])
+        try #require(result.status == 0, "\(result.stderrText)")
+        let store = (scratch.keychainPath as NSString).deletingLastPathComponent + "/gifts.db"
+        let vault = kc + ["--vault", "--passcode-file", passcode]
+        result = try sf(["records", "add", "--store", store, "--collection", "gifts", "--field", "toWhom=Alice", "--sealed", "what=kite"] + vault)
+        try #require(result.status == 0, "\(result.stderrText)")
+        let id = result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        result = try sf(["records", "status", "--store", store])
+        #expect(result.stdoutText.contains("store key 1 (current): wrapped by the vault's application key 1"), "\(result.stdoutText)")
+
+        result = try sf(["vault", "rotate"] + kc + ["--passcode-file", passcode])
+        #expect(result.status == 0 && result.stdoutText.contains("not re-wrapped (outside the keychain): \(store), under key id 1"),
+                "\(result.stdoutText)")
+        result = try sf(["vault", "retire-key", "--key-id", "1"] + kc + ["--passcode-file", passcode])
+        #expect(result.status == 1 && result.stderrText.contains(store) && result.stderrText.contains("sf records rewrap --vault"),
+                "\(result.stderrText)")
+
+        result = try sf(["records", "rewrap", "--store", store] + vault)
+        #expect(result.status == 0 && result.stdoutText == "store key 1: wrapped by the vault's application key 2\n", "\(result.stderrText)")
+        result = try sf(["records", "status", "--store", store])
+        #expect(result.stdoutText.contains("store key 1 (current): wrapped by the vault's application key 2"), "\(result.stdoutText)")
+        result = try sf(["vault", "retire-key", "--key-id", "1"] + kc + ["--passcode-file", passcode])
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["records", "get", "--store", store, id, "what"] + vault)
+        #expect(result.status == 0 && result.stdoutText == "kite\n", "\(result.stderrText)")
+
+        // --force retires a key the store still uses, and says which store it leaves unreadable.
+        result = try sf(["vault", "rotate"] + kc + ["--passcode-file", passcode])
+        try #require(result.status == 0, "\(result.stderrText)")
+        result = try sf(["vault", "retire-key", "--key-id", "2", "--force"] + kc + ["--passcode-file", passcode])
+        #expect(result.status == 0 && result.stderrText.contains("warning: \(store)"), "\(result.stderrText)")
+        result = try sf(["records", "get", "--store", store, id, "what"] + vault)
+        #expect(result.status == 1, "\(result.stdoutText)")
+    }
+
     @Test func usageErrors() throws {
         let result = try sf(["vault", "encrypt", "--bogus"])
         #expect(result.status == 2)
