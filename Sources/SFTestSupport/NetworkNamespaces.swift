@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Two network namespaces joined by a veth pair, made for one test and always removed.
 ///
@@ -9,7 +10,7 @@ import Foundation
 /// `deinit`) ends the processes started inside and deletes both namespaces, which destroys the
 /// veth pair. Namespaces left by a test process that died are deleted by the next run
 /// (`removeStale`: the pid in the name no longer exists).
-public final class NamespacePair: @unchecked Sendable {
+public final class NamespacePair: Sendable {
     /// The prefix of every namespace name this helper makes.
     public static let prefix = "sfdisc-"
     /// The two namespace names.
@@ -18,9 +19,8 @@ public final class NamespacePair: @unchecked Sendable {
     public let interfaceA = "sfdA", interfaceB = "sfdB"
     /// The addresses of `interfaceA` and `interfaceB` (TEST-NET-1, /24).
     public let addressA = "192.0.2.1", addressB = "192.0.2.2"
-    private var processes = [BackgroundProcess]()
-    private var removed = false
-    private let lock = NSLock()
+    /// The processes started inside, and whether `remove()` ran.
+    private let started = Mutex((processes: [BackgroundProcess](), removed: false))
 
     /// Nil when namespaces can be made here; otherwise why not (shown as the skip reason).
     public static let unavailableReason: String? = {
@@ -82,15 +82,15 @@ public final class NamespacePair: @unchecked Sendable {
     /// Starts a long-running command inside namespace `ns`; it is ended by `remove()` at the latest.
     public func spawn(in ns: String, _ command: [String]) throws -> BackgroundProcess {
         let process = try BackgroundProcess(["ip", "netns", "exec", ns] + command)
-        lock.withLock { processes.append(process) }
+        started.withLock { $0.processes.append(process) }
         return process
     }
 
     /// Ends the processes started inside and deletes both namespaces. Idempotent.
     public func remove() {
-        let (toStop, first) = lock.withLock { () -> ([BackgroundProcess], Bool) in
-            defer { removed = true }
-            return (processes, !removed)
+        let (toStop, first) = started.withLock { state -> ([BackgroundProcess], Bool) in
+            defer { state.removed = true }
+            return (state.processes, !state.removed)
         }
         guard first else { return }
         for process in toStop { process.kill() }
@@ -115,16 +115,16 @@ public final class NamespacePair: @unchecked Sendable {
     }
 }
 
-/// A child process whose standard output is collected line by line while it runs.
+/// A child process whose standard output is collected line by line while it runs. Unchecked
+/// Sendable: `Process` and `Pipe` are not Sendable, but are only set up in `init` and then used
+/// through their own thread-safe calls; what the process writes is behind a `Mutex`.
 public final class BackgroundProcess: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
     private let errors = Pipe()
-    private let lock = NSLock()
-    private var lines = [String]()
-    private var partial = Data()
-    private var errorText = Data()
+    /// What the process wrote so far: complete output lines, the unfinished one, standard error.
+    private let written = Mutex((lines: [String](), partial: Data(), errorText: Data()))
 
     /// Starts `command` (its first element looked up on PATH) with piped standard streams.
     public init(_ command: [String]) throws {
@@ -136,17 +136,17 @@ public final class BackgroundProcess: @unchecked Sendable {
         output.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self else { return }
-            self.lock.withLock {
-                self.partial.append(data)
-                while let newline = self.partial.firstIndex(of: 0x0A) {
-                    self.lines.append(String(decoding: self.partial[self.partial.startIndex..<newline], as: UTF8.self))
-                    self.partial = Data(self.partial[(newline + 1)...])
+            self.written.withLock { written in
+                written.partial.append(data)
+                while let newline = written.partial.firstIndex(of: 0x0A) {
+                    written.lines.append(String(decoding: written.partial[written.partial.startIndex..<newline], as: UTF8.self))
+                    written.partial = Data(written.partial[(newline + 1)...])
                 }
             }
         }
         errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
-            self?.lock.withLock { self?.errorText.append(data) }
+            self?.written.withLock { $0.errorText.append(data) }
         }
         signal(SIGPIPE, SIG_IGN)
         try process.run()
@@ -154,13 +154,13 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Everything written to standard output so far, the unfinished last line included.
     public var standardOutput: String {
-        lock.withLock { (lines.map { $0 + "\n" }.joined()) + String(decoding: partial, as: UTF8.self) }
+        written.withLock { ($0.lines.map { $0 + "\n" }.joined()) + String(decoding: $0.partial, as: UTF8.self) }
     }
 
     /// The complete lines written to standard output so far.
-    public var outputLines: [String] { lock.withLock { lines } }
+    public var outputLines: [String] { written.withLock { $0.lines } }
     /// Everything written to standard error so far.
-    public var standardError: String { lock.withLock { String(decoding: errorText, as: UTF8.self) } }
+    public var standardError: String { written.withLock { String(decoding: $0.errorText, as: UTF8.self) } }
     /// True while the process runs.
     public var isRunning: Bool { process.isRunning }
 
