@@ -16,15 +16,20 @@ import Testing
         try vault.noteHolder(Vault.Holder(id: "records:" + Hex.encode(store.storeId), location: "the test store", keyIds: keyIds))
     }
 
-    @Test(arguments: Backend.enabled)
-    func rewrapMovesEveryStoreKeyToTheCurrentVaultKeyAndRetireIsGuarded(backend: Backend) throws {
-        let scratch = try RecordsScratch(backend)
-        let keychain = try Keychain(path: scratch.path("keychain.db"))
-        defer { try? keychain.close() }
-        let vault = Vault(keychain: keychain, configuration: .init(kdf: testKDF))
+    /// A vault set up in the scratch directory, and a store unlocked with it.
+    static func vaultKeyedStore(_ scratch: RecordsScratch) throws -> (Vault, RecordStore) {
+        let vault = Vault(keychain: try Keychain(path: scratch.path("keychain.db")), configuration: .init(kdf: testKDF))
         try vault.setUp(passcode: secret("1234"), questions: ["q?"], answers: ["a"])
         let store = try makeStore(scratch, unlock: false)
         try store.unlock(with: vault)
+        return (vault, store)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func rewrapMovesEveryStoreKeyToTheCurrentVaultKeyAndRetireIsGuarded(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let (vault, store) = try Self.vaultKeyedStore(scratch)
+        defer { try? vault.keychain.close() }
         let first = try store.add(["toWhom": "Alice", "ssn": "1"], to: "gifts")
         _ = try store.rotateStoreKey(with: vault)  // two store keys, both wrapped by application key 1
         let second = try store.add(["toWhom": "Bob", "ssn": "2"], to: "gifts")
@@ -66,12 +71,8 @@ import Testing
 
     @Test func retireKeyWithForceRetiresAKeyAStoreStillUses() throws {
         let scratch = try RecordsScratch()
-        let keychain = try Keychain(path: scratch.path("keychain.db"))
-        defer { try? keychain.close() }
-        let vault = Vault(keychain: keychain, configuration: .init(kdf: testKDF))
-        try vault.setUp(passcode: secret("1234"), questions: ["q?"], answers: ["a"])
-        let store = try makeStore(scratch, unlock: false)
-        try store.unlock(with: vault)
+        let (vault, store) = try Self.vaultKeyedStore(scratch)
+        defer { try? vault.keychain.close() }
         try Self.note(store, in: vault)
         try vault.rotateKey()
         #expect(throws: VaultError.self) { try vault.retireKey(1) }
