@@ -15,7 +15,8 @@ import SecureRecords
 /// cooperative pool. A caller blocked in `wait()` on a cooperative thread therefore cannot starve
 /// the work it waits for (the async API would need a cooperative thread to finish, and with two
 /// cores two blocked callers would deadlock). Calls are serialised by a lock: one transaction at a
-/// time per connection. Must not be called from an event-loop thread (NIO traps).
+/// time per connection (`Locked`: the connection is not Sendable and the transaction's result leaves
+/// the lock). Must not be called from an event-loop thread (NIO traps).
 ///
 /// No wait is without a deadline: connecting (TCP, TLS, startup and authentication) has
 /// `connectTimeoutSeconds`, each statement `statementTimeoutSeconds`, and each transaction,
@@ -24,9 +25,9 @@ import SecureRecords
 /// connection was lost or stopped answering before its COMMIT was sent is run again on a new
 /// connection while its deadline allows (the server may be restarting); one lost while committing
 /// is reported as such, since its outcome is unknown.
-final class PostgresSession: @unchecked Sendable {
-    private let lock = NSLock()
-    private var connection: PostgresConnection?
+final class PostgresSession: Sendable {
+    /// The open connection, if any; a transaction holds the lock for its whole run.
+    private let current = Locked<PostgresConnection?>(nil)
     let configuration: PostgresRecordStorage.Configuration
     private let logger = Logger(label: "SecureRecordsPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
     private static let ids = Locked(0)
@@ -37,14 +38,14 @@ final class PostgresSession: @unchecked Sendable {
 
     deinit {
         // postgres-nio asserts a connection is closed before it is released: keep it until then.
-        guard let connection else { return }
+        guard let connection = current.withLock({ $0 }) else { return }
         let closing: EventLoopFuture<Void> = connection.close()
         closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// Closes the connection (a later call reconnects).
     func close() {
-        lock.withLock {
+        current.withLock { connection in
             if let connection {
                 let closing: EventLoopFuture<Void> = connection.close()
                 _ = try? Self.wait(for: closing, until: .now() + .seconds(Int64(configuration.connectTimeoutSeconds)), doing: "closing")
@@ -57,15 +58,17 @@ final class PostgresSession: @unchecked Sendable {
     /// server refuses connections, drops them, or says it is starting up or shutting down (a
     /// restart), until `deadline`; any other failure (authentication, TLS, a missing database)
     /// is final.
-    private func connected(until transactionDeadline: NIODeadline) throws(RecordsError) -> PostgresConnection {
-        if let connection, !connection.isClosed { return connection }
-        connection = nil
+    private func connected(
+        _ current: inout PostgresConnection?, until transactionDeadline: NIODeadline
+    ) throws(RecordsError) -> PostgresConnection {
+        if let current, !current.isClosed { return current }
+        current = nil
         let deadline = min(transactionDeadline, .now() + .seconds(Int64(configuration.connectTimeoutSeconds)))
         var pause = TimeAmount.milliseconds(50)
         while true {
             do throws(PostgresFailure) {
                 let connection = try connect(until: deadline)
-                self.connection = connection
+                current = connection
                 return connection
             } catch {
                 guard error.isConnectionLost, !(error.error is DeadlineExceeded), NIODeadline.now() + pause < deadline else {
@@ -195,8 +198,8 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     /// Forgets `connection` (closing it; it keeps itself alive until closed).
-    private func drop(_ connection: PostgresConnection) {
-        if self.connection === connection { self.connection = nil }
+    private func drop(_ connection: PostgresConnection, from current: inout PostgresConnection?) {
+        if current === connection { current = nil }
         let closing: EventLoopFuture<Void> = connection.close()
         closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
@@ -299,7 +302,7 @@ final class PostgresSession: @unchecked Sendable {
         readOnly: Bool, wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil,
         _ body: (Transaction) throws(RecordsError) -> R
     ) throws(RecordsError) -> R {
-        try lock.locked { () throws(RecordsError) -> R in
+        try current.withLock { (current: inout PostgresConnection?) throws(RecordsError) -> R in
             let deadline = NIODeadline.now() + .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000))
             var transientRetries = 0
             var pause = TimeAmount.milliseconds(50)
@@ -315,7 +318,7 @@ final class PostgresSession: @unchecked Sendable {
             while true {
                 let connection: PostgresConnection
                 do throws(RecordsError) {
-                    connection = try connected(until: deadline)
+                    connection = try connected(&current, until: deadline)
                 } catch {
                     throw unconfirmed == nil ? error : unknownOutcome(error)
                 }
@@ -344,7 +347,7 @@ final class PostgresSession: @unchecked Sendable {
                 } catch {
                     let failure = tx.failures.last
                     if failure?.isConnectionLost == true {
-                        drop(connection)
+                        drop(connection, from: &current)
                         if committing && !readOnly {
                             guard wasCommitted != nil else { throw unknownOutcome(error) }
                             unconfirmed = result
@@ -369,10 +372,3 @@ final class PostgresSession: @unchecked Sendable {
     }
 }
 
-extension NSLock {
-    func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        lock()
-        defer { unlock() }
-        return try body()
-    }
-}
