@@ -1,6 +1,8 @@
 import Foundation
 
 /// A fresh temporary directory for one test, with helpers for its files; removed when released.
+/// Unchecked Sendable: an open class (the test targets subclass it) cannot be checked; its one
+/// stored property is a constant.
 open class ScratchDirectory: @unchecked Sendable {
     /// The directory.
     public let url: URL

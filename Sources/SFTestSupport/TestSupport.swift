@@ -112,6 +112,8 @@ extension TestSupport {
         return ProcessResult(status: process.terminationStatus, stdout: outBox.data, stderr: errBox.data)
     }
 
+    /// One pipe's bytes. Unchecked Sendable: its reader alone writes it, and the test reads it only
+    /// after `group.wait()`, which orders the two.
     private final class DataBox: @unchecked Sendable {
         var data = Data()
     }

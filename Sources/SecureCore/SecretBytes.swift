@@ -16,8 +16,9 @@ import Foundation
 public struct SecretBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable, ContiguousBytes
 {
+    /// Unchecked Sendable: the buffer pointer is immutable after init, and only deinit writes
+    /// (zeroing), when no other reference exists.
     final class Storage: @unchecked Sendable {
-        // Immutable after init; only deinit writes (zeroing), when no other reference exists.
         let buffer: UnsafeMutableRawBufferPointer
 
         init(count: Int) {

@@ -7,7 +7,7 @@ import SecureCore
 /// write transactions and a busy timeout, so several processes can write one file. The tables
 /// (schema version 2) are documented in docs/FORMATS.md ("SecureRecords"); opening a version 1 store
 /// migrates it to version 2 in one transaction, and a newer version is refused (`unsupportedSchemaVersion`).
-public final class SQLiteRecordStorage: RecordStorage, @unchecked Sendable {
+public final class SQLiteRecordStorage: RecordStorage, Sendable {
     private let connection: Locked<SQLiteConnection>
     /// The database file.
     public let path: String

@@ -25,7 +25,7 @@ import SecureRecords
 /// from a SwiftNIO event-loop thread. A connection the server dropped while idle is replaced at the
 /// next call; a failure inside a transaction is reported (`RecordsError.storage`), never retried
 /// after `COMMIT` was sent.
-public final class PostgresRecordStorage: RecordStorage, @unchecked Sendable {
+public final class PostgresRecordStorage: RecordStorage, Sendable {
     /// The format name stored in the `format` table.
     public static let formatName = "SFRS"
     /// The table format version this code writes and reads.

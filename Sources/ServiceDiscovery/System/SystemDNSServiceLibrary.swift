@@ -16,7 +16,9 @@ import Darwin
 ///
 /// `DNSServiceQueryRecord` (A and AAAA) turns a host name into addresses: it exists in both
 /// libraries, while Avahi's has no `DNSServiceGetAddrInfo`. Nothing of the `TXTRecord…` helpers is
-/// needed: a TXT record's wire form is built and parsed by ``TXTRecord``.
+/// needed: a TXT record's wire form is built and parsed by ``TXTRecord``. Unchecked Sendable: C
+/// function pointers are not marked Sendable, but these are constants resolved once, and the
+/// functions may be called from any thread.
 struct SystemDNSServiceLibrary: @unchecked Sendable {
     let register: SFDNSServiceRegisterFunction
     let browse: SFDNSServiceBrowseFunction

@@ -17,7 +17,9 @@ import Darwin
 ///
 /// `DNSServiceProcessResult` is called only when the reference's socket is readable (Avahi's
 /// compatibility library deadlocks otherwise). A reference a callback wants gone is deallocated
-/// after `DNSServiceProcessResult` returns, with the context object it was given.
+/// after `DNSServiceProcessResult` returns, with the context object it was given. Unchecked
+/// Sendable: the mutable state is confined to the session's thread, and what `cancel()` touches is
+/// behind a `Mutex`.
 final class SystemDNSServiceSession: @unchecked Sendable {
     /// Why `run` returned.
     enum Outcome: Equatable {
