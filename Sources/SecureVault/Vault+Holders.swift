@@ -47,7 +47,7 @@ extension Vault {
             if holder.keyIds.isEmpty {
                 try keychain.deleteInternalItem(service: Self.holderService, account: account)
             } else {
-                try keychain.setInternalItem((try? JSONEncoder.sorted.encode(holder)) ?? Data(), service: Self.holderService, account: account)
+                try keychain.setInternalItem(holder.canonicalJSON(), service: Self.holderService, account: account)
             }
             try keychain.synchronizeBlocking()
         } catch {
@@ -69,14 +69,5 @@ extension Vault {
     /// The recorded holders whose values are sealed under `keyId`.
     public func holders(using keyId: UInt32) -> [Holder] {
         holders().filter { $0.keyIds.contains(keyId) }
-    }
-}
-
-extension JSONEncoder {
-    /// An encoder with sorted keys, so that one value has one encoding.
-    fileprivate static var sorted: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
     }
 }

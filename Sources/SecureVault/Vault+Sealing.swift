@@ -31,8 +31,7 @@ extension Vault {
             throw .crypto(bytes.elementsEqual(Self.sealedMagic.prefix(bytes.count)) ? .truncated : .unrecognizedFormat(expected: "SFV1"))
         }
         let header = bytes.prefix(Self.sealedHeaderCount)
-        guard header.prefix(4).elementsEqual(Self.sealedMagic) else { throw .crypto(.unrecognizedFormat(expected: "SFV1")) }
-        let keyId = header.dropFirst(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        guard let keyId = Self.applicationKeyId(ofSealed: header) else { throw .crypto(.unrecognizedFormat(expected: "SFV1")) }
         let keys = try currentKeys()
         guard let key = keys.applicationKeys[keyId] else { throw .unknownKeyId(keyId) }
         do {

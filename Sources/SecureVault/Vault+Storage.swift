@@ -43,7 +43,7 @@ extension Vault {
     /// Writes `state` as one item and returns once it is durable.
     func store(_ state: VaultState) throws(VaultError) {
         do {
-            try keychain.setInternalItem(state.encoded(), service: Self.stateService, account: name)
+            try keychain.setInternalItem(state.canonicalJSON(), service: Self.stateService, account: name)
             try keychain.synchronizeBlocking()
         } catch {
             throw .keychain(error)
@@ -57,7 +57,7 @@ extension Vault {
 
     private func storeAttempts(_ attempts: VaultAttempts) throws(VaultError) {
         do {
-            try keychain.setInternalItem(attempts.encoded(), service: Self.attemptsService, account: name)
+            try keychain.setInternalItem(attempts.canonicalJSON(), service: Self.attemptsService, account: name)
             try keychain.synchronizeBlocking()
         } catch {
             throw .keychain(error)

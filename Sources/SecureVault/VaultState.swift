@@ -27,13 +27,6 @@ struct VaultState: Codable, Equatable, Sendable {
     /// Every application key, current and older.
     var keys: [WrappedKey]
 
-    func encoded() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Encoding plain strings, integers and bytes cannot fail.
-        return (try? encoder.encode(self)) ?? Data()
-    }
-
     static func decode(_ data: Data) throws(VaultError) -> VaultState {
         let state: VaultState
         do {
@@ -77,14 +70,19 @@ struct VaultAttempts: Codable, Equatable, Sendable {
 
     static let none = VaultAttempts(failures: 0, lastFailure: 0)
 
-    func encoded() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(self)) ?? Data()
-    }
-
     /// A damaged counter counts as the most restrictive value rather than as zero failures.
     static func decode(_ data: Data) -> VaultAttempts {
         (try? JSONDecoder().decode(VaultAttempts.self, from: data)) ?? VaultAttempts(failures: Int(Int32.max), lastFailure: Date().timeIntervalSince1970)
+    }
+}
+
+extension Encodable {
+    /// The value as JSON with sorted keys, so that one value has one encoding: how the vault's
+    /// items (state, failure counter, holders) are stored. Encoding plain strings, integers and
+    /// bytes cannot fail.
+    func canonicalJSON() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(self)) ?? Data()
     }
 }
