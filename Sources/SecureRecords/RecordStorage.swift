@@ -73,7 +73,10 @@ public struct StoredRecord: Sendable, Hashable {
     }
 
     /// The text indexed for full-text search: the clear text values, one per line, in field-name order.
-    public var fullText: String {
+    public var fullText: String { Self.fullText(of: clear) }
+
+    /// The text indexed for full-text search of a record with these clear values.
+    public static func fullText(of clear: [String: FieldValue]) -> String {
         clear.sorted { $0.key < $1.key }.compactMap { $0.value.string }.joined(separator: "\n")
     }
 }

@@ -475,7 +475,7 @@ public final class RecordStore: Sendable {
                     query.prefixes.append((field, prefix))
                 case .fullText(let text):
                     guard query.fullText == nil else { throw .invalidQuery("give one full-text query") }
-                    try FullTextQueryLimits.check(text)
+                    _ = try FullTextQuery(text)  // refused here alike for every backend
                     query.fullText = text
                 }
             }

@@ -22,7 +22,7 @@ extension SQLiteRecordStorage {
         init(_ c: SQLiteConnection) throws(SQLiteError) {
             connection = c
             record = try c.statement(
-                "INSERT INTO records (seq, id, collection, keying, key_id, clear, sealed, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+                "INSERT INTO records (seq, id, collection, keying, key_id, clear, sealed, tokens, fts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
             clear = try c.statement("INSERT INTO clear_fields (name, kind, value, seq) VALUES (?1, ?2, ?3, ?4)")
             index = try c.statement("INSERT INTO blind_indexes (token, name, key_id, seq) VALUES (?1, ?2, ?3, ?4)")
             fts = try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
@@ -39,14 +39,15 @@ extension SQLiteRecordStorage {
             record.bind(6, SQLiteFieldMap.encode(clear: stored.clear))
             record.bind(7, SQLiteFieldMap.encode(stored.sealed))
             record.bind(8, SQLiteFieldMap.encode(stored.blindIndexes))
+            let body = SQLiteRecordStorage.fullTextBody(stored.fullText)
+            record.bind(9, body)
             try record.step()
             let rowSeq = seq ?? connection.lastInsertRowID
             try SQLiteRecordStorage.stepSearchRows(of: stored, seq: rowSeq, clear: clear, index: index)
-            let fullText = stored.fullText
-            if !fullText.isEmpty {
+            if !body.isEmpty {
                 fts.reset()
                 fts.bind(1, rowSeq)
-                fts.bind(2, fullText)
+                fts.bind(2, body)
                 try fts.step()
             }
         }
@@ -81,17 +82,21 @@ extension SQLiteRecordStorage {
 
     /// Deletes the rows of `stored`, stored under `seq`: its index rows by their keys, its full-text
     /// entry by the FTS5 `delete` command with the body it was indexed with (the table keeps no
-    /// content), then its `records` row.
+    /// content; the body is the row's `fts` column, so a change of folding between versions cannot
+    /// leave a stale entry), then its `records` row.
     private static func deleteRows(_ stored: StoredRecord, seq: Int64, _ c: SQLiteConnection) throws(SQLiteError) {
         try stepSearchRows(
             of: stored, seq: seq,
             clear: c.statement("DELETE FROM clear_fields WHERE name = ?1 AND kind = ?2 AND value = ?3 AND seq = ?4"),
             index: c.statement("DELETE FROM blind_indexes WHERE token = ?1 AND name = ?2 AND key_id = ?3 AND seq = ?4"))
-        let fullText = stored.fullText
-        if !fullText.isEmpty {
+        let indexed = try c.statement("SELECT fts FROM records WHERE seq = ?1")
+        indexed.bind(1, seq)
+        let body = try indexed.step() ? indexed.text(0) : ""
+        indexed.reset()
+        if !body.isEmpty {
             let fts = try c.statement("INSERT INTO records_fts (records_fts, rowid, body) VALUES ('delete', ?1, ?2)")
             fts.bind(1, seq)
-            fts.bind(2, fullText)
+            fts.bind(2, body)
             try fts.step()
         }
         let record = try c.statement("DELETE FROM records WHERE seq = ?1")

@@ -7,12 +7,13 @@ import SecureCore
 extension SQLiteRecordStorage {
     /// `PRAGMA application_id`: "SFRS".
     static let applicationID: Int64 = 0x5346_5253
-    /// The schema version this code writes; version 1 stores are migrated when opened.
-    static let schemaVersion: Int64 = 2
+    /// The schema version this code writes; version 1 and 2 stores are migrated when opened.
+    static let schemaVersion: Int64 = 3
 
-    /// The tables of records (schema v2): one `records` row per record holding its clear values,
-    /// sealed values and blind-index tokens as field maps (`SQLiteFieldMap`), and one index row per
-    /// clear value and per token, keyed for the searches.
+    /// The tables of records (schema v3): one `records` row per record holding its clear values,
+    /// sealed values and blind-index tokens as field maps (`SQLiteFieldMap`) and its full-text
+    /// terms (`fullTextBody`), one index row per clear value and per token, keyed for the searches,
+    /// and the full-text index of the terms (FTS5's `ascii` tokenizer splits them back unchanged).
     static let recordTables = """
         CREATE TABLE records (
             seq        INTEGER PRIMARY KEY,
@@ -22,7 +23,8 @@ extension SQLiteRecordStorage {
             key_id     INTEGER,
             clear      BLOB    NOT NULL,
             sealed     BLOB    NOT NULL,
-            tokens     BLOB    NOT NULL
+            tokens     BLOB    NOT NULL,
+            fts        TEXT    NOT NULL
         );
         CREATE INDEX records_key_id ON records (key_id) WHERE key_id IS NOT NULL;
         CREATE TABLE clear_fields (
@@ -39,12 +41,12 @@ extension SQLiteRecordStorage {
             seq    INTEGER NOT NULL,
             PRIMARY KEY (token, name, key_id, seq)
         ) WITHOUT ROWID;
-        CREATE VIRTUAL TABLE records_fts USING fts5 (body, content = '', columnsize = 0);
+        CREATE VIRTUAL TABLE records_fts USING fts5 (body, content = '', columnsize = 0, tokenize = 'ascii');
         """
 
     static let schema = """
         CREATE TABLE schema_version (version INTEGER NOT NULL);
-        INSERT INTO schema_version VALUES (2);
+        INSERT INTO schema_version VALUES (3);
         CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
         CREATE TABLE store_keys (id INTEGER PRIMARY KEY, wrapped BLOB NOT NULL);
         CREATE TABLE collections (name TEXT PRIMARY KEY, schema TEXT NOT NULL) WITHOUT ROWID;
@@ -66,13 +68,14 @@ extension SQLiteRecordStorage {
             switch version {
             case Self.schemaVersion: return
             case 1: try migrateFromVersion1(c)
+            case 2: try migrateFromVersion2(c)
             case ..<1: throw .notARecordStore("unknown schema version \(version)")
             default: throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion)
             }
         }
     }
 
-    /// Rewrites a version 1 store as version 2 inside the caller's write transaction: an error or a
+    /// Rewrites a version 1 store as version 3 inside the caller's write transaction: an error or a
     /// crash before COMMIT leaves the version 1 store, which the next open migrates again. Every
     /// record keeps its `seq` (insertion order and full-text row ids); a record the version 1 tables
     /// hold inconsistently fails the migration (`storage`) instead of being dropped.
@@ -95,7 +98,7 @@ extension SQLiteRecordStorage {
         }
         func refuse(_ seq: Int64, _ reason: String) -> RecordsError {
             .storage(StorageFailure(
-                .malformedStorage, "cannot migrate schema version 1 to 2: record row \(seq) \(reason); the store is left at version 1"))
+                .malformedStorage, "cannot migrate schema version 1: record row \(seq) \(reason); the store is left at version 1"))
         }
         while try sql({ () throws(SQLiteError) in try head.step() }) {
             let seq = head.int64(0)
@@ -136,8 +139,63 @@ extension SQLiteRecordStorage {
             index.reset()
             try c.execute("""
                 DROP TABLE v1_records; DROP TABLE v1_clear_fields; DROP TABLE v1_sealed_fields; DROP TABLE v1_blind_indexes;
-                UPDATE schema_version SET version = 2;
+                UPDATE schema_version SET version = 3;
                 """)
         }
+    }
+
+    /// Re-indexes a version 2 store's full text as version 3 inside the caller's write transaction:
+    /// each record's terms (`FullText`) go into the new `fts` column and a new FTS5 table, in place
+    /// of the text FTS5's `unicode61` tokenizer split (which PostgreSQL could not match).
+    private static func migrateFromVersion2(_ c: SQLiteConnection) throws(RecordsError) {
+        try sql { () throws(SQLiteError) in
+            try c.execute("""
+                DROP TABLE records_fts;
+                CREATE VIRTUAL TABLE records_fts USING fts5 (body, content = '', columnsize = 0, tokenize = 'ascii');
+                ALTER TABLE records ADD COLUMN fts TEXT NOT NULL DEFAULT '';
+                """)
+        }
+        let (rows, update, insert) = try sql { () throws(SQLiteError) in
+            (
+                try c.statement("SELECT seq, clear FROM records ORDER BY seq"),
+                try c.statement("UPDATE records SET fts = ?2 WHERE seq = ?1"),
+                try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
+            )
+        }
+        while try sql({ () throws(SQLiteError) in try rows.step() }) {
+            let seq = rows.int64(0)
+            let clear: [String: FieldValue]
+            do throws(SQLiteFieldMap.Malformed) {
+                clear = try SQLiteFieldMap.decodeRow(clear: rows.bytes(1), sealed: [], tokens: []).clear
+            } catch {
+                throw .storage(StorageFailure(
+                    .malformedStorage, "cannot migrate schema version 2: record row \(seq) is malformed: \(error); the store is left at version 2"))
+            }
+            let body = fullTextBody(StoredRecord.fullText(of: clear))
+            try sql { () throws(SQLiteError) in
+                update.reset()
+                update.bind(1, seq)
+                update.bind(2, body)
+                try update.step()
+                guard !body.isEmpty else { return }
+                insert.reset()
+                insert.bind(1, seq)
+                insert.bind(2, body)
+                try insert.step()
+            }
+        }
+        try sql { () throws(SQLiteError) in
+            rows.reset()
+            update.reset()
+            insert.reset()
+            try c.execute("UPDATE schema_version SET version = 3")
+        }
+    }
+
+    /// A record's FTS5 body: its indexed terms (`FullText.indexedTerms`) separated by spaces, an
+    /// empty position as U+2028 (a term for FTS5's `ascii` tokenizer, which treats every non-ASCII
+    /// character as part of a term, but a separator for `FullText`, so no query holds it).
+    static func fullTextBody(_ text: String) -> String {
+        FullText.indexedTerms(text).map { $0 ?? "\u{2028}" }.joined(separator: " ")
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 import SQLiteSupport
 import SecureCore
 
-// Searches: exact clear values, prefixes, blind-index tokens and full-text queries (FTS5), as one
-// SELECT over the index tables.
+// Searches: exact clear values, prefixes, blind-index tokens and full-text queries (FTS5 over the
+// client's terms, `FullTextQuery`), as one SELECT over the index tables.
 extension SQLiteRecordStorage {
     /// `RecordStorage.search`, in one SQLite transaction.
     public func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] {
@@ -39,9 +39,9 @@ extension SQLiteRecordStorage {
             }
         }
         if let fullText = query.fullText {
-            try FullTextQueryLimits.check(fullText)
+            let match = try FullTextQuery(fullText).fts5
             sql += " AND seq IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
-            binds.append { $0.bind($1, fullText) }
+            binds.append { $0.bind($1, match) }
         }
         sql += " ORDER BY seq"
         let statementSQL = sql

@@ -26,7 +26,7 @@ extension PostgresRecordStorage {
         /// Bytes of a clear value kept in the equality/prefix index (btree entries are limited in size).
         static let indexedValueBytes = 256
 
-        /// The tables and indexes, version 1 (docs/FORMATS.md, "SecureRecords on PostgreSQL").
+        /// The tables and indexes, version 2 (docs/FORMATS.md, "SecureRecords on PostgreSQL").
         var ddl: [String] {
             [
                 "CREATE TABLE \(format) (format text NOT NULL, version integer NOT NULL)",
@@ -111,12 +111,13 @@ extension PostgresRecordStorage {
                 }
                 let (format, version) = try decode(row, (String, Int32).self)
                 guard format == Self.formatName else { throw .notARecordStore("\(tables.format) names format '\(format)'") }
-                guard version == Self.schemaVersion else {
+                guard version == Self.schemaVersion || version == 1 else {
                     throw .notARecordStore("table format version \(version) is newer than this library supports (\(Self.schemaVersion))")
                 }
                 for table in Tables.all where !(try exists(table)) {
                     throw .notARecordStore("table \(tables.name(table)) is missing")
                 }
+                if version == 1 { try reindexFullText(tx) }
                 return
             }
             if schemaExists {
@@ -128,5 +129,26 @@ extension PostgresRecordStorage {
             }
             for statement in tables.ddl { try run(tx, statement) }
         }
+    }
+
+    /// Moves a version 1 store to version 2 in the caller's transaction: every record's `fts` is
+    /// recomputed from its clear text values with `FullText` (version 1 folded with its own
+    /// tokenizer, which did not match SQLite's). Holds the store's clear text in memory once.
+    private func reindexFullText(_ tx: Transaction) throws(RecordsError) {
+        var clear: [UUID: [String: FieldValue]] = [:]
+        for row in try run(tx, "SELECT record_id, name, value FROM \(tables.clearFields) WHERE kind = 1") {
+            let (id, name, value) = try decode(row, (UUID, String, ByteBuffer).self)
+            clear[id, default: [:]][name] = .string(String(buffer: value))
+        }
+        let ids = Array(clear.keys)
+        let fts = ids.map { PostgresFullText.tsvector(StoredRecord.fullText(of: clear[$0] ?? [:])) }
+        try run(tx, "UPDATE \(tables.records) SET fts = ''::tsvector")
+        try run(
+            tx, "UPDATE \(tables.records) AS r SET fts = u.fts::tsvector FROM unnest($1::uuid[], $2::text[]) AS u(id, fts) WHERE r.id = u.id",
+            Self.binds {
+                $0.append(ids)
+                $0.append(fts)
+            })
+        try run(tx, "UPDATE \(tables.format) SET version = \(Self.schemaVersion)")
     }
 }

@@ -28,8 +28,9 @@ import SecureRecords
 public final class PostgresRecordStorage: RecordStorage, Sendable {
     /// The format name stored in the `format` table.
     public static let formatName = "SFRS"
-    /// The table format version this code writes and reads.
-    public static let schemaVersion: Int32 = 1
+    /// The table format version this code writes and reads; version 1 stores are re-indexed to it
+    /// when opened.
+    public static let schemaVersion: Int32 = 2
 
     /// The configuration the storage was opened with.
     public let configuration: Configuration

@@ -434,7 +434,7 @@ struct RecordsSearchCommand: ParsableCommand {
     @OptionGroup var location: RecordsStoreOption
     @Option(help: "Only this collection.") var collection: String?
     @Option(help: "A clear text field starting with a prefix, name=prefix. Repeatable.") var prefix: [String] = []
-    @Option(help: "An SQLite FTS5 query over the clear text fields.") var text: String?
+    @Option(help: "A full-text query over the clear text fields (FTS5 syntax: words, \"phrases\", prefix*, AND, OR, NOT, parentheses; case and diacritics ignored).") var text: String?
     @OptionGroup var keys: RecordsKeyOptions
     @Argument(help: "Conditions name=value (clear equality, or blind index of a sealed field).") var conditions: [String] = []
     @Flag(help: "Print a JSON array of records, as `list --json`.") var json = false

@@ -141,7 +141,7 @@ let pythonPeerAvailable: Bool = {
     }
 
     /// Tests/peers/records_open.py, written from docs/FORMATS.md only, opens what sf sealed: from the
-    /// export and from the SQLite store file itself (schema version 2).
+    /// export and from the SQLite store file itself (schema version 3).
     /// Skipped without python3 + cryptography, except under CI where it then fails.
     @Test(.enabled(if: pythonPeerAvailable || TestSupport.isCI, "python3 with cryptography is not available"))
     func pythonPeerOpensSealedFields() throws {

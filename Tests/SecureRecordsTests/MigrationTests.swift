@@ -73,7 +73,7 @@ import Testing
         let (scratch, path, shell) = try version1Copy()
         defer { withExtendedLifetime(scratch) {} }
         let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
-        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "2")
+        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "3")
         #expect(try sql(shell, path, "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'records_fts_%' ORDER BY name)")
             == "blind_indexes clear_fields collections meta records records_fts schema_version store_keys")
         #expect(try sql(shell, path, "PRAGMA integrity_check") == "ok")
@@ -117,7 +117,7 @@ import Testing
         // Repaired, the next open migrates it.
         try sql(shell, path, "UPDATE clear_fields SET kind = 1 WHERE seq = 6")
         let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
-        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "2")
+        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "3")
         try store.unlock(with: appSealer)
         try expectFixtureContent(store)
     }
@@ -145,10 +145,10 @@ import Testing
         let store = try makeStore(scratch)
         _ = try store.add(["toWhom": "Alice"], to: "gifts")
         let path = scratch.path("store.db")
-        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "2")
-        try sql(shell, path, "UPDATE schema_version SET version = 3")
-        #expect(throws: RecordsError.unsupportedSchemaVersion(found: 3, supported: 2)) { try SQLiteRecordStorage(path: path) }
         #expect(try sql(shell, path, "SELECT version FROM schema_version") == "3")
+        try sql(shell, path, "UPDATE schema_version SET version = 4")
+        #expect(throws: RecordsError.unsupportedSchemaVersion(found: 4, supported: 3)) { try SQLiteRecordStorage(path: path) }
+        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "4")
         try sql(shell, path, "UPDATE schema_version SET version = 0")
         #expect(throws: RecordsError.self) { try SQLiteRecordStorage(path: path) }
     }

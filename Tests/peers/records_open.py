@@ -5,8 +5,8 @@ from docs/FORMATS.md ("SecureRecords", "Native envelope SFE1") with Python `cryp
 usage:
   records_open.py (EXPORT.jsonl | STORE.db) RECORD_ID FIELD (--password-file F | --key-file F) [--index-value TEXT]
 
-Reads an export (JSON lines) or a SQLite store file (schema version 2, "SQLite file"; read only,
-with Python's sqlite3 module), opens one sealed field of one record and prints the value (text as
+Reads an export (JSON lines) or a SQLite store file (schema version 2 or 3, which differ only in
+the full-text columns; "SQLite file"; read only, with Python's sqlite3 module), opens one sealed field of one record and prints the value (text as
 is, bytes as "base64:..."). With --key-file (the application's 32-byte key of KeyItemSealer) it first
 unwraps the record's store key. With --index-value it also prints "index: match" or "index: no match"
 after comparing the stored blind-index token with one it computes for TEXT. Exit 1 if anything fails.
@@ -84,8 +84,8 @@ def read_sqlite(path, record_id):
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     if db.execute("PRAGMA application_id").fetchone()[0] != 0x53465253:
         raise SystemExit("not a SecureRecords store")
-    if db.execute("SELECT version FROM schema_version").fetchone()[0] != 2:
-        raise SystemExit("not schema version 2")
+    if db.execute("SELECT version FROM schema_version").fetchone()[0] not in (2, 3):
+        raise SystemExit("not schema version 2 or 3")
     meta = dict(db.execute("SELECT name, value FROM meta"))
     store = {"storeId": base64.b64encode(meta["storeId"]).decode(),
              "keys": [{"id": i, "wrapped": base64.b64encode(w).decode()} for i, w in db.execute("SELECT id, wrapped FROM store_keys")]}

@@ -5,10 +5,12 @@ import SecureRecords
 import SecureRecordsPostgres
 
 // Full-text queries as a user (or a program passing user input) writes them, on both backends'
-// paths: the SQLite store runs the query through FTS5 over a multilingual corpus, and the
-// PostgreSQL translator turns it into a tsquery (the server is not needed for that); the text is
-// also tokenized as PostgreSQL indexes it. Input: the query (UTF-8, invalid sequences replaced).
-// Checked beyond "no crash": a query over the shared limits is refused by both, as invalidQuery.
+// paths: the query is parsed once (`FullTextQuery`), the SQLite store runs it through FTS5 over a
+// multilingual corpus, and the PostgreSQL translator turns it into a tsquery (the server is not
+// needed for that); the input is also indexed as both backends index text. Input: the query
+// (UTF-8, invalid sequences replaced). Checked beyond "no crash": SQLite runs every query the
+// parser accepts (FTS5 never refuses what we generate) and refuses the others with the parser's
+// own error; a query over the shared limits is refused, as invalidQuery.
 
 let corpus = [
     "Ann Noël café", "Việt Nam", "ά αβγ Σίσυφος", "Москва ёлка", "東京 タワー", "مرحبا بالعالم",
@@ -35,17 +37,21 @@ Fuzz.main(seeds: {
     let query = String(decoding: input, as: UTF8.self)
     let overLimits: Bool
     do { try FullTextQueryLimits.check(query); overLimits = false } catch { overLimits = true }
+    let parsed = Result(catching: { () throws(RecordsError) in try FullTextQuery(query) })
+    if case .failure(let error) = parsed { precondition(isInvalidQuery(error), "the parser refused with \(error)") }
+    precondition(!overLimits || (try? parsed.get()) == nil, "the parser accepted a query over the limits")
     do throws(RecordsError) {
         _ = try store.search(in: "c", [.fullText(query)])
-        precondition(!overLimits, "SQLite ran a query over the limits")
+        precondition((try? parsed.get()) != nil, "SQLite ran a query the parser refused")
     } catch {
-        precondition(!overLimits || isInvalidQuery(error), "SQLite refused a query over the limits with \(error)")
+        guard case .failure(let parseError) = parsed else { preconditionFailure("SQLite refused a parsed query: \(error)") }
+        precondition(error == parseError, "SQLite refused with \(error), the parser with \(parseError)")
     }
     do throws(RecordsError) {
         _ = try PostgresFullText.tsquery(query)
-        precondition(!overLimits, "the PostgreSQL translator accepted a query over the limits")
+        precondition((try? parsed.get()) != nil, "the PostgreSQL translator accepted a query the parser refused")
     } catch {
-        precondition(!overLimits || isInvalidQuery(error), "the PostgreSQL translator refused a query over the limits with \(error)")
+        precondition((try? parsed.get()) == nil, "the PostgreSQL translator refused a parsed query with \(error)")
     }
     _ = PostgresFullText.tsvector(query)
 }
