@@ -160,12 +160,15 @@ public protocol RecordStorage: Sendable {
     func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord]
     /// Up to `limit` records whose `keyId` is set and differs from `keyId` (for key rotation).
     func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord]
-    /// Adds what an export holds in one transaction: missing keys (and the current key id when the
-    /// store had none), missing collections, and `records` (`duplicateRecord` when an id exists).
-    func importAll(keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord])
-        throws(RecordsError)
-    /// Every record in insertion order (for export), in pages after the `after`-th.
-    func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord]
+    /// Runs `body` in one transaction with a writer of what an export holds (an import streams its
+    /// records through it in batches); an error from `body` rolls everything back. A backend may
+    /// run `body` again from the start (PostgreSQL after a lost connection).
+    func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError)
+    /// Up to `limit` records in insertion order after the insertion position `position` (0: from the
+    /// first), and the position of the last one returned (`position` when none is): export pages
+    /// through a store of any size in linear time, and a record added or deleted meanwhile never
+    /// shifts the pages.
+    func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64)
 }
 
 extension RecordStorage {
@@ -177,4 +180,15 @@ extension RecordStorage {
         try body { (batch) throws(RecordsError) in all += batch }
         try insert(all)
     }
+}
+
+/// The writes of an import, inside the one transaction of `RecordStorage.importAll`.
+public protocol RecordImportWriter {
+    /// Adds the export's wrapped keys: a key id the store holds must hold the same wrapped key
+    /// (`storeMismatch`); `currentKeyId` becomes current when the store has no current key.
+    func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError)
+    /// Adds a collection, or checks that the store's has this schema (`schemaMismatch`).
+    func addCollection(_ name: String, schema: RecordSchema) throws(RecordsError)
+    /// Inserts records (`duplicateRecord` when an id exists).
+    func insert(_ records: [StoredRecord]) throws(RecordsError)
 }

@@ -36,6 +36,8 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidQuery(String)
     /// An export line could not be imported; nothing was imported.
     case invalidImport(line: Int, reason: String)
+    /// The import's input could not be opened or read (nothing was imported).
+    case unreadableImport(SecureCoreError)
     /// The export belongs to another store (sealed values are bound to their store id).
     case storeMismatch
     /// The storage holds something that is not a SecureRecords store, or a newer format version.
@@ -71,6 +73,7 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
         case .costAboveCeiling(let detail): "key derivation cost above ceiling: \(detail)"
         case .invalidQuery(let reason): "invalid query: \(reason)"
         case .invalidImport(let line, let reason): "import line \(line): \(reason); nothing was imported"
+        case .unreadableImport(let error): "cannot read the import: \(error); nothing was imported"
         case .storeMismatch: "the export belongs to another store; sealed values only open in their own store"
         case .notARecordStore(let reason): "not a SecureRecords store: \(reason)"
         case .unsupportedSchemaVersion(let found, let supported):

@@ -215,17 +215,17 @@ extension SQLiteRecordStorage {
     }
 
     /// `RecordStorage.allRecords`, in one SQLite transaction.
-    public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
+    public func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {
         try transaction(write: false) { (c) throws(RecordsError) in
             let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
-                let select = try c.statement("SELECT seq FROM records ORDER BY seq LIMIT ?1 OFFSET ?2")
-                select.bind(1, Int64(limit))
-                select.bind(2, Int64(offset))
+                let select = try c.statement("SELECT seq FROM records WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+                select.bind(1, position)
+                select.bind(2, Int64(max(0, limit)))
                 var seqs: [Int64] = []
                 while try select.step() { seqs.append(select.int64(0)) }
                 return seqs
             }
-            return try Self.load(seqs: seqs, c)
+            return (try Self.load(seqs: seqs, c), seqs.last ?? position)
         }
     }
 

@@ -175,31 +175,40 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
     }
 
     /// `RecordStorage.importAll`, in one SQLite transaction.
-    public func importAll(
-        keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord]
-    ) throws(RecordsError) {
-        try transaction(write: true) { (c) throws(RecordsError) in
-            let metadata = try Self.loadMetadata(c)
+    public func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) {
+        try transaction(write: true) { (c) throws(RecordsError) in try body(ImportWriter(connection: c)) }
+    }
+
+    /// Writes into the connection's open transaction.
+    private struct ImportWriter: RecordImportWriter {
+        let connection: SQLiteConnection
+
+        func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
+            let c = connection
+            let metadata = try SQLiteRecordStorage.loadMetadata(c)
             let existing = Dictionary(uniqueKeysWithValues: (metadata?.keys ?? []).map { ($0.id, $0.wrapped) })
             for key in keys {
                 if let stored = existing[key.id] {
                     guard stored == key.wrapped else { throw .storeMismatch }
                 } else {
-                    try Self.sql { () throws(SQLiteError) in try Self.insertKey(key, c) }
+                    try SQLiteRecordStorage.sql { () throws(SQLiteError) in try SQLiteRecordStorage.insertKey(key, c) }
                 }
             }
             if metadata?.currentKeyId == nil, let currentKeyId {
-                try Self.sql { () throws(SQLiteError) in try Self.setCurrent(currentKeyId, c) }
+                try SQLiteRecordStorage.sql { () throws(SQLiteError) in try SQLiteRecordStorage.setCurrent(currentKeyId, c) }
             }
-            let stored = try Self.collections(c)
-            for (name, schema) in collections {
-                if let present = stored[name] {
-                    guard present == schema else { throw .schemaMismatch(collection: name) }
-                } else {
-                    try Self.insertCollection(name, schema: schema, c)
-                }
+        }
+
+        func addCollection(_ name: String, schema: RecordSchema) throws(RecordsError) {
+            if let present = try SQLiteRecordStorage.collections(connection)[name] {
+                guard present == schema else { throw .schemaMismatch(collection: name) }
+            } else {
+                try SQLiteRecordStorage.insertCollection(name, schema: schema, connection)
             }
-            try Self.insertRecords(records, c)
+        }
+
+        func insert(_ records: [StoredRecord]) throws(RecordsError) {
+            try SQLiteRecordStorage.insertRecords(records, connection)
         }
     }
 }

@@ -264,16 +264,23 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// `RecordStorage.allRecords(offset:limit:)`, in one transaction.
-    public func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] {
+    /// `RecordStorage.allRecords(after:limit:)`, in one transaction.
+    public func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {
         try read { (tx) throws(RecordsError) in
-            try load(
-                try run(
-                    tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r ORDER BY r.seq LIMIT $1 OFFSET $2",
-                    Self.binds {
-                        $0.append(Int64(max(0, limit)))
-                        $0.append(Int64(max(0, offset)))
-                    }), tx)
+            var seqs: [Int64] = []
+            for row in try run(
+                tx, "SELECT seq FROM \(tables.records) WHERE seq > $1 ORDER BY seq LIMIT $2",
+                Self.binds {
+                    $0.append(position)
+                    $0.append(Int64(max(0, limit)))
+                })
+            {
+                seqs.append(try decode(row, Int64.self))
+            }
+            let rows = try run(
+                tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.seq = ANY($1::int8[]) ORDER BY r.seq",
+                Self.binds { $0.append(seqs) })
+            return (try load(rows, tx), seqs.last ?? position)
         }
     }
 

@@ -240,24 +240,36 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
 
     // MARK: Import
 
-    /// `RecordStorage.importAll`, in one transaction.
-    public func importAll(
-        keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord]
-    ) throws(RecordsError) {
-        try write { (tx) throws(RecordsError) in
-            for key in keys where !(try insertKey(key, tx)) {
-                let row = try run(tx, "SELECT wrapped FROM \(tables.storeKeys) WHERE id = $1", Self.binds { $0.append(Int64(key.id)) }).first
-                guard let row, Self.data(try decode(row, ByteBuffer.self)) == key.wrapped else { throw .storeMismatch }
+    /// `RecordStorage.importAll`, in one transaction (run again from the start after a lost
+    /// connection, as every write is).
+    public func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) {
+        try write { (tx) throws(RecordsError) in try body(ImportWriter(storage: self, transaction: tx)) }
+    }
+
+    /// Writes into the transaction `transaction`.
+    private struct ImportWriter: RecordImportWriter {
+        let storage: PostgresRecordStorage
+        let transaction: Transaction
+
+        func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
+            let (s, tx) = (storage, transaction)
+            for key in keys where !(try s.insertKey(key, tx)) {
+                let row = try s.run(tx, "SELECT wrapped FROM \(s.tables.storeKeys) WHERE id = $1", PostgresRecordStorage.binds { $0.append(Int64(key.id)) }).first
+                guard let row, PostgresRecordStorage.data(try s.decode(row, ByteBuffer.self)) == key.wrapped else { throw .storeMismatch }
             }
             if let currentKeyId {
-                try run(
-                    tx, "UPDATE \(tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL",
-                    Self.binds { $0.append(Int64(currentKeyId)) })
+                try s.run(
+                    tx, "UPDATE \(s.tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL",
+                    PostgresRecordStorage.binds { $0.append(Int64(currentKeyId)) })
             }
-            for (name, schema) in collections.sorted(by: { $0.key < $1.key }) {
-                guard try createCollection(name, schema: schema, tx) == schema else { throw .schemaMismatch(collection: name) }
-            }
-            try insertRecords(records, tx)
+        }
+
+        func addCollection(_ name: String, schema: RecordSchema) throws(RecordsError) {
+            guard try storage.createCollection(name, schema: schema, transaction) == schema else { throw .schemaMismatch(collection: name) }
+        }
+
+        func insert(_ records: [StoredRecord]) throws(RecordsError) {
+            try storage.insertRecords(records, transaction)
         }
     }
 }

@@ -18,7 +18,7 @@ final class ProgressBar: Sendable {
 
     /// The size of the input at `path` when it should get a bar: standard error is a terminal and
     /// `path` names a regular file over `minimumSize` (not standard input); nil otherwise.
-    static func total(forInput path: String?) -> Int? {
+    static func total(forInput path: String?, minimumSize: Int = minimumSize) -> Int? {
         guard let path, path != "-", isatty(2) == 1 else { return nil }
         var status = stat()
         guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size > minimumSize else { return nil }
@@ -43,6 +43,9 @@ final class ProgressBar: Sendable {
             FileHandle.standardError.write(Data("\r[\(bar)] \(percent)%".utf8))
         }
     }
+
+    /// Redraws the bar for `fraction` (0 to 1) of the work done.
+    func update(fraction: Double) { update(done: Int(min(1, max(0, fraction)) * Double(total))) }
 
     /// Erases the bar, so what follows on standard error (an error message, say) starts a clean line.
     func clear() {

@@ -564,9 +564,26 @@ struct RecordsExportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output file (default: standard output).") var output: String?
 
     func run() throws {
-        var text = ""
-        try location.open().export { text += $0 + "\n" }
-        try Terminal.writeOutput(Data(text.utf8), to: output)
+        let store = try location.open()
+        // Streamed through a 1 MiB buffer: a file appears whole (temporary file, fsync, rename)
+        // or not at all; standard output receives the lines as they come.
+        func export(_ output: borrowing FileOutput) throws {
+            var buffer = Data()
+            try store.export { line in
+                buffer.append(contentsOf: line.utf8)
+                buffer.append(UInt8(ascii: "\n"))
+                if buffer.count >= 1 << 20 {
+                    try output.write(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            try output.write(buffer)
+        }
+        if let output, output != "-" {
+            try OutputDestination.write(to: output) { try export($0) }
+        } else {
+            try export(FileOutput(descriptor: 1, name: "standard output"))
+        }
     }
 }
 
@@ -579,35 +596,62 @@ struct RecordsImportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Input file (default: standard input).") var input: String?
 
     func run() throws {
-        // Lines end in LF or CR LF (one Character in Swift, so it is matched as such); they stay
-        // slices of the one text read.
-        let lines = String(decoding: try Terminal.readInput(input), as: UTF8.self)
-            .split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
-        let count: Int
+        // The export is read from a file in chunks (bounded memory); standard input is first copied
+        // to a private temporary file, which PostgreSQL's retry of the transaction can read again.
+        let spool = input == nil || input == "-" ? try Self.spoolStandardInput() : nil
+        defer { if let spool { try? FileManager.default.removeItem(atPath: spool) } }
+        let file = spool ?? input ?? "-"
+        let bar = ProgressBar.total(forInput: input, minimumSize: 1 << 20).map { ProgressBar(total: $0) }
+        defer { bar?.clear() }
+        let progress: ((RecordStore.ImportProgress) -> Void)? = bar.map { bar in { bar.update(fraction: $0.fractionRead ?? 0) } }
+        var count = 0
         if let storage = try location.postgresStorage() {
             // An empty database becomes the exported store (same id and keys); a store there must be it.
             if try storage.loadMetadata() == nil {
-                count = try RecordStore(storage: storage, importing: lines).search().count
+                _ = try RecordStore(storage: storage, importingFile: file, progress: { count = $0.records; progress?($0) })
             } else {
-                count = try RecordStore(storage: storage).importLines(lines)
+                count = try RecordStore(storage: storage).importFile(atPath: file, progress: progress)
             }
+            bar?.clear()
             Terminal.writeError("imported \(count) record\(count == 1 ? "" : "s")")
             return
         }
         let path = try location.path()
         if FileManager.default.fileExists(atPath: path) {
-            count = try RecordStore(path: path).importLines(lines)
+            count = try RecordStore(path: path).importFile(atPath: file, progress: progress)
         } else {
             do {
-                let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), importing: lines)
-                count = try store.search().count
+                _ = try RecordStore(
+                    storage: try SQLiteRecordStorage(path: path), importingFile: file, progress: { count = $0.records; progress?($0) })
             } catch {
                 // The file did not exist before: leave nothing behind.
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
                 throw error
             }
         }
+        bar?.clear()
         Terminal.writeError("imported \(count) record\(count == 1 ? "" : "s")")
+    }
+
+    /// Copies standard input to a new file only the user can read (the export holds clear fields),
+    /// in the temporary directory; returns its path. The caller removes it.
+    static func spoolStandardInput() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sf-import-\(UUID().uuidString).jsonl").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CLIError("cannot create a temporary file for standard input: \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        do {
+            let input = FileInput(descriptor: 0, name: "standard input")
+            let output = FileOutput(descriptor: descriptor, name: path)
+            while true {
+                let chunk = try input.read(upTo: 1 << 20)
+                if chunk.isEmpty { return path }
+                try output.write(chunk)
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
     }
 }
 

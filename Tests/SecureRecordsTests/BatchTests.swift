@@ -20,7 +20,7 @@ import Testing
         let ids = try store.add(contentsOf: (0..<count).map(Self.gift), to: "gifts")
         #expect(ids.count == count && Set(ids).count == count)
         // Storage order is the order given, and every record opens to its own fields.
-        let stored = try store.storage.allRecords(offset: 0, limit: count + 1)
+        let stored = try store.storage.allRecords(after: 0, limit: count + 1).records
         #expect(stored.map(\.id) == ids)
         for i in stride(from: 0, to: count, by: 97) {
             #expect(try store.open(ids[i]).fields == Self.gift(i))
@@ -41,7 +41,7 @@ import Testing
         #expect(throws: RecordsError.unknownField(collection: "gifts", field: "undeclared")) {
             try store.add(contentsOf: records, to: "gifts")
         }
-        #expect(try store.storage.allRecords(offset: 0, limit: 10).isEmpty)
+        #expect(try store.storage.allRecords(after: 0, limit: 10).records.isEmpty)
         // The store still takes the batch once it is fixed.
         records[800]["undeclared"] = nil
         #expect(try store.add(contentsOf: records, to: "gifts").count == 900)

@@ -28,7 +28,7 @@ import Testing
             keys[wrapped.id] = SecretBytes(try appSealer.open(wrapped.wrapped, context: RecordContext.keyWrap(storeId: store.storeId, keyId: wrapped.id)))
         }
         var result: [UUID: [UInt32]] = [:]
-        for record in try store.storage.allRecords(offset: 0, limit: 100_000) where record.keying == .storeKey {
+        for record in try store.storage.allRecords(after: 0, limit: 100_000).records where record.keying == .storeKey {
             var opening: [UInt32] = []
             for (id, key) in keys.sorted(by: { $0.key < $1.key }) {
                 let all = record.sealed.allSatisfy { name, sealed in
@@ -117,10 +117,8 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
     func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try base.records(withKeyIdOtherThan: keyId, limit: limit)
     }
-    func importAll(keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord])
-        throws(RecordsError)
-    {
-        try base.importAll(keys: keys, currentKeyId: currentKeyId, collections: collections, records: records)
+    func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) { try base.importAll(body) }
+    func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {
+        try base.allRecords(after: position, limit: limit)
     }
-    func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] { try base.allRecords(offset: offset, limit: limit) }
 }

@@ -111,28 +111,63 @@ final class DiscardingStorage: RecordStorage, @unchecked Sendable {
     func record(_ id: UUID) throws(RecordsError) -> StoredRecord? { nil }
     func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] { [] }
     func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] { [] }
-    func importAll(keys: [WrappedStoreKey], currentKeyId: UInt32?, collections: [String: RecordSchema], records: [StoredRecord])
-        throws(RecordsError) {}
-    func allRecords(offset: Int, limit: Int) throws(RecordsError) -> [StoredRecord] { [] }
+    func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) {}
+    func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64) { ([], position) }
 }
 let sealingOnly = try RecordStore(storage: DiscardingStorage(try SQLiteRecordStorage(path: directory + "/records-100k.db")))
 try sealingOnly.unlock(with: vault)
 let sealTime = try seconds { try sealingOnly.add(contentsOf: batch, to: "gifts") }
 print(String(format: "  sealing, blind indexes and ids alone (storage discarded; on every core, a fork-join per group of batches): %.2f s", sealTime))
 
-// Export, then import into a new file (what `sf records import` does); the parse alone of half and of
-// all the lines, which must take time linear in the input (it was quadratic: 16,000 records in 8.9 s,
-// 32,000 in 71 s).
-var exportLines: [String] = []
-let exportTime = try seconds { try store.export { exportLines.append($0) } }
-let importTime = try seconds {
-    _ = try RecordStore(storage: try SQLiteRecordStorage(path: directory + "/imported-100k.db"), importing: exportLines)
+/// Writes `store`'s export to the file at `path` through a 1 MiB buffer; returns the lines when
+/// `keepingLines` (for the parse measurements).
+func exportToFile(_ store: RecordStore, _ path: String, keepingLines: Bool) throws -> [String] {
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
+    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    var buffer = Data()
+    var kept: [String] = []
+    try store.export { line in
+        if keepingLines { kept.append(line) }
+        buffer.append(contentsOf: line.utf8)
+        buffer.append(UInt8(ascii: "\n"))
+        if buffer.count >= 1 << 20 {
+            handle.write(buffer)
+            buffer.removeAll(keepingCapacity: true)
+        }
+    }
+    handle.write(buffer)
+    return kept
 }
+
+/// The process's peak resident memory since `resetPeakResident`, in MiB (Linux: VmHWM).
+func peakResidentMiB() -> Double {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+    return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+}
+
+/// Resets the peak resident memory to the current (Linux: 5 written to /proc/self/clear_refs).
+func resetPeakResident() { try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8) }
+
+// Export to a file, then import that file into a new file (what `sf records import` does: read in
+// chunks, inserted in batches in one transaction); the parse alone of half and of all the lines,
+// which must take time linear in the input (it was quadratic: 16,000 records in 8.9 s, 32,000 in 71 s).
+var exportLines: [String] = []
+let exportPath = directory + "/export-100k.jsonl"
+let exportTime = try seconds { exportLines = try exportToFile(store, exportPath, keepingLines: true) }
+resetPeakResident()
+let residentBefore100k = peakResidentMiB()
+let importTime = try seconds {
+    _ = try RecordStore(storage: try SQLiteRecordStorage(path: directory + "/imported-100k.db"), importingFile: exportPath)
+}
+let peak100k = peakResidentMiB()
 let half = Array(exportLines.prefix(exportLines.count / 2))
 let parseHalf = try seconds { _ = try RecordStore.validateExport(half) }
 let parseAll = try seconds { _ = try RecordStore.validateExport(exportLines) }
-print(String(format: "export %d records: %.2f s; import them into a new store: %.2f s; parse alone: %.2f s for half, %.2f s for all",
-    insertCount, exportTime, importTime, parseHalf, parseAll))
+exportLines = []
+print(String(format: "export %d records to a file: %.2f s; import the file into a new store: %.2f s (target <= 3 s), peak resident %.0f MiB from %.0f MiB; parse alone: %.2f s for half, %.2f s for all",
+    insertCount, exportTime, importTime, peak100k, residentBefore100k, parseHalf, parseAll))
 
 // The same insert on PostgreSQL next to COPY through psql (run.sh starts a throw-away cluster).
 if let url = environment["RECORDS_BENCH_POSTGRES_URL"] {
@@ -175,6 +210,19 @@ for probe in 0..<20 {
     broad.append(try seconds { _ = try big.search(in: "gifts", [.fullText("\(words[probe % 10]) AND person"), .equals(field: "toWhom", value: .string(toWhom(probe)))]) })
 }
 print(String(format: "FTS5 word AND clear equality (toWhom, ~200 records each) over %d records: median %.3f ms", bigCount, median(broad) * 1000))
+
+// The 1,000,000 records exported to a file and imported into a new store, in constant memory: the
+// peak resident memory of the import is the 100,000-record import's, not ten times it.
+let bigExportPath = directory + "/export-1m.jsonl"
+let bigExportTime = try seconds { _ = try exportToFile(big, bigExportPath, keepingLines: false) }
+let bigExportSize = (try FileManager.default.attributesOfItem(atPath: bigExportPath)[.size] as? Int) ?? 0
+resetPeakResident()
+let residentBefore1m = peakResidentMiB()
+let bigImportTime = try seconds {
+    _ = try RecordStore(storage: try SQLiteRecordStorage(path: directory + "/imported-1m.db"), importingFile: bigExportPath)
+}
+print(String(format: "export %d records to a file (%.0f MiB): %.1f s; import it into a new store: %.1f s, peak resident %.0f MiB from %.0f MiB",
+    bigCount, Double(bigExportSize) / 1_048_576, bigExportTime, bigImportTime, peakResidentMiB(), residentBefore1m))
 
 // 3. Per-record passwords: one scrypt (logN 17, r 8, p 1) per sealed value, by design.
 let passwordStore = try RecordStore(path: directory + "/records-pw.db")

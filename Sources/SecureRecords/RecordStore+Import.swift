@@ -1,0 +1,295 @@
+import Foundation
+import SecureCore
+
+/// Import of JSON lines written by `export` (docs/FORMATS.md, "SecureRecords export"), streamed:
+/// each line is checked and its record inserted in batches inside the storage's one import
+/// transaction, so memory stays bounded whatever the size of the export, and a bad line anywhere
+/// rolls everything back.
+extension RecordStore {
+    /// How far an import has gone, reported after each batch.
+    public struct ImportProgress: Sendable, Equatable {
+        /// Records inserted so far (in the import's transaction: none is kept if the import fails).
+        public let records: Int
+        /// The part of the input read so far, from 0 to 1, when its size is known (a regular file).
+        public let fractionRead: Double?
+    }
+
+    /// Records inserted per statement batch.
+    static let importBatchSize = 1_000
+
+    /// Imports JSON lines written by `export` into this store, all or nothing: the export must be of
+    /// this store (same store id; an empty, new store adopts nothing and refuses: sealed values only
+    /// open in their own store, so import into the store file the export came from or into a
+    /// store created with `RecordStore(importing:)`). A line that does not check throws
+    /// `invalidImport` naming it, a record id that exists (or repeats) `duplicateRecord`, and
+    /// nothing is imported. Returns the number of records imported.
+    /// Time is linear in the input; `lines` is iterated again if the storage runs the transaction
+    /// again (PostgreSQL after a lost connection), so it must be a multi-pass sequence.
+    @discardableResult
+    public func importLines<Lines: Sequence>(
+        _ lines: Lines, progress: ((ImportProgress) -> Void)? = nil
+    ) throws(RecordsError) -> Int where Lines.Element: StringProtocol {
+        try runImport(SequenceLines(lines: lines), progress: progress)
+    }
+
+    /// Imports the export in the file at `path` as `importLines` does, reading it in chunks: memory
+    /// stays bounded for an export of any size.
+    @discardableResult
+    public func importFile(atPath path: String, progress: ((ImportProgress) -> Void)? = nil) throws(RecordsError) -> Int {
+        try runImport(FileLines(path: path), progress: progress)
+    }
+
+    /// Creates the store an export came from in empty `storage` (same store id and wrapped keys),
+    /// then imports its records.
+    public convenience init<Lines: Sequence>(
+        storage: any RecordStorage, importing lines: Lines, configuration: Configuration = .init()
+    ) throws(RecordsError) where Lines.Element: StringProtocol {
+        try self.init(storage: storage, importing: SequenceLines(lines: lines), configuration: configuration, progress: nil)
+    }
+
+    /// Creates the store the export in the file at `path` came from in empty `storage`, then
+    /// imports its records, reading the file in chunks.
+    public convenience init(
+        storage: any RecordStorage, importingFile path: String, configuration: Configuration = .init(),
+        progress: ((ImportProgress) -> Void)? = nil
+    ) throws(RecordsError) {
+        try self.init(storage: storage, importing: FileLines(path: path), configuration: configuration, progress: progress)
+    }
+
+    private convenience init(
+        storage: any RecordStorage, importing source: some ImportLineSource, configuration: Configuration,
+        progress: ((ImportProgress) -> Void)?
+    ) throws(RecordsError) {
+        // The store line comes first: read up to it for the store id.
+        var storeId: Data?
+        var parser = ImportParser()
+        try source.forEachLine { (number, line, _) throws(RecordsError) in
+            switch try parser.parse(number, line) {
+            case .blank: return true
+            case .store(let id, _, _): storeId = id
+            default: break
+            }
+            return false
+        }
+        guard let storeId else { throw .invalidImport(line: 1, reason: "no store line") }
+        if try storage.loadMetadata() == nil {
+            _ = try storage.initialize(StoreMetadata(storeId: storeId, currentKeyId: nil, keys: []))
+        }
+        try self.init(storage: storage, configuration: configuration)
+        _ = try runImport(source, progress: progress)
+    }
+
+    /// Checks every line of an export as `importLines` does, writing nothing, and returns the
+    /// number of records it holds. For the fuzz target FuzzRecords.
+    @_spi(Fuzzing) public static func validateExport(_ lines: [String]) throws(RecordsError) -> Int {
+        var parser = ImportParser()
+        var count = 0
+        try SequenceLines(lines: lines).forEachLine { (number, line, _) throws(RecordsError) in
+            if case .record = try parser.parse(number, line) { count += 1 }
+            return true
+        }
+        guard parser.sawStore else { throw .invalidImport(line: 1, reason: "no store line") }
+        return count
+    }
+
+    private func runImport(_ source: some ImportLineSource, progress: ((ImportProgress) -> Void)?) throws(RecordsError) -> Int {
+        var imported = 0
+        try storage.importAll { (writer) throws(RecordsError) in
+            // Run again from the start if the storage repeats the transaction.
+            var parser = ImportParser()
+            var batch: [StoredRecord] = []
+            batch.reserveCapacity(Self.importBatchSize)
+            imported = 0
+            func flush(_ fraction: Double?) throws(RecordsError) {
+                guard !batch.isEmpty else { return }
+                try writer.insert(batch)
+                imported += batch.count
+                batch.removeAll(keepingCapacity: true)
+                progress?(ImportProgress(records: imported, fractionRead: fraction))
+            }
+            try source.forEachLine { (number, line, fraction) throws(RecordsError) in
+                switch try parser.parse(number, line) {
+                case .blank:
+                    break
+                case .store(let id, let keys, let currentKeyId):
+                    guard id == storeId else { throw .storeMismatch }
+                    try writer.addKeys(keys, currentKeyId: currentKeyId)
+                case .collection(let name, let schema):
+                    try writer.addCollection(name, schema: schema)
+                case .record(let record):
+                    batch.append(record)
+                    if batch.count == Self.importBatchSize { try flush(fraction) }
+                }
+                return true
+            }
+            guard parser.sawStore else { throw .invalidImport(line: 1, reason: "no store line") }
+            try flush(1)
+        }
+        return imported
+    }
+}
+
+/// The lines of an export, each as its bytes with its number (from 1) and, when known, the part
+/// of the input read so far. `forEachLine` reads from the start each time it is called; `body`
+/// returns false to stop.
+protocol ImportLineSource {
+    func forEachLine(_ body: (Int, Data, Double?) throws(RecordsError) -> Bool) throws(RecordsError)
+}
+
+/// Lines already split, in memory.
+struct SequenceLines<Lines: Sequence>: ImportLineSource where Lines.Element: StringProtocol {
+    let lines: Lines
+
+    func forEachLine(_ body: (Int, Data, Double?) throws(RecordsError) -> Bool) throws(RecordsError) {
+        for (index, line) in lines.enumerated() {
+            guard try body(index + 1, Data(line.utf8), nil) else { return }
+        }
+    }
+}
+
+/// The lines of a file, read in 1 MiB chunks; a line ends at LF (a CR before it is dropped), and
+/// the last one may lack it.
+struct FileLines: ImportLineSource {
+    let path: String
+    /// The longest line accepted: a record holds at most a few values of `maximumValueBytes`
+    /// (64 MiB), base64-encoded.
+    static let maximumLineBytes = 1 << 30
+
+    func forEachLine(_ body: (Int, Data, Double?) throws(RecordsError) -> Bool) throws(RecordsError) {
+        let input: FileInput
+        do { input = try FileInput(path: path) } catch { throw .unreadableImport(error) }
+        var status = stat()
+        let size: Double? = fstat(input.descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFREG ? Double(status.st_size) : nil
+        var pending = Data()
+        var consumed = 0, number = 0
+        func emit(_ line: Data) throws(RecordsError) -> Bool {
+            number += 1
+            consumed += line.count + 1
+            var line = line
+            if line.last == UInt8(ascii: "\r") { line.removeLast() }
+            return try body(number, line, size.map { $0 > 0 ? min(1, Double(consumed) / $0) : 1 })
+        }
+        while true {
+            let chunk: Data
+            do { chunk = try input.read(upTo: 1 << 20) } catch { throw .unreadableImport(error) }
+            pending.append(chunk)
+            var start = pending.startIndex
+            while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                guard try emit(Data(pending[start..<end])) else { return }
+                start = end + 1
+            }
+            pending.removeSubrange(pending.startIndex..<start)
+            guard pending.count <= Self.maximumLineBytes else {
+                throw .invalidImport(line: number + 1, reason: "longer than \(Self.maximumLineBytes) bytes")
+            }
+            if chunk.isEmpty {
+                if !pending.isEmpty { _ = try emit(pending) }
+                return
+            }
+        }
+    }
+}
+
+/// Checks export lines one at a time, in order: the store line first, each collection declared
+/// before its records.
+struct ImportParser {
+    enum Line {
+        case blank
+        case store(storeId: Data, keys: [WrappedStoreKey], currentKeyId: UInt32?)
+        case collection(String, RecordSchema)
+        case record(StoredRecord)
+    }
+
+    private let decoder = JSONDecoder()
+    private var keyIds: Set<UInt32> = []
+    private var collections: [String: RecordSchema] = [:]
+    private(set) var sawStore = false
+
+    mutating func parse(_ number: Int, _ data: Data) throws(RecordsError) -> Line {
+        if data.allSatisfy({ $0 == 0x20 || (0x09...0x0D).contains($0) }) { return .blank }
+        let decoder = self.decoder
+        func decode<T: Decodable>(_ type: T.Type) throws(RecordsError) -> T {
+            do { return try decoder.decode(type, from: data) } catch {
+                throw .invalidImport(line: number, reason: "not a valid \(T.self) line")
+            }
+        }
+        let type = try decode(RecordStore.LineType.self).type
+        switch type {
+        case "store":
+            guard !sawStore else { throw .invalidImport(line: number, reason: "a second store line") }
+            let store = try decode(RecordStore.ExportStoreLine.self)
+            guard store.format == "SFR1", store.storeId.count == 16 else {
+                throw .invalidImport(line: number, reason: "unknown format or store id length")
+            }
+            let keys = store.keys.map { WrappedStoreKey(id: $0.id, wrapped: $0.wrapped) }
+            keyIds = Set(keys.map(\.id))
+            guard keyIds.count == keys.count else { throw .invalidImport(line: number, reason: "duplicate key id") }
+            if let current = store.currentKeyId, !keyIds.contains(current) {
+                throw .invalidImport(line: number, reason: "the current key is missing")
+            }
+            sawStore = true
+            return .store(storeId: store.storeId, keys: keys, currentKeyId: store.currentKeyId)
+        case "collection":
+            guard sawStore else { throw .invalidImport(line: number, reason: "the store line must come first") }
+            let line = try decode(RecordStore.ExportCollectionLine.self)
+            try RecordSchema.validateName(line.name, what: "collection")
+            guard collections[line.name] == nil else { throw .invalidImport(line: number, reason: "duplicate collection") }
+            let schema = try RecordSchema(line.schema)
+            collections[line.name] = schema
+            return .collection(line.name, schema)
+        case "record":
+            guard sawStore else { throw .invalidImport(line: number, reason: "the store line must come first") }
+            return .record(try record(try decode(RecordStore.ExportRecordLine.self), number))
+        default:
+            throw .invalidImport(line: number, reason: "unknown line type '\(type)'")
+        }
+    }
+
+    private func record(_ line: RecordStore.ExportRecordLine, _ number: Int) throws(RecordsError) -> StoredRecord {
+        guard let id = UUID(uuidString: line.id) else { throw .invalidImport(line: number, reason: "invalid record id") }
+        guard let schema = collections[line.collection] else {
+            throw .invalidImport(line: number, reason: "collection '\(line.collection)' is not declared before its records")
+        }
+        var clear: [String: FieldValue] = [:]
+        for (name, value) in line.clear {
+            guard schema.fields[name] == .clear else { throw .invalidImport(line: number, reason: "'\(name)' is not a clear field") }
+            switch (value.string, value.bytes) {
+            case (let s?, nil): clear[name] = .string(s)
+            case (nil, let b?): clear[name] = .bytes(b)
+            default: throw .invalidImport(line: number, reason: "clear value of '\(name)' must be one of string or bytes")
+            }
+        }
+        for (name, sealed) in line.sealed {
+            guard schema.fields[name]?.isSealed == true else {
+                throw .invalidImport(line: number, reason: "'\(name)' is not a sealed field")
+            }
+            let header: Envelope.Header
+            do {
+                header = try Envelope.header(of: sealed)
+            } catch {
+                throw .invalidImport(line: number, reason: "sealed value of '\(name)': \(error)")
+            }
+            guard (header.kdf == nil) == (line.keying == .storeKey) else {
+                throw .invalidImport(line: number, reason: "sealed value of '\(name)' does not match the record's keying")
+            }
+        }
+        for (name, token) in line.blindIndexes {
+            guard schema.fields[name] == .sealedIndexed, line.sealed[name] != nil, token.count == BlindIndex.tokenByteCount,
+                line.keying == .storeKey
+            else { throw .invalidImport(line: number, reason: "invalid blind index for '\(name)'") }
+        }
+        switch line.keying {
+        case .storeKey:
+            guard let keyId = line.keyId, keyIds.contains(keyId) || line.sealed.isEmpty else {
+                throw .invalidImport(line: number, reason: "the record's store key is not in the export")
+            }
+        case .password:
+            guard line.keyId == nil, line.blindIndexes.isEmpty else {
+                throw .invalidImport(line: number, reason: "a password record has no store key id")
+            }
+        }
+        return StoredRecord(
+            id: id, collection: line.collection, keying: line.keying, keyId: line.keyId, clear: clear,
+            sealed: line.sealed, blindIndexes: line.blindIndexes)
+    }
+}
