@@ -8,8 +8,8 @@ import SecureCore
 //   selector even: a row's maps: u16be length of the clear map || u16be length of the sealed map ||
 //     the clear map || the sealed map || the blind-index map (the rest). Decoded as the store reads
 //     a row; a map it accepts must encode back to the same bytes (one encoding per map).
-//   selector odd: JSON lines (UTF-8, split at newlines), validated as `importLines` does before it
-//     writes anything; a typed RecordsError or a record count.
+//   selector odd: JSON lines (UTF-8, split at newlines), checked line by line as `importLines`
+//     checks them (writing nothing); a typed RecordsError or a record count.
 // Seeds: a real export (store-keyed and password records, clear, sealed and indexed fields) and
 // the row maps of its records.
 
