@@ -92,4 +92,21 @@ extension RecordStore {
         }
         return count
     }
+
+    /// Writes the export (as `export(_:)`), each line ended by LF, to `output` through a 1 MiB
+    /// buffer, so memory stays bounded for a store of any size. Returns the number of records.
+    @discardableResult
+    public func export(to output: borrowing FileOutput) throws(RecordsError) -> Int {
+        var buffer = Data()
+        let count = try export { line in
+            buffer.append(contentsOf: line.utf8)
+            buffer.append(UInt8(ascii: "\n"))
+            if buffer.count >= 1 << 20 {
+                try output.write(buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        do { try output.write(buffer) } catch { throw .storage(StorageFailure(.export, "export: \(error)")) }
+        return count
+    }
 }

@@ -565,24 +565,12 @@ struct RecordsExportCommand: ParsableCommand {
 
     func run() throws {
         let store = try location.open()
-        // Streamed through a 1 MiB buffer: a file appears whole (temporary file, fsync, rename)
-        // or not at all; standard output receives the lines as they come.
-        func export(_ output: borrowing FileOutput) throws {
-            var buffer = Data()
-            try store.export { line in
-                buffer.append(contentsOf: line.utf8)
-                buffer.append(UInt8(ascii: "\n"))
-                if buffer.count >= 1 << 20 {
-                    try output.write(buffer)
-                    buffer.removeAll(keepingCapacity: true)
-                }
-            }
-            try output.write(buffer)
-        }
+        // Streamed: a file appears whole (temporary file, fsync, rename) or not at all; standard
+        // output receives the lines as they come.
         if let output, output != "-" {
-            try OutputDestination.write(to: output) { try export($0) }
+            _ = try OutputDestination.write(to: output) { try store.export(to: $0) }
         } else {
-            try export(FileOutput(descriptor: 1, name: "standard output"))
+            try store.export(to: FileOutput(descriptor: 1, name: "standard output"))
         }
     }
 }

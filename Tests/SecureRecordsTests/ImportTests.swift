@@ -18,7 +18,10 @@ import Testing
         try store.add(contentsOf: records, to: "gifts")
         var lines: [String] = []
         try store.export { lines.append($0) }
-        let path = try scratch.write("export.jsonl", lines.joined(separator: "\n") + "\n")
+        // The streamed export to a file writes the same lines, each ended by LF.
+        let path = scratch.path("export.jsonl")
+        #expect(try OutputDestination.write(to: path) { try store.export(to: $0) } == count)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == lines.joined(separator: "\n") + "\n")
         return (store, path, lines.count)
     }
 

@@ -119,27 +119,6 @@ try sealingOnly.unlock(with: vault)
 let sealTime = try seconds { try sealingOnly.add(contentsOf: batch, to: "gifts") }
 print(String(format: "  sealing, blind indexes and ids alone (storage discarded; on every core, a fork-join per group of batches): %.2f s", sealTime))
 
-/// Writes `store`'s export to the file at `path` through a 1 MiB buffer; returns the lines when
-/// `keepingLines` (for the parse measurements).
-func exportToFile(_ store: RecordStore, _ path: String, keepingLines: Bool) throws -> [String] {
-    _ = FileManager.default.createFile(atPath: path, contents: nil)
-    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-    defer { try? handle.close() }
-    var buffer = Data()
-    var kept: [String] = []
-    try store.export { line in
-        if keepingLines { kept.append(line) }
-        buffer.append(contentsOf: line.utf8)
-        buffer.append(UInt8(ascii: "\n"))
-        if buffer.count >= 1 << 20 {
-            handle.write(buffer)
-            buffer.removeAll(keepingCapacity: true)
-        }
-    }
-    handle.write(buffer)
-    return kept
-}
-
 /// The process's peak resident memory since `resetPeakResident`, in MiB (Linux: VmHWM).
 func peakResidentMiB() -> Double {
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
@@ -155,7 +134,8 @@ func resetPeakResident() { try? "5".write(toFile: "/proc/self/clear_refs", atomi
 // which must take time linear in the input (it was quadratic: 16,000 records in 8.9 s, 32,000 in 71 s).
 var exportLines: [String] = []
 let exportPath = directory + "/export-100k.jsonl"
-let exportTime = try seconds { exportLines = try exportToFile(store, exportPath, keepingLines: true) }
+let exportTime = try seconds { _ = try OutputDestination.write(to: exportPath) { try store.export(to: $0) } }
+exportLines = try String(contentsOfFile: exportPath, encoding: .utf8).split(separator: "\n").map(String.init)
 resetPeakResident()
 let residentBefore100k = peakResidentMiB()
 let importTime = try seconds {
@@ -214,7 +194,7 @@ print(String(format: "FTS5 word AND clear equality (toWhom, ~200 records each) o
 // The 1,000,000 records exported to a file and imported into a new store, in constant memory: the
 // peak resident memory of the import is the 100,000-record import's, not ten times it.
 let bigExportPath = directory + "/export-1m.jsonl"
-let bigExportTime = try seconds { _ = try exportToFile(big, bigExportPath, keepingLines: false) }
+let bigExportTime = try seconds { _ = try OutputDestination.write(to: bigExportPath) { try big.export(to: $0) } }
 let bigExportSize = (try FileManager.default.attributesOfItem(atPath: bigExportPath)[.size] as? Int) ?? 0
 resetPeakResident()
 let residentBefore1m = peakResidentMiB()
