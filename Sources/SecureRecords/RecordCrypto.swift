@@ -85,20 +85,26 @@ public enum BlindIndex {
     }
 }
 
-/// Seals the fields of many records of one collection under one store key: the envelope sealer,
-/// the blind-index keys and the context prefix are prepared once (one per thread; not Sendable).
+/// Seals the fields of many records of one collection under one store key and authenticates the
+/// records: the envelope sealer, the blind-index and MAC keys and the context prefix are prepared
+/// once (one per thread; not Sendable).
 struct StoreKeySealer {
     /// The store key id the values are sealed and indexed under.
     let keyId: UInt32
     private var sealer: Envelope.BatchSealer
     private let indexKeys: [String: SymmetricKey]
+    private let macKey: SymmetricKey
+    private let storeId: Data
     private let contextPrefix: Data
 
-    init(keyId: UInt32, storeKey: SecretBytes, indexKeys: [String: SymmetricKey], contextPrefix: Data, expectedCount: Int)
-        throws(RecordsError)
-    {
+    init(
+        keyId: UInt32, storeKey: SecretBytes, indexKeys: [String: SymmetricKey], macKey: SymmetricKey, storeId: Data, contextPrefix: Data,
+        expectedCount: Int
+    ) throws(RecordsError) {
         self.keyId = keyId
         self.indexKeys = indexKeys
+        self.macKey = macKey
+        self.storeId = storeId
         self.contextPrefix = contextPrefix
         do {
             sealer = try Envelope.BatchSealer(key: storeKey, expectedCount: expectedCount)
@@ -121,6 +127,12 @@ struct StoreKeySealer {
     /// The blind-index token of `value` in `field`, or nil when the field is not indexed.
     func token(of value: FieldValue, field: String) -> Data? {
         indexKeys[field].map { BlindIndex.token(of: value, fieldKey: $0) }
+    }
+
+    /// Puts `record` (store-keyed, its fields final) under this key: sets its key id and MAC.
+    func authenticate(_ record: inout StoredRecord) {
+        record.keyId = keyId
+        record.mac = RecordAuthentication.mac(of: record, keyId: keyId, storeId: storeId, key: macKey)
     }
 }
 

@@ -57,11 +57,16 @@ public struct StoredRecord: Sendable, Hashable {
     public var sealed: [String: Data]
     /// Blind-index tokens of sealed fields the schema indexes, under key `keyId`.
     public var blindIndexes: [String: Data]
+    /// The record's authentication (docs/FORMATS.md, "Record authentication"): for a store-keyed
+    /// record, its 32-byte MAC under store key `keyId`; for a password record, empty when its sealed
+    /// values bind its clear fields. Nil for a record written before records were authenticated
+    /// (or, store-keyed, while the store had no key).
+    public var mac: Data?
 
     /// A stored record.
     public init(
         id: UUID, collection: String, keying: RecordKeying, keyId: UInt32?, clear: [String: FieldValue],
-        sealed: [String: Data], blindIndexes: [String: Data]
+        sealed: [String: Data], blindIndexes: [String: Data], mac: Data? = nil
     ) {
         self.id = id
         self.collection = collection
@@ -70,7 +75,11 @@ public struct StoredRecord: Sendable, Hashable {
         self.clear = clear
         self.sealed = sealed
         self.blindIndexes = blindIndexes
+        self.mac = mac
     }
+
+    /// Whether this password record's sealed values bind its clear fields (`SFR2` contexts).
+    var bindsClearFields: Bool { keying == .password && mac?.isEmpty == true }
 
     /// The text indexed for full-text search: the clear text values, one per line, in field-name order.
     public var fullText: String { Self.fullText(of: clear) }
@@ -158,7 +167,9 @@ public protocol RecordStorage: Sendable {
     func record(_ id: UUID) throws(RecordsError) -> StoredRecord?
     /// Records matching `query`, in insertion order.
     func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord]
-    /// Up to `limit` records whose `keyId` is set and differs from `keyId` (for key rotation).
+    /// Up to `limit` records, in insertion order, that key rotation must rewrite to put the store
+    /// under key `keyId`: those whose `keyId` is set and differs, and store-keyed records with no
+    /// `keyId` (clear-only records written while the store had no key, which rotation authenticates).
     func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord]
     /// Runs `body` in one transaction with a writer of what an export holds (an import streams its
     /// records through it in batches); an error from `body` rolls everything back. A backend may

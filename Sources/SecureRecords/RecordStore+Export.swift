@@ -37,6 +37,8 @@ extension RecordStore {
         var clear: [String: ExportValue]
         var sealed: [String: Data]
         var blindIndexes: [String: Data]
+        /// The record's authentication as stored (`StoredRecord.mac`); absent for none.
+        var mac: Data?
     }
 
     struct LineType: Decodable {
@@ -81,7 +83,7 @@ extension RecordStore {
                             case .bytes(let b): ExportValue(bytes: b)
                             }
                         },
-                        sealed: record.sealed, blindIndexes: record.blindIndexes)))
+                        sealed: record.sealed, blindIndexes: record.blindIndexes, mac: record.mac)))
                 }
                 count += page.count
             }

@@ -280,16 +280,21 @@ struct ImportParser {
         }
         switch line.keying {
         case .storeKey:
-            guard let keyId = line.keyId, keyIds.contains(keyId) || line.sealed.isEmpty else {
+            // A record with clear fields alone written while its store had no key has no key id.
+            guard line.keyId.map(keyIds.contains) ?? (line.sealed.isEmpty && line.mac == nil) else {
                 throw .invalidImport(line: number, reason: "the record's store key is not in the export")
+            }
+            guard line.mac.map({ $0.count == RecordAuthentication.macByteCount }) ?? true else {
+                throw .invalidImport(line: number, reason: "the record's MAC is not \(RecordAuthentication.macByteCount) bytes")
             }
         case .password:
             guard line.keyId == nil, line.blindIndexes.isEmpty else {
                 throw .invalidImport(line: number, reason: "a password record has no store key id")
             }
+            guard line.mac?.isEmpty ?? true else { throw .invalidImport(line: number, reason: "a password record carries no MAC") }
         }
         return StoredRecord(
             id: id, collection: line.collection, keying: line.keying, keyId: line.keyId, clear: clear,
-            sealed: line.sealed, blindIndexes: line.blindIndexes)
+            sealed: line.sealed, blindIndexes: line.blindIndexes, mac: line.mac)
     }
 }

@@ -19,8 +19,8 @@ extension RecordStore {
         let (_, stored) = try wrappedKeys()
         var rewrapped: [WrappedStoreKey] = []
         for wrapped in stored {
-            let key = try unwrap(wrapped, sealer: sealer)
-            rewrapped.append(try wrap(key, id: wrapped.id, sealer: sealer))
+            let (key, authenticates) = try unwrap(wrapped, sealer: sealer)
+            rewrapped.append(try wrap(key, id: wrapped.id, authenticates: authenticates, sealer: sealer))
         }
         try storage.rewrapKeys(rewrapped)
         try unlock(with: sealer)

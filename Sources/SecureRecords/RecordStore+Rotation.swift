@@ -12,9 +12,11 @@ extension RecordStore {
     public func rotateStoreKey(with sealer: any ItemSealer, afterBatch: ((Int) -> Void)? = nil) throws(RecordsError) -> KeyRotation {
         try unlock(with: sealer)
         var ring = try currentKeyring()
-        var resumed = true
-        if try storage.records(withKeyIdOtherThan: ring.current, limit: 1).isEmpty {
-            resumed = false
+        // A rotation is resumed only onto a key that authenticates: rotating a store made by an
+        // older version adds such a key even when records remain on another.
+        var resumed = false
+        if ring.authenticatesRecords { resumed = !(try storage.records(withKeyIdOtherThan: ring.current, limit: 1).isEmpty) }
+        if !resumed {
             var newId = (ring.keys.keys.max() ?? 0) + 1
             while true {
                 let key = SecretBytes.random(count: Envelope.keyByteCount)
@@ -24,29 +26,67 @@ extension RecordStore {
             try unlock(with: sealer)
             ring = try currentKeyring()
         }
-        var target = ring.current
+        let (target, resealed) = try resealRecords(notUnder: ring.current, sealer: sealer, afterBatch: afterBatch)
+        return KeyRotation(keyId: target, resealed: resealed, resumed: resumed)
+    }
+
+    /// Re-seals, re-indexes and re-authenticates every record not under the current key (starting
+    /// from `target`), a batch per transaction, each checked against its authentication first (so a
+    /// rotation never launders a record changed behind the store's back). Store-keyed records with
+    /// neither key id nor MAC (clear fields alone, written while the store had no key, or by an
+    /// older version) are adopted as they are only while the store still holds a key that does not
+    /// authenticate, or when `adoptingUnkeyed` (the store's first key was just created). Returns
+    /// the key the records are now under and how many were rewritten.
+    @discardableResult
+    func resealRecords(
+        notUnder target: UInt32, sealer: any ItemSealer, adoptingUnkeyed: Bool = false, afterBatch: ((Int) -> Void)? = nil
+    ) throws(RecordsError)
+        -> (target: UInt32, resealed: Int)
+    {
+        var ring = try currentKeyring()
+        var target = target
         var resealed = 0
         while true {
             target = (try currentKeyring()).current  // another process may have rotated again
             let batch = try storage.records(withKeyIdOtherThan: target, limit: configuration.rotationBatchSize)
             if batch.isEmpty { break }
-            if batch.contains(where: { ring.keys[$0.keyId ?? 0] == nil }) {
+            if batch.contains(where: { $0.keyId.map { ring.keys[$0] == nil } ?? false }) {
                 try unlock(with: sealer)  // a key another process added since
                 ring = try currentKeyring()
             }
             var updated: [StoredRecord] = []
             updated.reserveCapacity(batch.count)
-            for record in batch { updated.append(try reseal(record, to: target, ring: ring)) }
+            let adopting = adoptingUnkeyed || ring.authenticating.count < ring.keys.count
+            for record in batch { updated.append(try reseal(record, ring: ring, adoptingUnkeyed: adopting)) }
             try storage.replace(updated)
             resealed += updated.count
             afterBatch?(resealed)
         }
-        return KeyRotation(keyId: target, resealed: resealed, resumed: resumed)
+        try authenticateOlderKeys(sealer: sealer)
+        return (target, resealed)
     }
 
-    /// `record` re-sealed and re-indexed under store key `target` (sealed values of password records
-    /// are untouched; they carry no store key).
-    func reseal(_ record: StoredRecord, to target: UInt32, ring: Keyring) throws(RecordsError) -> StoredRecord {
+    /// Once every record is under an authenticating key with a MAC, re-wraps the store's older keys
+    /// (from before records were authenticated) with the authenticating flag, so that a record put
+    /// back under one of them without a MAC, as a store writer could, is refused.
+    private func authenticateOlderKeys(sealer: any ItemSealer) throws(RecordsError) {
+        let ring = try currentKeyring()
+        let older = ring.keys.keys.filter { !ring.authenticating.contains($0) }.sorted()
+        guard ring.authenticatesRecords, !older.isEmpty else { return }
+        var rewrapped: [WrappedStoreKey] = []
+        for id in older {
+            guard let key = ring.keys[id] else { continue }
+            rewrapped.append(try wrap(key, id: id, authenticates: true, sealer: sealer))
+        }
+        try storage.rewrapKeys(rewrapped)
+        try unlock(with: sealer)
+    }
+
+    /// `record` re-sealed, re-indexed and authenticated under the current store key (sealed values
+    /// of password records are untouched; they carry no store key), after checking it.
+    func reseal(_ record: StoredRecord, ring: Keyring, adoptingUnkeyed: Bool) throws(RecordsError) -> StoredRecord {
+        let unkeyed = record.keying == .storeKey && record.keyId == nil && record.mac == nil
+        if !(unkeyed && adoptingUnkeyed) { try verify(record, ring: ring) }
         guard record.keying == .storeKey else {
             var copy = record
             copy.keyId = nil
@@ -55,8 +95,8 @@ extension RecordStore {
         }
         let schema = try schema(of: record.collection)
         let opened = try openFields(record, password: nil)
-        var fresh = try seal(id: record.id, collection: record.collection, schema: schema, fields: opened, sealing: .storeKey)
-        fresh.clear = record.clear
-        return fresh
+        return try seal(
+            id: record.id, collection: record.collection, schema: schema, fields: opened.merging(record.clear) { sealed, _ in sealed },
+            sealing: .storeKey)
     }
 }

@@ -31,7 +31,14 @@ public final class RecordStore: Sendable {
     struct Keyring: Sendable {
         var keys: [UInt32: SecretBytes]
         var current: UInt32
+        /// The ids of keys whose records must carry a MAC (the flag inside their wrap).
+        var authenticating: Set<UInt32>
+        /// The record-MAC key of each store key.
+        var macKeys: [UInt32: SymmetricKey]
         var fieldKeys: [FieldKeyID: SymmetricKey] = [:]
+
+        /// Whether the store authenticates its records: its current key does.
+        var authenticatesRecords: Bool { authenticating.contains(current) }
     }
 
     struct FieldKeyID: Hashable {
@@ -70,19 +77,28 @@ public final class RecordStore: Sendable {
 
     /// Unwraps the store keys with `sealer`, creating (and storing, wrapped) the first store key when
     /// the store has none. Throws `storeKeyUnavailable` for a wrong or locked sealer.
+    /// A store that had no key until this call (its first key is created here) may hold clear-only
+    /// records written without a key: they are authenticated under the new key before it returns.
     public func unlock(with sealer: any ItemSealer) throws(RecordsError) {
         var metadata = try storage.loadMetadata() ?? StoreMetadata(storeId: storeId, currentKeyId: nil, keys: [])
+        var created = false
         if metadata.currentKeyId == nil {
             let key = SecretBytes.random(count: Envelope.keyByteCount)
             let wrapped = try wrap(key, id: 1, sealer: sealer)
-            _ = try storage.addKey(wrapped, makeCurrent: true)
+            created = try storage.addKey(wrapped, makeCurrent: true)
             metadata = try storage.loadMetadata() ?? metadata
         }
         guard let current = metadata.currentKeyId else { throw .storeKeyUnavailable("the store has no current key") }
-        var keys: [UInt32: SecretBytes] = [:]
-        for wrapped in metadata.keys { keys[wrapped.id] = try unwrap(wrapped, sealer: sealer) }
-        guard keys[current] != nil else { throw .storeKeyUnavailable("current key \(current) is missing") }
-        keyring.withLock { $0 = Keyring(keys: keys, current: current) }
+        var ring = Keyring(keys: [:], current: current, authenticating: [], macKeys: [:])
+        for wrapped in metadata.keys {
+            let (key, authenticates) = try unwrap(wrapped, sealer: sealer)
+            ring.keys[wrapped.id] = key
+            ring.macKeys[wrapped.id] = try RecordAuthentication.macKey(storeKey: key, storeId: storeId)
+            if authenticates { ring.authenticating.insert(wrapped.id) }
+        }
+        guard ring.keys[current] != nil else { throw .storeKeyUnavailable("current key \(current) is missing") }
+        keyring.withLock { $0 = ring }
+        if created { try resealRecords(notUnder: current, sealer: sealer, adoptingUnkeyed: true) }
     }
 
     /// Forgets the unwrapped store keys (they are zeroed when no operation uses them any more).
@@ -91,10 +107,15 @@ public final class RecordStore: Sendable {
     /// Whether the store key is available.
     public var isUnlocked: Bool { keyring.withLock { $0 != nil } }
 
-    func wrap(_ key: SecretBytes, id: UInt32, sealer: any ItemSealer) throws(RecordsError) -> WrappedStoreKey {
+    /// `key` wrapped by `sealer`: the plaintext is the 32 key bytes, followed by the authenticating
+    /// flag when the key's records carry MACs (every key this version creates or re-wraps with it).
+    func wrap(_ key: SecretBytes, id: UInt32, authenticates: Bool = true, sealer: any ItemSealer) throws(RecordsError) -> WrappedStoreKey {
         do {
             let wrapped = try key.withUnsafeBytes { bytes throws(SecureCoreError) in
-                try sealer.seal(Data(bytes), context: RecordContext.keyWrap(storeId: storeId, keyId: id))
+                var plaintext = Data(bytes)
+                defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+                if authenticates { plaintext.append(RecordAuthentication.authenticatingKeyFlag) }
+                return try sealer.seal(plaintext, context: RecordContext.keyWrap(storeId: storeId, keyId: id))
             }
             return WrappedStoreKey(id: id, wrapped: wrapped)
         } catch {
@@ -102,7 +123,9 @@ public final class RecordStore: Sendable {
         }
     }
 
-    func unwrap(_ wrapped: WrappedStoreKey, sealer: any ItemSealer) throws(RecordsError) -> SecretBytes {
+    /// The key `wrapped` holds, and whether it authenticates its records (a key written before
+    /// records were authenticated is the 32 key bytes alone).
+    func unwrap(_ wrapped: WrappedStoreKey, sealer: any ItemSealer) throws(RecordsError) -> (key: SecretBytes, authenticates: Bool) {
         var bytes: Data
         do {
             bytes = try sealer.open(wrapped.wrapped, context: RecordContext.keyWrap(storeId: storeId, keyId: wrapped.id))
@@ -112,8 +135,14 @@ public final class RecordStore: Sendable {
             throw .storeKeyUnavailable("store key \(wrapped.id) does not open with this key or sealer")
         }
         defer { bytes.resetBytes(in: 0..<bytes.count) }
-        guard bytes.count == Envelope.keyByteCount else { throw .storeKeyUnavailable("store key \(wrapped.id) is not 32 bytes") }
-        return SecretBytes(bytes)
+        switch bytes.count {
+        case Envelope.keyByteCount:
+            return (SecretBytes(bytes), false)
+        case Envelope.keyByteCount + 1 where bytes.last == RecordAuthentication.authenticatingKeyFlag:
+            return (SecretBytes(bytes.prefix(Envelope.keyByteCount)), true)
+        default:
+            throw .storeKeyUnavailable("store key \(wrapped.id) is not a 32-byte key with known flags")
+        }
     }
 
     /// The unlocked keyring, or `storeKeyRequired`.
@@ -137,13 +166,13 @@ public final class RecordStore: Sendable {
     /// index keys of the fields `schema` indexes; `storeKeyRequired` when locked.
     func storeKeySealer(collection: String, schema: RecordSchema, expectedCount: Int) throws(RecordsError) -> StoreKeySealer {
         let ring = try currentKeyring()
-        guard let key = ring.keys[ring.current] else { throw .storeKeyRequired }
+        guard let key = ring.keys[ring.current], let macKey = ring.macKeys[ring.current] else { throw .storeKeyRequired }
         var indexKeys: [String: SymmetricKey] = [:]
         for (name, protection) in schema.fields where protection == .sealedIndexed {
             indexKeys[name] = try fieldKey(keyId: ring.current, collection: collection, field: name)
         }
         return try StoreKeySealer(
-            keyId: ring.current, storeKey: key, indexKeys: indexKeys,
+            keyId: ring.current, storeKey: key, indexKeys: indexKeys, macKey: macKey, storeId: storeId,
             contextPrefix: RecordContext.sealedValuePrefix(storeId: storeId, collection: collection), expectedCount: expectedCount)
     }
 
@@ -182,7 +211,8 @@ public final class RecordStore: Sendable {
 
     // MARK: Records
 
-    /// Builds the stored form of a record: seals the sealed fields, computes blind indexes.
+    /// Builds the stored form of a record: seals the sealed fields, computes blind indexes and
+    /// authenticates it (docs/FORMATS.md, "Record authentication").
     func seal(
         id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing
     ) throws(RecordsError) -> StoredRecord {
@@ -191,7 +221,11 @@ public final class RecordStore: Sendable {
     }
 
     /// `seal`, reusing `sealer` for store-keyed records (made on first use when nil; it must be for
-    /// `collection`).
+    /// `collection`). A store-keyed record is sealed and MACed under the current store key; only
+    /// while the store is locked may a record with clear fields alone be left without key and MAC,
+    /// which the caller allows only in a store with no key (`requireNoStoreKey`). A password record
+    /// binds its clear fields into its sealed values' context; one with nothing to seal is stored
+    /// as a store-keyed record (a password would protect nothing in it).
     func seal(
         id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing,
         sealer: inout StoreKeySealer?
@@ -203,19 +237,10 @@ public final class RecordStore: Sendable {
         }
         var record = StoredRecord(id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: [:], blindIndexes: [:])
         switch sealing {
-        case .storeKey:
-            guard !toSeal.isEmpty else { break }  // a record with clear fields only needs no key
-            if sealer == nil { sealer = try storeKeySealer(collection: collection, schema: schema, expectedCount: toSeal.count) }
-            guard var storeKeySealer = sealer else { throw .storeKeyRequired }
-            defer { sealer = storeKeySealer }
-            record.keyId = storeKeySealer.keyId
-            for (name, value) in toSeal {
-                record.sealed[name] = try storeKeySealer.seal(value, record: id, field: name)
-                record.blindIndexes[name] = storeKeySealer.token(of: value, field: name)
-            }
-        case .password(let password):
+        case .password(let password) where !toSeal.isEmpty:
             guard password.count > 0 else { throw .crypto(.invalidParameter("the password is empty")) }
             record.keying = .password
+            record.mac = Data()
             for (name, value) in toSeal {
                 if schema.fields[name] == .sealedIndexed {
                     throw .fieldProtectionMismatch(
@@ -223,12 +248,26 @@ public final class RecordStore: Sendable {
                         reason: "a blind index is keyed by the store key; password records cannot set indexed fields")
                 }
                 record.sealed[name] = try FieldSealing.seal(
-                    value, password: password, kdf: configuration.passwordKDF, context: context(collection, id, name))
+                    value, password: password, kdf: configuration.passwordKDF,
+                    context: RecordAuthentication.passwordValueContext(storeId: storeId, collection: collection, record: id, field: name, clear: clear))
             }
+        case .storeKey, .password:
+            if sealer == nil, !toSeal.isEmpty || isUnlocked {
+                sealer = try storeKeySealer(collection: collection, schema: schema, expectedCount: max(1, toSeal.count))
+            }
+            guard var storeKeySealer = sealer else { break }  // locked, clear fields only: see above
+            defer { sealer = storeKeySealer }
+            for (name, value) in toSeal {
+                record.sealed[name] = try storeKeySealer.seal(value, record: id, field: name)
+                record.blindIndexes[name] = storeKeySealer.token(of: value, field: name)
+            }
+            storeKeySealer.authenticate(&record)
         }
         return record
     }
 
+    /// The `SFR1` context of a sealed value (store-keyed records, and password records written
+    /// before clear fields were bound).
     func context(_ collection: String, _ id: UUID, _ field: String) -> Data {
         RecordContext.sealedValue(storeId: storeId, collection: collection, record: id, field: field)
     }
@@ -240,7 +279,9 @@ public final class RecordStore: Sendable {
         _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
     ) throws(RecordsError) -> UUID {
         let (collection, schema) = try resolve(collection)
-        try storage.insert([try seal(id: id, collection: collection, schema: schema, fields: schema.respelled(fields), sealing: sealing)])
+        let record = try seal(id: id, collection: collection, schema: schema, fields: schema.respelled(fields), sealing: sealing)
+        if record.keying == .storeKey, record.mac == nil { try requireNoStoreKey() }
+        try storage.insert([record])
         return id
     }
 
@@ -254,14 +295,17 @@ public final class RecordStore: Sendable {
         let (collection, schema) = try resolve(collection)
         @Sendable func hasSealedField(_ fields: [String: FieldValue]) -> Bool { fields.keys.contains { schema.fields[$0]?.isSealed == true } }
         if case .storeKey = sealing, records.contains(where: hasSealedField) { _ = try currentKeyring() }
+        let unlocked = isUnlocked
+        if !unlocked, case .storeKey = sealing { try requireNoStoreKey() }
+        if !unlocked, records.contains(where: { !hasSealedField($0) }) { try requireNoStoreKey() }
         let ids = Self.randomUUIDs(records.count)
         let chunk = 256
         let sealedFields = schema.fields.values.filter(\.isSealed).count
         let sealChunk = { @Sendable (index: Int) throws(RecordsError) -> [StoredRecord] in
             let range = index * chunk..<min(records.count, (index + 1) * chunk)
             var sealer: StoreKeySealer?
-            if case .storeKey = sealing, records[range].contains(where: hasSealedField) {
-                sealer = try self.storeKeySealer(collection: collection, schema: schema, expectedCount: range.count * sealedFields)
+            if case .storeKey = sealing, unlocked {
+                sealer = try self.storeKeySealer(collection: collection, schema: schema, expectedCount: max(1, range.count * sealedFields))
             }
             var rows: [StoredRecord] = []
             rows.reserveCapacity(range.count)
@@ -312,8 +356,10 @@ public final class RecordStore: Sendable {
         Record(try stored(id))
     }
 
+    /// The stored record `id`, checked against its authentication when the store is unlocked.
     func stored(_ id: UUID) throws(RecordsError) -> StoredRecord {
         guard let stored = try storage.record(id) else { throw .recordNotFound(id) }
+        if let ring = keyring.withLock({ $0 }) { try verify(stored, ring: ring) }
         return stored
     }
 
@@ -331,10 +377,17 @@ public final class RecordStore: Sendable {
         switch stored.keying {
         case .password:
             guard let password else { throw .passwordRequired(stored.id) }
+            if let mac = stored.mac, !mac.isEmpty {
+                throw .recordModified(stored.id, reason: "a password record carries a MAC")
+            }
             for (name, sealed) in stored.sealed.sorted(by: { $0.key < $1.key }) {
+                let context =
+                    stored.bindsClearFields
+                    ? RecordAuthentication.passwordValueContext(
+                        storeId: storeId, collection: stored.collection, record: stored.id, field: name, clear: stored.clear)
+                    : context(stored.collection, stored.id, name)
                 opened[name] = try FieldSealing.open(
-                    sealed, storeKey: nil, password: password, limits: configuration.kdfLimits,
-                    context: context(stored.collection, stored.id, name), record: stored.id, field: name)
+                    sealed, storeKey: nil, password: password, limits: configuration.kdfLimits, context: context, record: stored.id, field: name)
             }
             return opened
         case .storeKey:
@@ -354,9 +407,13 @@ public final class RecordStore: Sendable {
         return opened
     }
 
-    /// Sets (or adds) the fields in `setting` and removes those in `removing`, in one write. Changing
-    /// a sealed field of a password record needs its `password` (checked against the record first);
-    /// of a store-keyed record, the unlocked store.
+    /// Sets (or adds) the fields in `setting` and removes those in `removing`, in one write. The
+    /// record is checked first (when the store is unlocked) and authenticated again as written.
+    /// A store-keyed record needs the unlocked store (unless the store has no key yet); setting a
+    /// sealed field re-seals every sealed field under the current key. A password record needs its
+    /// `password` (checked against the record first) to set a sealed field, or to change a clear
+    /// field its sealed values bind; given the password, an older password record is re-sealed to
+    /// bind its clear fields.
     public func update(
         _ id: UUID, setting: [String: FieldValue], removing: Set<String> = [], password: SecretBytes? = nil
     ) throws(RecordsError) {
@@ -364,45 +421,47 @@ public final class RecordStore: Sendable {
         let schema = try schema(of: current.collection)
         let setting = schema.respelled(setting)
         let removing = Set(removing.map { schema.storedName(of: $0) ?? $0 })
-        var touchesSealed = false
         for name in removing { _ = try schema.protection(of: name, collection: current.collection) }
-        for name in setting.keys where try schema.protection(of: name, collection: current.collection).isSealed {
-            touchesSealed = true
-        }
+        var sealedSetting: [String: FieldValue] = [:]
         var updated = current
+        for (name, value) in setting {
+            if try schema.protection(of: name, collection: current.collection).isSealed {
+                sealedSetting[name] = value
+            } else {
+                updated.clear[name] = value
+            }
+        }
         for name in removing {
             updated.clear[name] = nil
             updated.sealed[name] = nil
             updated.blindIndexes[name] = nil
         }
-        if touchesSealed {
-            let sealing: RecordSealing
-            switch current.keying {
-            case .password:
+        switch current.keying {
+        case .password where updated.sealed.isEmpty && sealedSetting.isEmpty:
+            // Nothing sealed is left: a password would protect nothing, so the record becomes store-keyed.
+            updated.keying = .storeKey
+            updated.keyId = nil
+            updated.mac = nil
+            try authenticateOrRequireNoStoreKey(&updated)
+        case .password:
+            let clearChanged = updated.clear != current.clear
+            if !sealedSetting.isEmpty || (clearChanged && current.bindsClearFields) || (password != nil && !current.bindsClearFields) {
                 guard let password else { throw .passwordRequired(id) }
-                _ = try openFields(current, password: password)  // the password must be the record's
-                sealing = .password(password)
-            case .storeKey:
-                sealing = .storeKey
-                if let keyId = current.keyId, keyId != (try currentKeyring()).current {
-                    // Keep one key per record: re-seal every sealed field under the current key.
-                    let all = try openFields(current, password: nil)
-                    let resealed = try seal(
-                        id: id, collection: current.collection, schema: schema,
-                        fields: all.filter { !removing.contains($0.key) }, sealing: .storeKey)
-                    updated.sealed = resealed.sealed
-                    updated.blindIndexes = resealed.blindIndexes
-                    updated.keyId = resealed.keyId
-                }
+                let opened = try openFields(current, password: password)  // the password must be the record's
+                let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
+                updated = try seal(
+                    id: id, collection: current.collection, schema: schema, fields: fields.merging(updated.clear) { sealed, _ in sealed },
+                    sealing: .password(password))
             }
-            let fresh = try seal(
-                id: id, collection: current.collection, schema: schema,
-                fields: setting.filter { schema.fields[$0.key]?.isSealed == true }, sealing: sealing)
-            updated.sealed.merge(fresh.sealed) { _, new in new }
-            updated.blindIndexes.merge(fresh.blindIndexes) { _, new in new }
-            if current.keying == .storeKey { updated.keyId = fresh.keyId }
+        case .storeKey where !sealedSetting.isEmpty:
+            let opened = try openFields(current, password: nil)
+            let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
+            updated = try seal(
+                id: id, collection: current.collection, schema: schema, fields: fields.merging(updated.clear) { sealed, _ in sealed },
+                sealing: .storeKey)
+        case .storeKey:
+            try authenticateOrRequireNoStoreKey(&updated)
         }
-        for (name, value) in setting where schema.fields[name] == .clear { updated.clear[name] = value }
         try storage.replace([updated])
     }
 
@@ -420,8 +479,9 @@ public final class RecordStore: Sendable {
         }
         let opened = try openFields(current, password: oldPassword)
         let schema = try schema(of: current.collection)
-        var updated = try seal(id: id, collection: current.collection, schema: schema, fields: opened, sealing: .password(newPassword))
-        updated.clear = current.clear
+        let updated = try seal(
+            id: id, collection: current.collection, schema: schema, fields: opened.merging(current.clear) { sealed, _ in sealed },
+            sealing: .password(newPassword))
         try storage.replace([updated])
     }
 
@@ -442,6 +502,7 @@ public final class RecordStore: Sendable {
         collections: for name in names {
             guard let schema = all[name] else { continue }
             var query = StorageQuery(collection: name)
+            var fullText: FullTextQuery?
             for condition in conditions {
                 switch condition.respelled(for: schema) {
                 case .equals(let field, let value):
@@ -475,11 +536,17 @@ public final class RecordStore: Sendable {
                     query.prefixes.append((field, prefix))
                 case .fullText(let text):
                     guard query.fullText == nil else { throw .invalidQuery("give one full-text query") }
-                    _ = try FullTextQuery(text)  // refused here alike for every backend
+                    fullText = try FullTextQuery(text)  // refused here alike for every backend
                     query.fullText = text
                 }
             }
-            result += try storage.search(query).map { Record($0) }
+            let found = try storage.search(query)
+            let ring = keyring.withLock { $0 }
+            for stored in found {
+                if let ring { try verify(stored, ring: ring) }
+                try check(stored, matches: query, fullText: fullText)
+            }
+            result += found.map { Record($0) }
         }
         return result
     }

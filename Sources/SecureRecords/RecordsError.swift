@@ -22,6 +22,10 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A sealed value failed to open: wrong password or store key, the value was modified, or it was
     /// moved from another record, field, collection or store. No plaintext is returned.
     case authenticationFailed(record: UUID, field: String)
+    /// The record was changed outside SecureRecords: a clear field, blind-index token, sealed value
+    /// or key id rewritten, added or removed, its MAC removed, or a search index that disagrees
+    /// with it (docs/SECURITY.md says what is checked, and when). Nothing of it is returned.
+    case recordModified(UUID, reason: String)
     /// The record is sealed with a per-record password and none (or none usable) was given.
     case passwordRequired(UUID)
     /// The operation needs the store key: unlock the store (with the vault or the application's key) first.
@@ -65,6 +69,8 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
         case .authenticationFailed(let record, let field):
             "sealed field '\(field)' of record \(record.uuidString.lowercased()) failed to open: wrong password or key, "
                 + "or the value was modified or moved from another record"
+        case .recordModified(let id, let reason):
+            "record \(id.uuidString.lowercased()) was changed outside SecureRecords (\(reason)); it is not returned"
         case .passwordRequired(let id): "record \(id.uuidString.lowercased()) is sealed with its own password; give it"
         case .storeKeyRequired: "the store key is needed: unlock the store with the vault or the application key"
         case .storeKeyUnavailable(let reason): "the store key could not be unwrapped: \(reason)"

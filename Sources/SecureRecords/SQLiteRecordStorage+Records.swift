@@ -22,7 +22,7 @@ extension SQLiteRecordStorage {
         init(_ c: SQLiteConnection) throws(SQLiteError) {
             connection = c
             record = try c.statement(
-                "INSERT INTO records (seq, id, collection, keying, key_id, clear, sealed, tokens, fts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+                "INSERT INTO records (seq, id, collection, keying, key_id, clear, sealed, tokens, fts, mac) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
             clear = try c.statement("INSERT INTO clear_fields (name, kind, value, seq) VALUES (?1, ?2, ?3, ?4)")
             index = try c.statement("INSERT INTO blind_indexes (token, name, key_id, seq) VALUES (?1, ?2, ?3, ?4)")
             fts = try c.statement("INSERT INTO records_fts (rowid, body) VALUES (?1, ?2)")
@@ -36,11 +36,12 @@ extension SQLiteRecordStorage {
             record.bind(3, stored.collection)
             record.bind(4, Int64(stored.keying == .storeKey ? 0 : 1))
             if let keyId = stored.keyId { record.bind(5, Int64(keyId)) }
-            record.bind(6, SQLiteFieldMap.encode(clear: stored.clear))
-            record.bind(7, SQLiteFieldMap.encode(stored.sealed))
-            record.bind(8, SQLiteFieldMap.encode(stored.blindIndexes))
+            record.bind(6, FieldMap.encode(clear: stored.clear))
+            record.bind(7, FieldMap.encode(stored.sealed))
+            record.bind(8, FieldMap.encode(stored.blindIndexes))
             let body = SQLiteRecordStorage.fullTextBody(stored.fullText)
             record.bind(9, body)
+            if let mac = stored.mac { record.bind(10, mac) }
             try record.step()
             let rowSeq = seq ?? connection.lastInsertRowID
             try SQLiteRecordStorage.stepSearchRows(of: stored, seq: rowSeq, clear: clear, index: index)
@@ -175,7 +176,7 @@ extension SQLiteRecordStorage {
         var result: [StoredRecord] = []
         result.reserveCapacity(seqs.count)
         let head = try sql { () throws(SQLiteError) in
-            try c.statement("SELECT id, collection, keying, key_id, clear, sealed, tokens FROM records WHERE seq = ?1")
+            try c.statement("SELECT id, collection, keying, key_id, clear, sealed, tokens, mac FROM records WHERE seq = ?1")
         }
         for seq in seqs {
             head.reset()
@@ -187,14 +188,15 @@ extension SQLiteRecordStorage {
             }
             guard let id = uuid(head.bytes(0)) else { throw malformed("its id is not 16 bytes") }
             let clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data]
-            do throws(SQLiteFieldMap.Malformed) {
-                (clear, sealed, tokens) = try SQLiteFieldMap.decodeRow(clear: head.bytes(4), sealed: head.bytes(5), tokens: head.bytes(6))
+            do throws(FieldMap.Malformed) {
+                (clear, sealed, tokens) = try FieldMap.decodeRow(clear: head.bytes(4), sealed: head.bytes(5), tokens: head.bytes(6))
             } catch {
                 throw malformed(error.description)
             }
             result.append(StoredRecord(
                 id: id, collection: head.text(1), keying: head.int64(2) == 0 ? .storeKey : .password,
-                keyId: head.isNull(3) ? nil : UInt32(truncatingIfNeeded: head.int64(3)), clear: clear, sealed: sealed, blindIndexes: tokens))
+                keyId: head.isNull(3) ? nil : UInt32(truncatingIfNeeded: head.int64(3)), clear: clear, sealed: sealed, blindIndexes: tokens,
+                mac: head.isNull(7) ? nil : Data(head.bytes(7))))
         }
         return result
     }
@@ -203,7 +205,12 @@ extension SQLiteRecordStorage {
     public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
         try transaction(write: false) { (c) throws(RecordsError) in
             let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
-                let select = try c.statement("SELECT seq FROM records WHERE key_id IS NOT NULL AND key_id != ?1 ORDER BY seq LIMIT ?2")
+                let select = try c.statement("""
+                    SELECT seq FROM (
+                        SELECT seq FROM records WHERE key_id IS NOT NULL AND key_id != ?1
+                        UNION ALL SELECT seq FROM records WHERE key_id IS NULL AND keying = 0)
+                    ORDER BY seq LIMIT ?2
+                    """)
                 select.bind(1, Int64(keyId))
                 select.bind(2, Int64(limit))
                 var seqs: [Int64] = []

@@ -7,13 +7,14 @@ import SecureCore
 extension SQLiteRecordStorage {
     /// `PRAGMA application_id`: "SFRS".
     static let applicationID: Int64 = 0x5346_5253
-    /// The schema version this code writes; version 1 and 2 stores are migrated when opened.
-    static let schemaVersion: Int64 = 3
+    /// The schema version this code writes; version 1, 2 and 3 stores are migrated when opened.
+    static let schemaVersion: Int64 = 4
 
-    /// The tables of records (schema v3): one `records` row per record holding its clear values,
-    /// sealed values and blind-index tokens as field maps (`SQLiteFieldMap`) and its full-text
-    /// terms (`fullTextBody`), one index row per clear value and per token, keyed for the searches,
-    /// and the full-text index of the terms (FTS5's `ascii` tokenizer splits them back unchanged).
+    /// The tables of records (schema v4): one `records` row per record holding its clear values,
+    /// sealed values and blind-index tokens as field maps (`FieldMap`), its full-text terms
+    /// (`fullTextBody`) and its authentication (`mac`), one index row per clear value and per token,
+    /// keyed for the searches, and the full-text index of the terms (FTS5's `ascii` tokenizer splits
+    /// them back unchanged).
     static let recordTables = """
         CREATE TABLE records (
             seq        INTEGER PRIMARY KEY,
@@ -24,9 +25,11 @@ extension SQLiteRecordStorage {
             clear      BLOB    NOT NULL,
             sealed     BLOB    NOT NULL,
             tokens     BLOB    NOT NULL,
-            fts        TEXT    NOT NULL
+            fts        TEXT    NOT NULL,
+            mac        BLOB
         );
         CREATE INDEX records_key_id ON records (key_id) WHERE key_id IS NOT NULL;
+        CREATE INDEX records_unkeyed ON records (seq) WHERE key_id IS NULL AND keying = 0;
         CREATE TABLE clear_fields (
             name  TEXT    NOT NULL,
             kind  INTEGER NOT NULL,
@@ -46,7 +49,7 @@ extension SQLiteRecordStorage {
 
     static let schema = """
         CREATE TABLE schema_version (version INTEGER NOT NULL);
-        INSERT INTO schema_version VALUES (3);
+        INSERT INTO schema_version VALUES (4);
         CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
         CREATE TABLE store_keys (id INTEGER PRIMARY KEY, wrapped BLOB NOT NULL);
         CREATE TABLE collections (name TEXT PRIMARY KEY, schema TEXT NOT NULL) WITHOUT ROWID;
@@ -68,7 +71,10 @@ extension SQLiteRecordStorage {
             switch version {
             case Self.schemaVersion: return
             case 1: try migrateFromVersion1(c)
-            case 2: try migrateFromVersion2(c)
+            case 2:
+                try migrateFromVersion2(c)
+                try migrateFromVersion3(c)
+            case 3: try migrateFromVersion3(c)
             case ..<1: throw .notARecordStore("unknown schema version \(version)")
             default: throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion)
             }
@@ -139,7 +145,7 @@ extension SQLiteRecordStorage {
             index.reset()
             try c.execute("""
                 DROP TABLE v1_records; DROP TABLE v1_clear_fields; DROP TABLE v1_sealed_fields; DROP TABLE v1_blind_indexes;
-                UPDATE schema_version SET version = 3;
+                UPDATE schema_version SET version = \(schemaVersion);
                 """)
         }
     }
@@ -165,8 +171,8 @@ extension SQLiteRecordStorage {
         while try sql({ () throws(SQLiteError) in try rows.step() }) {
             let seq = rows.int64(0)
             let clear: [String: FieldValue]
-            do throws(SQLiteFieldMap.Malformed) {
-                clear = try SQLiteFieldMap.decodeRow(clear: rows.bytes(1), sealed: [], tokens: []).clear
+            do throws(FieldMap.Malformed) {
+                clear = try FieldMap.decodeRow(clear: rows.bytes(1), sealed: [], tokens: []).clear
             } catch {
                 throw .storage(StorageFailure(
                     .malformedStorage, "cannot migrate schema version 2: record row \(seq) is malformed: \(error); the store is left at version 2"))
@@ -189,6 +195,19 @@ extension SQLiteRecordStorage {
             update.reset()
             insert.reset()
             try c.execute("UPDATE schema_version SET version = 3")
+        }
+    }
+
+    /// Adds record authentication to a version 3 store inside the caller's write transaction: the
+    /// `mac` column (every record starts without one: it gets its MAC when next written, and
+    /// key rotation writes them all) and the index rotation uses to find records without key id.
+    private static func migrateFromVersion3(_ c: SQLiteConnection) throws(RecordsError) {
+        try sql { () throws(SQLiteError) in
+            try c.execute("""
+                ALTER TABLE records ADD COLUMN mac BLOB;
+                CREATE INDEX records_unkeyed ON records (seq) WHERE key_id IS NULL AND keying = 0;
+                UPDATE schema_version SET version = 4;
+                """)
         }
     }
 

@@ -12,6 +12,8 @@ extension PostgresRecordStorage {
         var keyings: [Int16] = []
         var keyIds: [Int64] = []  // -1 for none (arrays carry no NULLs here)
         var fts: [String] = []
+        /// Each record's `mac` as `0x01 || mac`, or empty for none (arrays carry no NULLs here).
+        var macs: [ByteBuffer] = []
         var clearIds: [UUID] = [], clearNames: [String] = [], clearKinds: [Int16] = [], clearValues: [ByteBuffer] = []
         var sealedIds: [UUID] = [], sealedNames: [String] = [], sealedValues: [ByteBuffer] = []
         var indexIds: [UUID] = [], indexNames: [String] = [], indexKeyIds: [Int64] = [], indexTokens: [ByteBuffer] = []
@@ -24,6 +26,7 @@ extension PostgresRecordStorage {
                 keyings.append(record.keying == .storeKey ? 0 : 1)
                 keyIds.append(record.keyId.map { Int64($0) } ?? -1)
                 fts.append(PostgresFullText.tsvector(record.fullText))
+                macs.append(record.mac.map { PostgresRecordStorage.buffer(Data([1]) + $0) } ?? ByteBuffer())
                 for (name, value) in record.clear {
                     clearIds.append(record.id)
                     clearNames.append(name)
@@ -87,7 +90,7 @@ extension PostgresRecordStorage {
         return statements
     }
 
-    /// The record columns as the five unnest arrays `$1`...`$5` (id, collection, keying, key_id, fts).
+    /// The record columns as the six unnest arrays `$1`...`$6` (id, collection, keying, key_id, fts, mac).
     static func recordBinds(_ c: Columns) -> PostgresBindings {
         binds {
             $0.append(c.ids)
@@ -95,8 +98,12 @@ extension PostgresRecordStorage {
             $0.append(c.keyings)
             $0.append(c.keyIds)
             $0.append(c.fts)
+            $0.append(c.macs)
         }
     }
+
+    /// The stored `mac` of an unnest row's `u.mac` (see `Columns.macs`).
+    static let macColumn = "CASE WHEN length(u.mac) = 0 THEN NULL ELSE substring(u.mac from 2) END"
 
     /// Inserts new records: the record rows, then the field rows, pipelined (four statements).
     func insertRecords(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) {
@@ -104,9 +111,10 @@ extension PostgresRecordStorage {
         if let duplicate = Self.firstDuplicate(records.map(\.id)) { throw .duplicateRecord(duplicate) }
         let c = Columns(records)
         let insert = """
-            INSERT INTO \(tables.records) (id, collection, keying, key_id, fts)
-            SELECT u.id, u.collection, u.keying, NULLIF(u.key_id, -1), u.fts::tsvector
-            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) WITH ORDINALITY AS u(id, collection, keying, key_id, fts, ord)
+            INSERT INTO \(tables.records) (id, collection, keying, key_id, fts, mac)
+            SELECT u.id, u.collection, u.keying, NULLIF(u.key_id, -1), u.fts::tsvector, \(Self.macColumn)
+            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[], $6::bytea[])
+                WITH ORDINALITY AS u(id, collection, keying, key_id, fts, mac, ord)
             ORDER BY u.ord
             """
         do throws(PostgresSession.PostgresFailure) {
@@ -171,8 +179,8 @@ extension PostgresRecordStorage {
         let c = Columns(unique)
         let update = """
             UPDATE \(tables.records) AS r
-            SET collection = u.collection, keying = u.keying, key_id = NULLIF(u.key_id, -1), fts = u.fts::tsvector
-            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[]) AS u(id, collection, keying, key_id, fts)
+            SET collection = u.collection, keying = u.keying, key_id = NULLIF(u.key_id, -1), fts = u.fts::tsvector, mac = \(Self.macColumn)
+            FROM unnest($1::uuid[], $2::text[], $3::int2[], $4::int8[], $5::text[], $6::bytea[]) AS u(id, collection, keying, key_id, fts, mac)
             WHERE r.id = u.id
             RETURNING r.id
             """
@@ -201,7 +209,7 @@ extension PostgresRecordStorage {
 
     // MARK: Reading
 
-    static let recordColumns = "r.id, r.collection, r.keying, r.key_id"
+    static let recordColumns = "r.id, r.collection, r.keying, r.key_id, r.mac"
 
     /// Turns record rows (`recordColumns`, in order) into records, loading their fields.
     func load(_ rows: [PostgresRow], _ tx: Transaction) throws(RecordsError) -> [StoredRecord] {
@@ -210,11 +218,11 @@ extension PostgresRecordStorage {
         records.reserveCapacity(rows.count)
         var position: [UUID: Int] = [:]
         for row in rows {
-            let (id, collection, keying, keyId) = try decode(row, (UUID, String, Int16, Int64?).self)
+            let (id, collection, keying, keyId, mac) = try decode(row, (UUID, String, Int16, Int64?, ByteBuffer?).self)
             position[id] = records.count
             records.append(StoredRecord(
                 id: id, collection: collection, keying: keying == 0 ? .storeKey : .password,
-                keyId: keyId.map { UInt32(truncatingIfNeeded: $0) }, clear: [:], sealed: [:], blindIndexes: [:]))
+                keyId: keyId.map { UInt32(truncatingIfNeeded: $0) }, clear: [:], sealed: [:], blindIndexes: [:], mac: mac.map(Self.data)))
         }
         let ids = records.map(\.id)
         let t = tables
@@ -256,7 +264,10 @@ extension PostgresRecordStorage {
         try read { (tx) throws(RecordsError) in
             try load(
                 try run(
-                    tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.key_id IS NOT NULL AND r.key_id <> $1 ORDER BY r.seq LIMIT $2",
+                    tx, """
+                    SELECT \(Self.recordColumns) FROM \(tables.records) r
+                    WHERE (r.key_id IS NOT NULL AND r.key_id <> $1) OR (r.key_id IS NULL AND r.keying = 0) ORDER BY r.seq LIMIT $2
+                    """,
                     Self.binds {
                         $0.append(Int64(keyId))
                         $0.append(Int64(max(0, limit)))

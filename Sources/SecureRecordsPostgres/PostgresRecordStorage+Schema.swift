@@ -26,7 +26,12 @@ extension PostgresRecordStorage {
         /// Bytes of a clear value kept in the equality/prefix index (btree entries are limited in size).
         static let indexedValueBytes = 256
 
-        /// The tables and indexes, version 2 (docs/FORMATS.md, "SecureRecords on PostgreSQL").
+        /// The tables and indexes, version 3 (docs/FORMATS.md, "SecureRecords on PostgreSQL").
+        /// The index key rotation finds store-keyed records without key id by.
+        var unkeyedIndex: String {
+            "CREATE INDEX \(index("records_unkeyed")) ON \(records) (seq) WHERE key_id IS NULL AND keying = 0"
+        }
+
         var ddl: [String] {
             [
                 "CREATE TABLE \(format) (format text NOT NULL, version integer NOT NULL)",
@@ -46,10 +51,12 @@ extension PostgresRecordStorage {
                     collection text NOT NULL,
                     keying smallint NOT NULL CHECK (keying IN (0, 1)),
                     key_id bigint CHECK (key_id BETWEEN 0 AND 4294967295),
-                    fts tsvector NOT NULL)
+                    fts tsvector NOT NULL,
+                    mac bytea)
                 """,
                 "CREATE INDEX \(index("records_collection")) ON \(records) (collection, seq)",
                 "CREATE INDEX \(index("records_key_id")) ON \(records) (key_id, seq) WHERE key_id IS NOT NULL",
+                unkeyedIndex,
                 "CREATE INDEX \(index("records_fts")) ON \(records) USING gin (fts)",
                 """
                 CREATE TABLE \(clearFields) (
@@ -111,13 +118,14 @@ extension PostgresRecordStorage {
                 }
                 let (format, version) = try decode(row, (String, Int32).self)
                 guard format == Self.formatName else { throw .notARecordStore("\(tables.format) names format '\(format)'") }
-                guard version == Self.schemaVersion || version == 1 else {
+                guard (1...Self.schemaVersion).contains(version) else {
                     throw .notARecordStore("table format version \(version) is newer than this library supports (\(Self.schemaVersion))")
                 }
                 for table in Tables.all where !(try exists(table)) {
                     throw .notARecordStore("table \(tables.name(table)) is missing")
                 }
                 if version == 1 { try reindexFullText(tx) }
+                if version < 3 { try addRecordAuthentication(tx) }
                 return
             }
             if schemaExists {
@@ -129,6 +137,15 @@ extension PostgresRecordStorage {
             }
             for statement in tables.ddl { try run(tx, statement) }
         }
+    }
+
+    /// Moves a version 2 store to version 3 in the caller's transaction: the `mac` column (every
+    /// record starts without one and gets it when next written; key rotation writes them all) and
+    /// the index of records without key id.
+    private func addRecordAuthentication(_ tx: Transaction) throws(RecordsError) {
+        try run(tx, "ALTER TABLE \(tables.records) ADD COLUMN mac bytea")
+        try run(tx, tables.unkeyedIndex)
+        try run(tx, "UPDATE \(tables.format) SET version = \(Self.schemaVersion)")
     }
 
     /// Moves a version 1 store to version 2 in the caller's transaction: every record's `fts` is
@@ -149,6 +166,6 @@ extension PostgresRecordStorage {
                 $0.append(ids)
                 $0.append(fts)
             })
-        try run(tx, "UPDATE \(tables.format) SET version = \(Self.schemaVersion)")
+        try run(tx, "UPDATE \(tables.format) SET version = 2")
     }
 }

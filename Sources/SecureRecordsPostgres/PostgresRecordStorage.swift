@@ -28,9 +28,9 @@ import SecureRecords
 public final class PostgresRecordStorage: RecordStorage, Sendable {
     /// The format name stored in the `format` table.
     public static let formatName = "SFRS"
-    /// The table format version this code writes and reads; version 1 stores are re-indexed to it
-    /// when opened.
-    public static let schemaVersion: Int32 = 2
+    /// The table format version this code writes and reads; version 1 and 2 stores are migrated to
+    /// it when opened (docs/FORMATS.md).
+    public static let schemaVersion: Int32 = 3
 
     /// The configuration the storage was opened with.
     public let configuration: Configuration

@@ -413,15 +413,20 @@ struct RecordsAddCommand: ParsableCommand {
 }
 
 struct RecordsListCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List records (clear fields only; nothing is decrypted).")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List records (clear fields only; nothing is decrypted).",
+        discussion: "With --vault or --key-file each record is first checked against its MAC (a record changed behind the store's back is an error).")
 
     @OptionGroup var location: RecordsStoreOption
     @Option(help: "Only this collection.") var collection: String?
+    @OptionGroup var keys: RecordsKeyOptions
     @Flag(help: "Print a JSON array of {id, collection, keying, clear_fields, sealed_fields, opened_fields}; each field {name, text} or {name, base64}.")
     var json = false
 
     func run() throws {
-        try RecordsOutput.print(try location.open().search(in: collection), json: json)
+        let store = try location.open()
+        try keys.unlockIfRequested(store, at: location)
+        try RecordsOutput.print(try store.search(in: collection), json: json)
     }
 }
 
@@ -429,7 +434,10 @@ struct RecordsSearchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "search",
         abstract: "Find records by clear field equality (name=value), prefix, full text, or a sealed field's blind index.",
-        discussion: "Nothing is decrypted. A condition on a blind-indexed sealed field needs the store key (--vault or --key-file).")
+        discussion: """
+            Nothing is decrypted. A condition on a blind-indexed sealed field needs the store key (--vault or --key-file); \
+            with the store key, each record found is checked against its MAC and against the search.
+            """)
 
     @OptionGroup var location: RecordsStoreOption
     @Option(help: "Only this collection.") var collection: String?
@@ -468,19 +476,21 @@ struct RecordsShowCommand: ParsableCommand {
     func run() throws {
         let store = try location.open()
         let id = try RecordsArguments.id(id)
+        let unlocked = try keys.unlockIfRequested(store, at: location)  // then the record is checked against its MAC
         let summary = try store.record(id)
         // Nothing sealed: nothing to open, no key needed.
-        let record = decrypt && !summary.sealedFieldNames.isEmpty ? try keys.open(summary, in: store, at: location) : summary
+        let record = decrypt && !summary.sealedFieldNames.isEmpty ? try keys.open(summary, in: store, unlocked: unlocked) : summary
         if json { return try JSONOutput.print(RecordsOutput.RecordJSON(record)) }
         print(RecordsOutput.block(record))
     }
 }
 
 extension RecordsKeyOptions {
-    /// `record` with its sealed fields opened: with the record's password, or the store key.
-    func open(_ record: Record, in store: RecordStore, at location: RecordsStoreOption) throws -> Record {
+    /// `record` with its sealed fields opened: with the record's password, or the store key (which
+    /// the caller unlocked, when `unlocked`).
+    func open(_ record: Record, in store: RecordStore, unlocked: Bool) throws -> Record {
         if record.keying == .password { return try store.open(record.id, password: try password(confirm: false)) }
-        guard try unlockIfRequested(store, at: location) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
+        guard unlocked else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
         return try store.open(record.id)
     }
 }
@@ -500,12 +510,15 @@ struct RecordsGetCommand: ParsableCommand {
 
     func run() throws {
         let store = try location.open()
+        let unlocked = try keys.unlockIfRequested(store, at: location)
         let summary = try store.record(try RecordsArguments.id(id))
         let value: FieldValue
         if let clear = summary.clearFields[field] {
             value = clear
         } else if summary.sealedFieldNames.contains(where: { $0 == field }) {
-            guard let opened = try keys.open(summary, in: store, at: location).openedFields[field] else { throw CLIError("field '\(field)' did not open") }
+            guard let opened = try keys.open(summary, in: store, unlocked: unlocked).openedFields[field] else {
+                throw CLIError("field '\(field)' did not open")
+            }
             value = opened
         } else {
             throw CLIError("record \(summary.id.uuidString.lowercased()) has no field '\(field)'")
@@ -531,15 +544,16 @@ struct RecordsUpdateCommand: ParsableCommand {
         let store = try location.open(kdf: scrypt.kdf)
         let id = try RecordsArguments.id(id)
         let (fields, implied) = try fieldOptions.read()
+        // The key first: the record is checked against its MAC, and written with a new one.
+        let unlocked = try keys.unlockIfRequested(store, at: location)
         let current = try store.record(id)
         try RecordsFieldOptions.check(implied, against: try store.schema(of: current.collection), collection: current.collection)
         var password: SecretBytes?
-        if implied.values.contains(where: \.isSealed) {
-            if current.keying == .password {
-                password = try keys.password(confirm: false)
-            } else {
-                guard try keys.unlockIfRequested(store, at: location) else { throw CLIError("this record is sealed with the store key: give --vault or --key-file") }
-            }
+        if current.keying == .password, !fields.isEmpty {
+            // Its sealed values bind its clear fields: any change re-seals them.
+            password = try keys.password(confirm: false)
+        } else if implied.values.contains(where: \.isSealed), !unlocked {
+            throw CLIError("this record is sealed with the store key: give --vault or --key-file")
         }
         try store.update(id, setting: fields, removing: Set(remove), password: password)
     }

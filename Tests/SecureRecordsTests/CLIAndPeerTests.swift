@@ -114,6 +114,34 @@ let pythonPeerAvailable: Bool = {
         return Exported(scratch: scratch, keyFile: keyFile, password: password, export: scratch.path("e.jsonl"), keyedId: keyedId, pwId: pwId)
     }
 
+    /// The case through `sf`: whoever can write the store file changes `name=Carol` to
+    /// `Mallory`. With the key every command that meets the record refuses it, naming it; without
+    /// the key `list` shows what the file holds (nothing can be checked); a clear-only record then
+    /// needs the key.
+    @Test func aClearFieldRewrittenInTheFileIsRefusedWithTheKey() throws {
+        let exported = try exportedStore()
+        let (scratch, keyFile, keyedId) = (exported.scratch, exported.keyFile, exported.keyedId)
+        let path = scratch.path("s.db")
+        let storage = try SQLiteRecordStorage(path: path)
+        let id = try #require(UUID(uuidString: keyedId))
+        var row = try #require(try storage.record(id))
+        row.clear["name"] = "Mallory"
+        try storage.replace([row])
+        let key = ["--store", path, "--key-file", keyFile]
+        for command in [["show", keyedId], ["get", keyedId, "name"], ["list"], ["search", "name=Mallory"], ["update", "--field", "name=Eve", keyedId]] {
+            let result = try records([command[0]] + key + command.dropFirst())
+            #expect(result.status == 1, "\(command): \(result.stdoutText)")
+            #expect(result.stderrText.contains("record \(keyedId) was changed outside SecureRecords"), "\(command): \(result.stderrText)")
+            #expect(!result.stdoutText.contains("Mallory"))
+        }
+        #expect(try storage.record(id) == row)  // the refused update changed nothing
+        let unchecked = try records(["list", "--store", path])
+        #expect(unchecked.status == 0 && unchecked.stdoutText.contains("Mallory"))
+        let clearOnly = try records(["add", "--store", path, "--collection", "people", "--field", "name=Dan"])
+        #expect(clearOnly.status == 1 && clearOnly.stderrText.contains("store key is needed"))
+        #expect(try records(["add", "--collection", "people", "--field", "name=Dan"] + key).status == 0)
+    }
+
     @Test func exportImport() throws {
         let exported = try exportedStore()
         let (scratch, keyFile, password, keyedId, pwId) = (exported.scratch, exported.keyFile, exported.password, exported.keyedId, exported.pwId)
@@ -155,6 +183,9 @@ let pythonPeerAvailable: Bool = {
             #expect(byKey.stdoutText == "123-45-6789\nindex: match\n", "\(e): \(byKey.stderrText)")
             let near = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--index-value", "123-45-678"])
             #expect(near.stdoutText.hasSuffix("index: no match\n"))
+            // The record's MAC, computed independently from docs/FORMATS.md; then with a clear field changed.
+            let mac = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--check-mac"])
+            #expect(mac.stdoutText == "123-45-6789\nmac: valid\n", "\(e): \(mac.stderrText)")
             let photo = try TestSupport.run("python3", [recordsPeer, e, keyedId, "photo", "--key-file", keyFile])
             #expect(photo.stdoutText == "base64:AAEC+g==\n")
             let wrongPassword = try scratch.write("wrong", Data("nope\n".utf8))
@@ -162,6 +193,12 @@ let pythonPeerAvailable: Bool = {
             #expect(wrong.status == 1)
             #expect(!wrong.stdoutText.contains("bicycle"))
         }
+        // A clear field rewritten in the export: the peer's MAC check refuses it as the library does.
+        let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: exported.export)), as: UTF8.self)
+        let edited = try scratch.write("edited.jsonl", Data(text.replacingOccurrences(of: "\"Carol\"", with: "\"Mallory\"").utf8))
+        #expect(edited != exported.export && text.contains("\"Carol\""))
+        let refused = try TestSupport.run("python3", [recordsPeer, edited, keyedId, "ssn", "--key-file", keyFile, "--check-mac"])
+        #expect(refused.status == 1 && refused.stderrText.contains("record MAC does not match"))
     }
 
     @Test(arguments: Backend.enabled)

@@ -101,3 +101,12 @@ func sfBinary() throws -> String {
 func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
     try TestSupport.run(try sfBinary(), arguments, stdin: stdin, environment: ["SF_HOME": NSTemporaryDirectory() + "sf-records-home"])
 }
+
+/// `row` with the MAC a store-keyed record would get from `store` (unlocked): a test that tampers
+/// with a sealed value uses it to reach the sealed value's own binding, which lies behind the MAC.
+func authenticated(_ row: StoredRecord, by store: RecordStore) throws -> StoredRecord {
+    guard row.keying == .storeKey else { return row }
+    var copy = row
+    try store.authenticateOrRequireNoStoreKey(&copy)
+    return copy
+}

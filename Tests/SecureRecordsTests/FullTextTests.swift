@@ -245,7 +245,7 @@ import Testing
     // MARK: Migration
 
     /// A version 2 SQLite store (Tests/Vectors/records/v2-store.db, written by the code of commit
-    /// 5acf08d, whose FTS5 `unicode61` index missed `viet`) is re-indexed when opened: version 3,
+    /// 5acf08d, whose FTS5 `unicode61` index missed `viet`) is re-indexed when opened (and migrated on to version 4),
     /// the new terms found, a deleted record's terms gone, the index consistent.
     @Test(.requires(.sqlite3), .requiresVectors)
     func version2StoreIsReindexed() throws {
@@ -259,7 +259,7 @@ import Testing
         }
         #expect(try sql("SELECT version FROM schema_version") == "2")
         let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
-        #expect(try sql("SELECT version FROM schema_version") == "3")
+        #expect(try sql("SELECT version FROM schema_version") == "4")
         #expect(try sql("INSERT INTO records_fts (records_fts) VALUES ('integrity-check')").isEmpty)
         func found(_ query: String) throws -> [String] {
             try store.search(in: "notes", [.fullText(query)]).compactMap { $0.fields["toWhom"]?.string }
@@ -276,12 +276,13 @@ import Testing
         try store.delete(vietnam.id)
         #expect(try found("viet").isEmpty)
         #expect(try sql("INSERT INTO records_fts (records_fts) VALUES ('integrity-check')").isEmpty)
+        try store.unlock(with: appSealer)  // the store has a key, so a new record is authenticated under it
         let new = try store.add(["toWhom": "Việt", "note": "again"], to: "notes")
         #expect(try store.search(in: "notes", [.fullText("viet again")]).map(\.id) == [new])
     }
 
     /// A version 1 PostgreSQL store (its `fts` made by the earlier folding, here emptied) is
-    /// re-indexed when opened, in one transaction, and marked version 2.
+    /// re-indexed when opened, in one transaction, and migrated on to version 3.
     @Test(.requires(.postgres))
     func postgresVersion1StoreIsReindexed() throws {
         let scratch = try RecordsScratch(.postgres)
@@ -290,17 +291,19 @@ import Testing
         let sealedOnly = try store.add(["description": "secret"], to: "gifts")
         let admin = try #require(try scratch.storage() as? PostgresRecordStorage)
         try admin.execute("UPDATE \(admin.tableName("records")) SET fts = ''::tsvector")
-        try admin.execute("UPDATE \(admin.tableName("format")) SET version = 1")
         #expect(try store.search(in: "gifts", [.fullText("viet")]).isEmpty)
+        try admin.execute("DROP INDEX \(admin.tableName("records_unkeyed"))")  // as version 1 had neither
+        try admin.execute("ALTER TABLE \(admin.tableName("records")) DROP COLUMN mac")
+        try admin.execute("UPDATE \(admin.tableName("format")) SET version = 1")
         let reopened = try scratch.reopen()
-        #expect(try admin.queryText("SELECT version::text FROM \(admin.tableName("format"))") == ["2"])
+        #expect(try admin.queryText("SELECT version::text FROM \(admin.tableName("format"))") == ["3"])
         #expect(try reopened.search(in: "gifts", [.fullText("viet")]).map(\.id) == [viet])
         #expect(try reopened.search(in: "gifts", [.fullText("σισυφος 東京")]).map(\.id) == [viet])
         #expect(try reopened.search(in: "gifts").map(\.id) == [viet, sealedOnly])
         // A version this code does not know is refused, unchanged.
-        try admin.execute("UPDATE \(admin.tableName("format")) SET version = 3")
+        try admin.execute("UPDATE \(admin.tableName("format")) SET version = 4")
         #expect(throws: RecordsError.self) { try scratch.reopen() }
-        #expect(try admin.queryText("SELECT version::text FROM \(admin.tableName("format"))") == ["3"])
+        #expect(try admin.queryText("SELECT version::text FROM \(admin.tableName("format"))") == ["4"])
         admin.close()
     }
 }

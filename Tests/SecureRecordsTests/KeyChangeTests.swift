@@ -25,7 +25,8 @@ import Testing
         let metadata = try #require(try store.storage.loadMetadata())
         var keys: [UInt32: SecretBytes] = [:]
         for wrapped in metadata.keys {
-            keys[wrapped.id] = SecretBytes(try appSealer.open(wrapped.wrapped, context: RecordContext.keyWrap(storeId: store.storeId, keyId: wrapped.id)))
+            let plaintext = try appSealer.open(wrapped.wrapped, context: RecordContext.keyWrap(storeId: store.storeId, keyId: wrapped.id))
+            keys[wrapped.id] = SecretBytes(plaintext.prefix(Envelope.keyByteCount))  // then the authenticating flag
         }
         var result: [UUID: [UInt32]] = [:]
         for record in try store.storage.allRecords(after: 0, limit: 100_000).records where record.keying == .storeKey {

@@ -73,7 +73,7 @@ import Testing
         let (scratch, path, shell) = try version1Copy()
         defer { withExtendedLifetime(scratch) {} }
         let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
-        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "3")
+        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "4")
         #expect(try sql(shell, path, "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'records_fts_%' ORDER BY name)")
             == "blind_indexes clear_fields collections meta records records_fts schema_version store_keys")
         #expect(try sql(shell, path, "PRAGMA integrity_check") == "ok")
@@ -117,7 +117,7 @@ import Testing
         // Repaired, the next open migrates it.
         try sql(shell, path, "UPDATE clear_fields SET kind = 1 WHERE seq = 6")
         let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
-        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "3")
+        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "4")
         try store.unlock(with: appSealer)
         try expectFixtureContent(store)
     }
@@ -145,10 +145,10 @@ import Testing
         let store = try makeStore(scratch)
         _ = try store.add(["toWhom": "Alice"], to: "gifts")
         let path = scratch.path("store.db")
-        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "3")
-        try sql(shell, path, "UPDATE schema_version SET version = 4")
-        #expect(throws: RecordsError.unsupportedSchemaVersion(found: 4, supported: 3)) { try SQLiteRecordStorage(path: path) }
         #expect(try sql(shell, path, "SELECT version FROM schema_version") == "4")
+        try sql(shell, path, "UPDATE schema_version SET version = 5")
+        #expect(throws: RecordsError.unsupportedSchemaVersion(found: 5, supported: 4)) { try SQLiteRecordStorage(path: path) }
+        #expect(try sql(shell, path, "SELECT version FROM schema_version") == "5")
         try sql(shell, path, "UPDATE schema_version SET version = 0")
         #expect(throws: RecordsError.self) { try SQLiteRecordStorage(path: path) }
     }
@@ -173,27 +173,27 @@ import Testing
 
     @Test func fieldMapHasOneEncoding() throws {
         let map = ["b": Data([1, 2]), "a": Data(), "é": Data([3]), "Z": Data([4, 5, 6])]
-        let encoded = SQLiteFieldMap.encode(map)
-        #expect(try SQLiteFieldMap.decode(encoded) == map)
-        #expect(SQLiteFieldMap.encode(clear: ["a": "x", "b": .bytes(Data([7]))]) == SQLiteFieldMap.encode(["a": Data([1, 0x78]), "b": Data([2, 7])]))
-        #expect(SQLiteFieldMap.encode([:]).isEmpty)
-        #expect(try SQLiteFieldMap.decode([]) == [:])
+        let encoded = FieldMap.encode(map)
+        #expect(try FieldMap.decode(encoded) == map)
+        #expect(FieldMap.encode(clear: ["a": "x", "b": .bytes(Data([7]))]) == FieldMap.encode(["a": Data([1, 0x78]), "b": Data([2, 7])]))
+        #expect(FieldMap.encode([:]).isEmpty)
+        #expect(try FieldMap.decode([]) == [:])
         // Names in ascending UTF-8 byte order: "Z" (0x5A) < "a" < "b" < "é" (0xC3 0xA9).
         #expect(Array(encoded.prefix(5)) == [0, 0, 0, 1, 0x5A])
         // Every truncation and any trailing byte is refused.
         for count in 1..<encoded.count where !isEntryBoundary(encoded, count) {
-            #expect(throws: SQLiteFieldMap.Malformed.self, "truncated to \(count)") { try SQLiteFieldMap.decode(Array(encoded.prefix(count))) }
+            #expect(throws: FieldMap.Malformed.self, "truncated to \(count)") { try FieldMap.decode(Array(encoded.prefix(count))) }
         }
-        #expect(throws: SQLiteFieldMap.Malformed.self) { try SQLiteFieldMap.decode(encoded + [0]) }
+        #expect(throws: FieldMap.Malformed.self) { try FieldMap.decode(encoded + [0]) }
         func entry(_ name: [UInt8], _ value: [UInt8]) -> [UInt8] {
             [0, 0, 0, UInt8(name.count)] + name + [0, 0, 0, UInt8(value.count)] + value
         }
         // Unsorted, repeated, empty and non-UTF-8 names are refused.
-        #expect(throws: SQLiteFieldMap.Malformed.self) { try SQLiteFieldMap.decode(entry([0x62], [1]) + entry([0x61], [2])) }
-        #expect(throws: SQLiteFieldMap.Malformed.self) { try SQLiteFieldMap.decode(entry([0x61], [1]) + entry([0x61], [2])) }
-        #expect(throws: SQLiteFieldMap.Malformed.self) { try SQLiteFieldMap.decode(entry([], [1])) }
-        #expect(throws: SQLiteFieldMap.Malformed.self) { try SQLiteFieldMap.decode(entry([0xFF], [1])) }
-        #expect(try SQLiteFieldMap.decode(entry([0x61], [1]) + entry([0x62], [2])) == ["a": Data([1]), "b": Data([2])])
+        #expect(throws: FieldMap.Malformed.self) { try FieldMap.decode(entry([0x62], [1]) + entry([0x61], [2])) }
+        #expect(throws: FieldMap.Malformed.self) { try FieldMap.decode(entry([0x61], [1]) + entry([0x61], [2])) }
+        #expect(throws: FieldMap.Malformed.self) { try FieldMap.decode(entry([], [1])) }
+        #expect(throws: FieldMap.Malformed.self) { try FieldMap.decode(entry([0xFF], [1])) }
+        #expect(try FieldMap.decode(entry([0x61], [1]) + entry([0x62], [2])) == ["a": Data([1]), "b": Data([2])])
     }
 
     /// Whether the first `count` bytes of `encoded` end exactly after a whole entry (a valid, shorter map).

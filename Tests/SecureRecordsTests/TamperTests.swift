@@ -3,6 +3,8 @@ import Foundation
 import SecureCore
 import Testing
 
+let macMismatch = "its MAC does not match: a clear field, blind-index token, sealed value or key id was changed"
+
 @Suite struct TamperTests {
     @Test(arguments: Backend.enabled)
     func wrongPasswordGivesTypedErrorAndNoPlaintext(backend: Backend) throws {
@@ -41,10 +43,15 @@ import Testing
         var stolen = try #require(try b.storage.record(idB))
         stolen.sealed["description"] = try #require(try a.storage.record(idA)).sealed["description"]
         try b.storage.replace([stolen])
+        #expect(throws: RecordsError.recordModified(idB, reason: macMismatch)) { try b.open(idB) }
+        // Behind the MAC, the sealed value's own context refuses it too.
+        try b.storage.replace([try authenticated(stolen, by: b)])
         #expect(throws: RecordsError.authenticationFailed(record: idB, field: "description")) { try b.open(idB) }
     }
 
-    /// A sealed value moved to another record, another field, another collection or another store fails.
+    /// A sealed value moved to another record, another field, another collection or another store
+    /// fails: the record's MAC (store-keyed records) refuses the record, and behind it (rows MACed
+    /// again here, as no store writer can) the sealed value's context refuses the value.
     @Test(arguments: Backend.enabled, [RecordKeying.storeKey, .password])
     func movedSealedValuesFail(backend: Backend, keying: RecordKeying) throws {
         let scratch = try RecordsScratch(backend)
@@ -62,16 +69,20 @@ import Testing
         var row = try #require(try store.storage.record(target))
         row.sealed["description"] = moved
         try store.storage.replace([row])
+        if keying == .storeKey {
+            #expect(throws: RecordsError.recordModified(target, reason: macMismatch)) { try store.open(target, password: password) }
+            try store.storage.replace([try authenticated(row, by: store)])
+        }
         #expect(throws: RecordsError.authenticationFailed(record: target, field: "description")) { try store.open(target, password: password) }
         // Another field of the same record.
         var same = sourceRow
         same.sealed["blob"] = moved
-        try store.storage.replace([same])
+        try store.storage.replace([try authenticated(same, by: store)])
         #expect(throws: RecordsError.authenticationFailed(record: source, field: "blob")) { try store.open(source, password: password) }
         // Another collection.
         var other = try #require(try store.storage.record(elsewhere))
         other.sealed["description"] = moved
-        try store.storage.replace([other])
+        try store.storage.replace([try authenticated(other, by: store)])
         #expect(throws: RecordsError.authenticationFailed(record: elsewhere, field: "description")) {
             try store.open(elsewhere, password: password)
         }
@@ -80,11 +91,12 @@ import Testing
         var copy = sourceRow
         copy.sealed = ["description": moved]
         copy.keyId = keying == .storeKey ? 1 : nil
-        try second.storage.insert([copy])
+        try second.storage.insert([try authenticated(copy, by: second)])
         #expect(throws: RecordsError.authenticationFailed(record: source, field: "description")) { try second.open(source, password: password) }
     }
 
-    /// Every byte flip and every truncation of a stored sealed value gives a typed error, never a value.
+    /// Every byte flip and every truncation of a stored sealed value gives a typed error, never a
+    /// value: behind the record's MAC (rows MACed again here), the envelope refuses it.
     @Test(arguments: Backend.enabled, [RecordKeying.storeKey, .password])
     func everyByteFlipAndTruncationFails(backend: Backend, keying: RecordKeying) throws {
         let scratch = try RecordsScratch(backend)
@@ -96,7 +108,7 @@ import Testing
         func check(_ bytes: Data) throws {
             var row = original
             row.sealed["description"] = bytes
-            try store.storage.replace([row])
+            try store.storage.replace([try authenticated(row, by: store)])
             do {
                 let opened = try store.open(id, password: password)
                 Issue.record("tampered value opened: \(opened.openedFields.count) fields")

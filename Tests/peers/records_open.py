@@ -3,13 +3,17 @@
 from docs/FORMATS.md ("SecureRecords", "Native envelope SFE1") with Python `cryptography` only.
 
 usage:
-  records_open.py (EXPORT.jsonl | STORE.db) RECORD_ID FIELD (--password-file F | --key-file F) [--index-value TEXT]
+  records_open.py (EXPORT.jsonl | STORE.db) RECORD_ID FIELD (--password-file F | --key-file F) [--index-value TEXT] [--check-mac]
 
-Reads an export (JSON lines) or a SQLite store file (schema version 2 or 3, which differ only in
-the full-text columns; "SQLite file"; read only, with Python's sqlite3 module), opens one sealed field of one record and prints the value (text as
-is, bytes as "base64:..."). With --key-file (the application's 32-byte key of KeyItemSealer) it first
-unwraps the record's store key. With --index-value it also prints "index: match" or "index: no match"
-after comparing the stored blind-index token with one it computes for TEXT. Exit 1 if anything fails.
+Reads an export (JSON lines) or a SQLite store file (schema version 2, 3 or 4, which differ in the
+full-text and authentication columns; "SQLite file"; read only, with Python's sqlite3 module), opens
+one sealed field of one record and prints the value (text as is, bytes as "base64:..."). With
+--key-file (the application's 32-byte key of KeyItemSealer) it first unwraps the record's store key.
+With --index-value it also prints "index: match" or "index: no match" after comparing the stored
+blind-index token with one it computes for TEXT. With --check-mac (store-keyed records) it computes
+the record MAC ("Record authentication") and prints "mac: valid", or fails. A password record whose
+stored authentication is empty is opened with the SFR2 context, which binds its clear fields. Exit 1
+if anything fails.
 """
 import argparse, base64, hashlib, hmac, json, struct, sys, uuid
 from cryptography.exceptions import InvalidTag
@@ -78,25 +82,45 @@ def field_map(blob):
     return entries
 
 
+def encode_map(entries):
+    """A field map: lp(name) || lp(value), names in ascending order of their UTF-8 bytes."""
+    return b"".join(lp(name) + lp(value) for name, value in sorted((k.encode("utf-8"), v) for k, v in entries.items()))
+
+
+def clear_map(rec):
+    """The clear values of a record line as a field map of kind || payload."""
+    values = {}
+    for name, value in rec.get("clear", {}).items():
+        values[name] = b"\x01" + value["string"].encode("utf-8") if "string" in value else b"\x02" + base64.b64decode(value["bytes"])
+    return encode_map(values)
+
+
 def read_sqlite(path, record_id):
     """The store line and one record line, as an export would hold them, from a v2 SQLite file."""
     import sqlite3
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     if db.execute("PRAGMA application_id").fetchone()[0] != 0x53465253:
         raise SystemExit("not a SecureRecords store")
-    if db.execute("SELECT version FROM schema_version").fetchone()[0] not in (2, 3):
-        raise SystemExit("not schema version 2 or 3")
+    version = db.execute("SELECT version FROM schema_version").fetchone()[0]
+    if version not in (2, 3, 4):
+        raise SystemExit("not schema version 2, 3 or 4")
     meta = dict(db.execute("SELECT name, value FROM meta"))
     store = {"storeId": base64.b64encode(meta["storeId"]).decode(),
              "keys": [{"id": i, "wrapped": base64.b64encode(w).decode()} for i, w in db.execute("SELECT id, wrapped FROM store_keys")]}
-    row = db.execute("SELECT collection, keying, key_id, sealed, tokens FROM records WHERE id = ?",
+    mac = "mac" if version >= 4 else "NULL"
+    row = db.execute("SELECT collection, keying, key_id, clear, sealed, tokens, %s FROM records WHERE id = ?" % mac,
                      (uuid.UUID(record_id).bytes,)).fetchone()
     if row is None:
         raise SystemExit("no such record")
-    collection, keying, key_id, sealed, tokens = row
+    collection, keying, key_id, clear, sealed, tokens, mac = row
     b64 = lambda m: {k: base64.b64encode(v).decode() for k, v in m.items()}
+    clear_values = {}
+    for name, value in field_map(clear).items():
+        clear_values[name] = {"string": value[1:].decode("utf-8")} if value[:1] == b"\x01" else {"bytes": base64.b64encode(value[1:]).decode()}
     rec = {"id": record_id, "collection": collection, "keying": ["storeKey", "password"][keying], "keyId": key_id,
-           "sealed": b64(field_map(sealed)), "blindIndexes": b64(field_map(tokens))}
+           "clear": clear_values, "sealed": b64(field_map(sealed)), "blindIndexes": b64(field_map(tokens))}
+    if mac is not None:
+        rec["mac"] = base64.b64encode(mac).decode()
     return store, {record_id.lower(): rec}
 
 
@@ -108,6 +132,7 @@ def main():
     ap.add_argument("--password-file")
     ap.add_argument("--key-file")
     ap.add_argument("--index-value")
+    ap.add_argument("--check-mac", action="store_true")
     a = ap.parse_args()
 
     store, records = None, {}
@@ -127,7 +152,10 @@ def main():
     store_id = base64.b64decode(store["storeId"])
     rec = records[a.record.lower()]
     rid = uuid.UUID(rec["id"]).bytes
+    mac = base64.b64decode(rec["mac"]) if rec.get("mac") is not None else None
     context = b"SFR1" + lp(store_id) + lp(rec["collection"].encode()) + lp(rid) + lp(a.field.encode())
+    if rec["keying"] == "password" and mac == b"":
+        context = b"SFR2" + context[4:] + lp(clear_map(rec))
     sealed = base64.b64decode(rec["sealed"][a.field])
 
     try:
@@ -140,7 +168,12 @@ def main():
             key_id = rec["keyId"]
             wrapped = next(base64.b64decode(k["wrapped"]) for k in store["keys"] if k["id"] == key_id)
             wrap_context = b"SFRK" + lp(store_id) + struct.pack(">I", key_id)
-            store_key = sfe1_open(wrapped, wrap_context, key=app_key)
+            unwrapped = sfe1_open(wrapped, wrap_context, key=app_key)
+            if len(unwrapped) == 33 and unwrapped[32] == 1:
+                unwrapped = unwrapped[:32]  # a key whose records carry MACs
+            elif len(unwrapped) != 32:
+                raise ValueError("unknown store key form")
+            store_key = unwrapped
             plain = sfe1_open(sealed, context, key=store_key)
     except (InvalidTag, ValueError, StopIteration) as e:
         print("failed to open: %s" % (type(e).__name__), file=sys.stderr)
@@ -155,6 +188,19 @@ def main():
         token = hmac.new(field_key, b"\x01" + a.index_value.encode(), hashlib.sha256).digest()[:8]
         stored = base64.b64decode(rec["blindIndexes"][a.field])
         print("index: match" if hmac.compare_digest(token, stored) else "index: no match")
+
+    if a.check_mac:
+        if mac is None or store_key is None:
+            print("no MAC to check", file=sys.stderr)
+            return 1
+        mac_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"SFR2 record MAC" + lp(store_id)).derive(store_key)
+        b64map = lambda m: encode_map({k: base64.b64decode(v) for k, v in m.items()})
+        covered = (b"SFR2" + lp(store_id) + lp(rec["collection"].encode()) + lp(rid) + struct.pack(">I", rec["keyId"])
+                   + lp(clear_map(rec)) + lp(b64map(rec["sealed"])) + lp(b64map(rec["blindIndexes"])))
+        if not hmac.compare_digest(hmac.new(mac_key, covered, hashlib.sha256).digest(), mac):
+            print("record MAC does not match", file=sys.stderr)
+            return 1
+        print("mac: valid")
     return 0
 
 

@@ -31,7 +31,7 @@ Fuzz.main(seeds: {
     try store.add(["toWhom": "Noël"], to: "gifts")
     var lines: [String] = []
     try store.export { lines.append($0) }
-    let maps = SQLiteFieldMapFuzzing.encodeRow(
+    let maps = FieldMapFuzzing.encodeRow(
         clear: ["toWhom": "Alice", "note": .bytes(Data([0, 1, 2]))], sealed: ["description": Data(repeating: 9, count: 40)],
         tokens: ["ssn": Data(repeating: 1, count: 16)])
     return [
@@ -51,8 +51,8 @@ Fuzz.main(seeds: {
     let rest = bytes.dropFirst(4)
     let clear = Array(rest.prefix(clearCount)), sealed = Array(rest.dropFirst(clearCount).prefix(sealedCount))
     let tokens = Array(rest.dropFirst(clearCount + sealedCount))
-    guard let row = SQLiteFieldMapFuzzing.decodeRow(clear: clear, sealed: sealed, tokens: tokens) else { return }
-    let encoded = SQLiteFieldMapFuzzing.encodeRow(clear: row.clear, sealed: row.sealed, tokens: row.tokens)
+    guard let row = FieldMapFuzzing.decodeRow(clear: clear, sealed: sealed, tokens: tokens) else { return }
+    let encoded = FieldMapFuzzing.encodeRow(clear: row.clear, sealed: row.sealed, tokens: row.tokens)
     precondition(encoded.clear == clear, "a clear map decoded to values that encode differently")
     precondition(encoded.sealed == sealed && encoded.tokens == tokens, "a map decoded to entries that encode differently")
 }

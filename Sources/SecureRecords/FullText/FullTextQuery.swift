@@ -52,6 +52,29 @@ public struct FullTextQuery: Sendable, Hashable {
         }
     }
 
+    /// Whether text with these indexed terms (`FullText.indexedTerms`; nil an empty position)
+    /// matches the query, evaluated in memory as both backends evaluate it: a record store checks
+    /// a backend's answers with it, so an index rewritten behind its back cannot return a record
+    /// that does not match.
+    package func matches(_ terms: [String?]) -> Bool { Self.matches(expression, terms) }
+
+    private static func matches(_ expression: Expression, _ terms: [String?]) -> Bool {
+        switch expression {
+        case .phrase(let phrase, let prefix):
+            guard !phrase.isEmpty, phrase.count <= terms.count else { return false }
+            return (0...(terms.count - phrase.count)).contains { start in
+                phrase.indices.allSatisfy { k in
+                    guard let term = terms[start + k] else { return false }
+                    return prefix && k == phrase.count - 1
+                        ? term.utf8.starts(with: phrase[k].utf8) : term.utf8.elementsEqual(phrase[k].utf8)
+                }
+            }
+        case .and(let a, let b): return matches(a, terms) && matches(b, terms)
+        case .or(let a, let b): return matches(a, terms) || matches(b, terms)
+        case .not(let a, let b): return matches(a, terms) && !matches(b, terms)
+        }
+    }
+
     // MARK: Lexing and parsing
 
     enum Token: Equatable {

@@ -1,12 +1,13 @@
 import Foundation
 
-/// The field-map encoding of the SQLite schema v2 (docs/FORMATS.md, "SecureRecords", "SQLite
-/// file"): a record's clear values, sealed values or blind-index tokens in one column, as
+/// The field-map encoding (docs/FORMATS.md, "SecureRecords", "Field map"): a record's clear values,
+/// sealed values or blind-index tokens as one byte string (a column of the SQLite file, and what a
+/// record MAC and a password record's sealed-value context cover), as
 /// `lp(name) || lp(value)` entries (`lp(x)` = `u32be(len(x)) || x`) in strictly ascending bytewise
 /// order of the names' UTF-8; no entry is the empty blob. One map has exactly one encoding, and a
 /// decoder rejects anything else (truncation, trailing bytes, unsorted or repeated names, names that
 /// are empty or not UTF-8).
-enum SQLiteFieldMap {
+enum FieldMap {
     /// Encodes `entries` (names in any order).
     static func encode(_ entries: [String: Data]) -> [UInt8] {
         encode(entries, size: \.count) { value, out in out.append(contentsOf: value) }
@@ -96,18 +97,18 @@ enum SQLiteFieldMap {
 
 /// The field maps for the fuzz target FuzzRecords, which checks that every map a record row can
 /// hold is refused or decodes to values whose encoding is the same bytes (one encoding per map).
-@_spi(Fuzzing) public enum SQLiteFieldMapFuzzing {
+@_spi(Fuzzing) public enum FieldMapFuzzing {
     /// `SQLiteRecordStorage`'s decoding of a row's maps; nil where it refuses them.
     public static func decodeRow(clear: [UInt8], sealed: [UInt8], tokens: [UInt8])
         -> (clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data])?
     {
-        try? SQLiteFieldMap.decodeRow(clear: clear, sealed: sealed, tokens: tokens)
+        try? FieldMap.decodeRow(clear: clear, sealed: sealed, tokens: tokens)
     }
 
     /// The encodings `SQLiteRecordStorage` writes for a row's maps.
     public static func encodeRow(clear: [String: FieldValue], sealed: [String: Data], tokens: [String: Data])
         -> (clear: [UInt8], sealed: [UInt8], tokens: [UInt8])
     {
-        (SQLiteFieldMap.encode(clear: clear), SQLiteFieldMap.encode(sealed), SQLiteFieldMap.encode(tokens))
+        (FieldMap.encode(clear: clear), FieldMap.encode(sealed), FieldMap.encode(tokens))
     }
 }

@@ -1,0 +1,73 @@
+import Crypto
+import Foundation
+import SecureCore
+
+/// What binds a record's clear fields, tokens and sealed values together (docs/FORMATS.md,
+/// "Record authentication"), so that whoever can write the storage cannot rewrite one unseen:
+///
+/// - a store-keyed record carries a MAC under a key derived from its store key, over its id,
+///   collection, key id and its three field maps;
+/// - a password record's sealed values are sealed with the clear-field map in their context
+///   (`SFR2`), since no store key is involved in such a record.
+enum RecordAuthentication {
+    static let magic = Data("SFR2".utf8)
+    static let macKeyInfo = Data("SFR2 record MAC".utf8)
+    /// A record MAC is a whole HMAC-SHA256 (32 bytes).
+    static let macByteCount = 32
+    /// The byte after the 32 key bytes in the wrapped plaintext of a store key that authenticates
+    /// its records (every key this version creates). Inside the wrap, so a store writer cannot
+    /// remove it to pass records off as written before authentication existed.
+    static let authenticatingKeyFlag: UInt8 = 0x01
+
+    /// The MAC key of one store key: HKDF-SHA256(ikm: store key, salt: empty,
+    /// info: "SFR2 record MAC" || lp(storeId), 32 bytes).
+    static func macKey(storeKey: SecretBytes, storeId: Data) throws(RecordsError) -> SymmetricKey {
+        var info = macKeyInfo
+        RecordContext.lp(storeId, into: &info)
+        do {
+            return try KeyDerivation.hkdf(inputKeyMaterial: storeKey, salt: Data(), info: info, outputByteCount: 32).symmetricKey
+        } catch {
+            throw .crypto(error)
+        }
+    }
+
+    /// `"SFR2" || lp(storeId) || lp(collection) || lp(recordId) || u32be(keyId) || lp(clear map) ||
+    /// lp(sealed map) || lp(tokens map)`: what a store-keyed record's MAC covers.
+    static func macInput(of record: StoredRecord, keyId: UInt32, storeId: Data) -> Data {
+        let clear = FieldMap.encode(clear: record.clear)
+        let sealed = FieldMap.encode(record.sealed)
+        let tokens = FieldMap.encode(record.blindIndexes)
+        var data = Data(capacity: 64 + record.collection.utf8.count + clear.count + sealed.count + tokens.count)
+        data.append(magic)
+        RecordContext.lp(storeId, into: &data)
+        RecordContext.lp(Data(record.collection.utf8), into: &data)
+        RecordContext.lp(RecordContext.bytes(of: record.id), into: &data)
+        withUnsafeBytes(of: keyId.bigEndian) { data.append(contentsOf: $0) }
+        RecordContext.lp(clear, into: &data)
+        RecordContext.lp(sealed, into: &data)
+        RecordContext.lp(tokens, into: &data)
+        return data
+    }
+
+    /// The MAC of a store-keyed record under store key `keyId`'s MAC key.
+    static func mac(of record: StoredRecord, keyId: UInt32, storeId: Data, key: SymmetricKey) -> Data {
+        Data(HMAC<SHA256>.authenticationCode(for: macInput(of: record, keyId: keyId, storeId: storeId), using: key))
+    }
+
+    /// Whether `mac` is the record's MAC (compared in constant time).
+    static func isValid(_ mac: Data, of record: StoredRecord, keyId: UInt32, storeId: Data, key: SymmetricKey) -> Bool {
+        mac.count == macByteCount
+            && HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: macInput(of: record, keyId: keyId, storeId: storeId), using: key)
+    }
+
+    /// `"SFR2" || lp(storeId) || lp(collection) || lp(recordId) || lp(field) || lp(clear map)`: the
+    /// context of a sealed value of a password record that binds its clear fields.
+    static func passwordValueContext(storeId: Data, collection: String, record: UUID, field: String, clear: [String: FieldValue]) -> Data {
+        var prefix = magic
+        RecordContext.lp(storeId, into: &prefix)
+        RecordContext.lp(Data(collection.utf8), into: &prefix)
+        var data = RecordContext.sealedValue(prefix: prefix, record: record, field: field)
+        RecordContext.lp(FieldMap.encode(clear: clear), into: &data)
+        return data
+    }
+}

@@ -1,0 +1,80 @@
+import Crypto
+import Foundation
+import SecureCore
+
+// Checking what the storage returns against the records' authentication (docs/FORMATS.md,
+// "Record authentication"; docs/SECURITY.md says what a store writer can still do unseen).
+extension RecordStore {
+    /// Throws `storeKeyRequired` unless the store has no key yet: once it has one, every
+    /// store-keyed record is written with a MAC, which needs the unlocked store.
+    func requireNoStoreKey() throws(RecordsError) {
+        if try storage.loadMetadata()?.currentKeyId != nil { throw .storeKeyRequired }
+    }
+
+    /// MACs a store-keyed record under its own key (the current key for a record without one); with
+    /// the store locked, leaves it without MAC if the store has no key yet, else `storeKeyRequired`.
+    func authenticateOrRequireNoStoreKey(_ record: inout StoredRecord) throws(RecordsError) {
+        guard let ring = keyring.withLock({ $0 }) else {
+            try requireNoStoreKey()
+            return
+        }
+        let keyId = record.keyId ?? ring.current
+        guard let key = ring.macKeys[keyId] else { throw .storeKeyUnavailable("store key \(keyId) is unknown") }
+        record.keyId = keyId
+        record.mac = RecordAuthentication.mac(of: record, keyId: keyId, storeId: storeId, key: key)
+    }
+
+    /// Checks a record the storage returned against its authentication, with the unlocked keys:
+    /// `recordModified` naming it when a store-keyed record's MAC does not match (a clear field,
+    /// token, sealed value or key id was changed), or when a record that must carry a MAC has
+    /// none. Records written before authentication existed (under a key without the
+    /// authenticating flag) pass unchecked. A password record's clear fields are checked when it
+    /// is opened with its password (its sealed values' context binds them).
+    func verify(_ stored: StoredRecord, ring: Keyring) throws(RecordsError) {
+        func modified(_ reason: String) -> RecordsError { .recordModified(stored.id, reason: reason) }
+        switch stored.keying {
+        case .password:
+            if let mac = stored.mac, !mac.isEmpty { throw modified("a password record carries a MAC") }
+            if stored.sealed.isEmpty, ring.authenticatesRecords {
+                throw modified("a password record without sealed values, which this store never writes")
+            }
+        case .storeKey:
+            if let mac = stored.mac {
+                guard let keyId = stored.keyId else { throw modified("it carries a MAC but no key id") }
+                guard let key = ring.macKeys[keyId] else { throw modified("it names store key \(keyId), which the store does not hold") }
+                guard RecordAuthentication.isValid(mac, of: stored, keyId: keyId, storeId: storeId, key: key) else {
+                    throw modified("its MAC does not match: a clear field, blind-index token, sealed value or key id was changed")
+                }
+            } else if let keyId = stored.keyId {
+                if ring.authenticating.contains(keyId) { throw modified("its MAC was removed") }
+                // Before authentication existed, a record with clear fields alone had no key id.
+                if stored.sealed.isEmpty { throw modified("a record with clear fields alone under a key but without a MAC") }
+            } else if ring.authenticatesRecords {
+                throw modified(
+                    "it has neither key id nor MAC in a store that authenticates its records "
+                        + "(if a key rotation of a store made by an older version was interrupted, run it again)")
+            }
+        }
+    }
+
+    /// Throws `recordModified` unless `stored` meets every condition of `query`, whose full-text
+    /// condition is `fullText` parsed (the storage found it through index rows it keeps apart from
+    /// the record, which a store writer may change).
+    func check(_ stored: StoredRecord, matches query: StorageQuery, fullText: FullTextQuery?) throws(RecordsError) {
+        func mismatch(_ what: String) -> RecordsError {
+            .recordModified(stored.id, reason: "the store's search index disagrees with the record (\(what))")
+        }
+        for (field, value) in query.equals where stored.clear[field] != value { throw mismatch("field '\(field)'") }
+        for (field, prefix) in query.prefixes {
+            guard let text = stored.clear[field]?.string, text.utf8.starts(with: prefix.utf8) else { throw mismatch("field '\(field)'") }
+        }
+        for (field, tokens) in query.blindIndexes {
+            guard let keyId = stored.keyId, let token = stored.blindIndexes[field],
+                tokens.contains(where: { $0.keyId == keyId && $0.token == token })
+            else { throw mismatch("the blind index of '\(field)'") }
+        }
+        if let fullText, !fullText.matches(FullText.indexedTerms(stored.fullText)) {
+            throw mismatch("full text")
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import Foundation
+import SFTestSupport
+@testable import SecureRecords
+import SecureRecordsPostgres
+import SecureCore
+import Testing
+
+/// Clear fields, tokens and sealed values authenticated as one record (docs/FORMATS.md, "Record
+/// authentication"): whatever a store writer rewrites, adds, removes or moves is refused with
+/// `recordModified` naming the record, whenever the store is unlocked, on both backends.
+@Suite struct AuthenticationTests {
+    /// The class of rewrites of one store-keyed record's row, each applied to the stored record
+    /// through the storage (as a store writer, who has no key, can) and each refused by `record`,
+    /// `open` and a search that finds it. The untouched record still reads.
+    @Test(arguments: Backend.enabled)
+    func everyRewriteOfAStoreKeyedRecordIsRefused(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let alice = try store.add(["toWhom": "Alice", "note": "n", "description": "bike", "ssn": "111"], to: "gifts")
+        let bob = try store.add(["toWhom": "Bob", "description": "kite", "ssn": "222"], to: "gifts")
+        let original = try #require(try store.storage.record(alice))
+        let other = try #require(try store.storage.record(bob))
+        #expect(original.mac?.count == 32 && original.keyId == 1)
+        let olderDescription = try #require(original.sealed["description"])
+        try store.update(alice, setting: ["description": "a red bike"])
+        let current = try #require(try store.storage.record(alice))
+
+        var rewrites: [(String, StoredRecord, String)] = []
+        func rewrite(_ what: String, reason: String = macMismatch, _ change: (inout StoredRecord) -> Void) {
+            var row = current
+            change(&row)
+            rewrites.append((what, row, reason))
+        }
+        rewrite("clear value") { $0.clear["toWhom"] = "Mallory" }
+        rewrite("clear value, same text as bytes") { $0.clear["toWhom"] = .bytes(Data("Alice".utf8)) }
+        rewrite("clear field added") { $0.clear["photo"] = "x" }
+        rewrite("clear field removed") { $0.clear["note"] = nil }
+        rewrite("token from another record") { $0.blindIndexes["ssn"] = other.blindIndexes["ssn"] }
+        rewrite("token removed") { $0.blindIndexes["ssn"] = nil }
+        rewrite("sealed value removed") { $0.sealed["description"] = nil }
+        rewrite("sealed value rolled back to its earlier version") { $0.sealed["description"] = olderDescription }
+        rewrite("MAC of another record") { $0.mac = other.mac }
+        rewrite("MAC truncated") { $0.mac = $0.mac?.prefix(16) }
+        rewrite("MAC removed", reason: "its MAC was removed") { $0.mac = nil }
+        rewrite("MAC and key id removed", reason: Self.unkeyed) {
+            $0.mac = nil
+            $0.keyId = nil
+        }
+        rewrite("MAC kept, key id removed", reason: "it carries a MAC but no key id") { $0.keyId = nil }
+        rewrite("key id of a key the store lacks", reason: "it names store key 9, which the store does not hold") { $0.keyId = 9 }
+        for (what, row, reason) in rewrites {
+            try store.storage.replace([row])
+            let refused = RecordsError.recordModified(alice, reason: reason)
+            #expect(throws: refused, "\(what): record") { try store.record(alice) }
+            #expect(throws: refused, "\(what): open") { try store.open(alice) }
+            #expect(throws: refused, "\(what): search") { try store.search(in: "gifts") }
+            #expect(throws: refused, "\(what): update") { try store.update(alice, setting: ["note": "m"]) }
+            #expect(try store.storage.record(alice) == row, "\(what): a refused update changes nothing")
+        }
+        try store.storage.replace([current])
+        #expect(try store.open(alice).fields["description"] == "a red bike")
+        #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: "111")]).map(\.id) == [alice])
+    }
+
+    static let unkeyed =
+        "it has neither key id nor MAC in a store that authenticates its records "
+        + "(if a key rotation of a store made by an older version was interrupted, run it again)"
+
+    /// The server rewrites a clear field, swaps two tokens or deletes a sealed value with SQL
+    /// (its administrator needs no key for that): refused with the store unlocked.
+    @Test(.requires(.postgres))
+    func serverRewritesWithSQL() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let store = try makeStore(scratch)
+        let alice = try store.add(["toWhom": "Alice", "description": "bike", "ssn": "111"], to: "gifts")
+        let bob = try store.add(["toWhom": "Bob", "description": "kite", "ssn": "222"], to: "gifts")
+        let admin = try #require(try scratch.storage() as? PostgresRecordStorage)
+        defer { admin.close() }
+        let clear = admin.tableName("clear_fields"), indexes = admin.tableName("blind_indexes"), sealed = admin.tableName("sealed_fields")
+        let statements: [(String, UUID)] = [
+            ("UPDATE \(clear) SET value = convert_to('Mallory', 'UTF8') WHERE record_id = '\(alice)'", alice),
+            (
+                "UPDATE \(indexes) AS i SET token = o.token FROM \(indexes) AS o WHERE i.record_id = '\(bob)' AND o.record_id = '\(alice)'",
+                bob
+            ),
+            ("DELETE FROM \(sealed) WHERE record_id = '\(alice)'", alice),
+        ]
+        for (statement, victim) in statements {
+            let before = try #require(try store.storage.record(victim))
+            try admin.execute(statement)
+            #expect(throws: RecordsError.recordModified(victim, reason: macMismatch), "\(statement)") { try store.open(victim) }
+            #expect(throws: RecordsError.recordModified(victim, reason: macMismatch), "\(statement)") { try store.search(in: "gifts") }
+            try store.storage.replace([before])
+        }
+        #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: "111")]).map(\.id) == [alice])
+        // The full-text column is the server's index, outside the MAC: a search it makes match is refused.
+        try admin.execute("UPDATE \(admin.tableName("records")) SET fts = 'mallory:1'::tsvector WHERE id = '\(bob)'")
+        #expect(throws: RecordsError.recordModified(bob, reason: "the store's search index disagrees with the record (full text)")) {
+            try store.search(in: "gifts", [.fullText("mallory")])
+        }
+    }
+
+    /// Tokens swapped between two records (the issue's case: a search for one ssn returned a record
+    /// whose sealed ssn differs): both records are refused, and the search with them.
+    @Test(arguments: Backend.enabled)
+    func swappedTokensAreRefused(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let a = try store.add(["toWhom": "A", "ssn": "111-11-1111"], to: "gifts")
+        let b = try store.add(["toWhom": "B", "ssn": "222-22-2222"], to: "gifts")
+        var rowA = try #require(try store.storage.record(a))
+        var rowB = try #require(try store.storage.record(b))
+        swap(&rowA.blindIndexes, &rowB.blindIndexes)
+        try store.storage.replace([rowA, rowB])
+        #expect(throws: RecordsError.recordModified(b, reason: macMismatch)) {
+            try store.search(in: "gifts", [.equals(field: "ssn", value: "111-11-1111")])
+        }
+        #expect(throws: RecordsError.recordModified(a, reason: macMismatch)) { try store.open(a) }
+    }
+
+    /// On SQLite the search tables are rows apart from the record's own: a value or token changed
+    /// there alone (the record and its MAC intact) makes a search return a record that does not
+    /// match, which is refused too.
+    @Test(.requires(.sqlite3))
+    func searchIndexRewrittenApartFromTheRecordIsRefused() throws {
+        let shell = try TestSupport.path(of: .sqlite3)
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        let alice = try store.add(["toWhom": "Alice", "ssn": "111"], to: "gifts")
+        let bob = try store.add(["toWhom": "Bob", "ssn": "222"], to: "gifts")
+        func sql(_ statement: String) throws {
+            let result = try TestSupport.run(shell, [scratch.path("store.db"), statement])
+            #expect(result.status == 0, "sqlite3: \(result.stderrText)")
+        }
+        try sql("UPDATE clear_fields SET value = 'Mallory' WHERE value = 'Alice'")
+        let indexDisagrees = "the store's search index disagrees with the record"
+        #expect(throws: RecordsError.recordModified(alice, reason: "\(indexDisagrees) (field 'toWhom')")) {
+            try store.search(in: "gifts", [.equals(field: "toWhom", value: "Mallory")])
+        }
+        #expect(throws: RecordsError.recordModified(alice, reason: "\(indexDisagrees) (field 'toWhom')")) {
+            try store.search(in: "gifts", [.prefix(field: "toWhom", prefix: "Mal")])
+        }
+        let bobToken = try #require(try store.storage.record(bob)?.blindIndexes["ssn"])
+        try sql("DELETE FROM blind_indexes WHERE name = 'ssn' AND token = x'\(bobToken.map { String(format: "%02x", $0) }.joined())'")
+        try sql("UPDATE blind_indexes SET token = x'\(bobToken.map { String(format: "%02x", $0) }.joined())' WHERE name = 'ssn'")
+        #expect(throws: RecordsError.recordModified(alice, reason: "\(indexDisagrees) (the blind index of 'ssn')")) {
+            try store.search(in: "gifts", [.equals(field: "ssn", value: "222")])
+        }
+        let aliceBytes = RecordContext.bytes(of: alice).map { String(format: "%02x", $0) }.joined()
+        try sql("INSERT INTO records_fts (rowid, body) SELECT seq, 'mallory' FROM records WHERE id = x'\(aliceBytes)'")
+        #expect(throws: RecordsError.recordModified(alice, reason: "\(indexDisagrees) (full text)")) {
+            try store.search(in: "gifts", [.fullText("mallory")])
+        }
+        // Locked, the index is still checked against the record, but the record cannot be: one
+        // rewritten whole (row and index alike) is returned as stored (docs/SECURITY.md).
+        let locked = try scratch.reopen()
+        var row = try #require(try store.storage.record(bob))
+        row.clear["toWhom"] = "Eve"
+        try store.storage.replace([row])
+        #expect(try locked.search(in: "gifts", [.equals(field: "toWhom", value: "Eve")]).map(\.id) == [bob])
+        #expect(throws: RecordsError.recordModified(bob, reason: macMismatch)) {
+            try store.search(in: "gifts", [.equals(field: "toWhom", value: "Eve")])
+        }
+    }
+
+    /// A password record's sealed values bind its clear fields: a clear field rewritten makes every
+    /// sealed value fail with the password; a record passed off as older (its marker removed) or as
+    /// store-keyed (a MAC put in) fails too.
+    @Test(arguments: Backend.enabled)
+    func passwordRecordsBindTheirClearFields(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let id = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts", sealing: .password(secret("pw")))
+        let row = try #require(try store.storage.record(id))
+        #expect(row.keying == .password && row.mac == Data())
+        var changed = row
+        changed.clear["toWhom"] = "Mallory"
+        try store.storage.replace([changed])
+        #expect(throws: RecordsError.authenticationFailed(record: id, field: "description")) { try store.open(id, password: secret("pw")) }
+        var older = row
+        older.mac = nil
+        try store.storage.replace([older])
+        #expect(throws: RecordsError.authenticationFailed(record: id, field: "description")) { try store.open(id, password: secret("pw")) }
+        var keyed = row
+        keyed.mac = Data(repeating: 1, count: 32)
+        try store.storage.replace([keyed])
+        #expect(throws: RecordsError.recordModified(id, reason: "a password record carries a MAC")) { try store.record(id) }
+        try store.storage.replace([row])
+        #expect(try store.open(id, password: secret("pw")).fields == ["toWhom": "Alice", "description": "bike"])
+        // Changing the clear field needs the password, and re-binds it.
+        try store.update(id, setting: ["toWhom": "Carol"], password: secret("pw"))
+        #expect(try store.open(id, password: secret("pw")).fields == ["toWhom": "Carol", "description": "bike"])
+    }
+
+    /// Clear-only records added while the store had no key get their key id and MAC when the first
+    /// key is made; after that, a clear-only record needs the key, and rewriting one is refused.
+    @Test(arguments: Backend.enabled)
+    func clearOnlyRecordsAreAuthenticatedOnceTheStoreHasAKey(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch, unlock: false)
+        let early = try store.add(["toWhom": "Alice"], to: "gifts")
+        #expect(try store.storage.record(early)?.mac == nil)
+        try store.unlock(with: appSealer)
+        let adopted = try #require(try store.storage.record(early))
+        #expect(adopted.keyId == 1 && adopted.mac?.count == 32)
+        let locked = try scratch.reopen()
+        #expect(throws: RecordsError.storeKeyRequired) { try locked.add(["toWhom": "Bob"], to: "gifts") }
+        #expect(throws: RecordsError.storeKeyRequired) { try locked.update(early, setting: ["toWhom": "Bob"]) }
+        var changed = adopted
+        changed.clear["toWhom"] = "Mallory"
+        try store.storage.replace([changed])
+        #expect(throws: RecordsError.recordModified(early, reason: macMismatch)) { try store.record(early) }
+        // Passed off as a record written before the store had a key: refused too.
+        changed.keyId = nil
+        changed.mac = nil
+        try store.storage.replace([changed])
+        #expect(throws: RecordsError.recordModified(early, reason: Self.unkeyed)) { try store.record(early) }
+    }
+
+    /// Key rotation checks each record before re-sealing it, so it never launders a rewritten record
+    /// into a freshly MACed one: it stops at it, and the record stays refused.
+    @Test(arguments: Backend.enabled)
+    func rotationDoesNotLaunderARewrittenRecord(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let id = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts")
+        var row = try #require(try store.storage.record(id))
+        row.clear["toWhom"] = "Mallory"
+        try store.storage.replace([row])
+        #expect(throws: RecordsError.recordModified(id, reason: macMismatch)) { try store.rotateStoreKey(with: appSealer) }
+        #expect(try store.storage.record(id) == row)
+        #expect(throws: RecordsError.recordModified(id, reason: macMismatch)) { try store.record(id) }
+    }
+
+    /// A store written before records were authenticated (Tests/Vectors/records/nfd-names.db: a
+    /// store-keyed record with a sealed, indexed field and no MAC, under a key without the
+    /// authenticating flag) still opens; a record rewritten by this version gets a MAC; a key
+    /// rotation puts every record under an authenticating key with a MAC, after which removing a
+    /// MAC or rewriting a clear field is refused.
+    @Test(.requiresVectors)
+    func olderStoreIsAuthenticatedByRotation() throws {
+        let scratch = try RecordsScratch()
+        let path = try scratch.write("store.db", try #require(try TestSupport.vector("records/nfd-names.db")))
+        let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
+        try store.unlock(with: appSealer)
+        let legacy = try #require(try store.search().first)
+        #expect(try store.storage.record(legacy.id)?.mac == nil)
+        #expect(try store.open(legacy.id).fields["ssn"] == "123-45-6789")
+        // Unprotected until rotated: a rewritten clear field of a record under the older key passes.
+        var row = try #require(try store.storage.record(legacy.id))
+        let original = row
+        row.clear = row.clear.mapValues { _ in "Mallory" }
+        try store.storage.replace([row])
+        #expect(try store.record(legacy.id).clearFields.values.allSatisfy { $0 == "Mallory" })
+        try store.storage.replace([original])
+        let rotation = try store.rotateStoreKey(with: appSealer)
+        #expect(rotation.keyId == 2 && rotation.resealed == 1 && !rotation.resumed)
+        let rotated = try #require(try store.storage.record(legacy.id))
+        #expect(rotated.keyId == 2 && rotated.mac?.count == 32)
+        var stripped = rotated
+        stripped.mac = nil
+        try store.storage.replace([stripped])
+        #expect(throws: RecordsError.recordModified(legacy.id, reason: "its MAC was removed")) { try store.record(legacy.id) }
+        var rewritten = rotated
+        rewritten.clear = rewritten.clear.mapValues { _ in "Mallory" }
+        try store.storage.replace([rewritten])
+        #expect(throws: RecordsError.recordModified(legacy.id, reason: macMismatch)) { try store.record(legacy.id) }
+        // Back under the older key, without MAC, as the store first held it: refused, since the
+        // finished rotation re-wrapped key 1 as authenticating.
+        #expect(try store.wrappedKeys().keys.map(\.id) == [1, 2])
+        try store.storage.replace([original])
+        #expect(throws: RecordsError.recordModified(legacy.id, reason: "its MAC was removed")) { try store.open(legacy.id) }
+    }
+
+    /// The clear-only records of an older store (Tests/Vectors/records/v2-store.db, no key id, no
+    /// MAC) are adopted by a rotation, and are authenticated from then on.
+    @Test(.requiresVectors)
+    func olderClearOnlyRecordsAreAdoptedByRotation() throws {
+        let scratch = try RecordsScratch()
+        let path = try scratch.write("store.db", try #require(try TestSupport.vector("records/v2-store.db")))
+        let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
+        try store.unlock(with: appSealer)
+        #expect(try store.search(in: "notes").count == 5)
+        let rotation = try store.rotateStoreKey(with: appSealer)
+        #expect(rotation.resealed == 5)
+        for record in try store.search(in: "notes") {
+            let row = try #require(try store.storage.record(record.id))
+            #expect(row.keyId == 2 && row.mac?.count == 32)
+        }
+        let first = try #require(try store.search(in: "notes").first)
+        var row = try #require(try store.storage.record(first.id))
+        row.keyId = nil
+        row.mac = nil
+        try store.storage.replace([row])
+        #expect(throws: RecordsError.recordModified(first.id, reason: Self.unkeyed)) { try store.search(in: "notes") }
+    }
+
+    /// The record MAC is computed over exactly the bytes FORMATS.md lists (a fixed record, key and
+    /// store id give a fixed MAC), so an independent reader can check it.
+    @Test func macInputIsTheDocumentedEncoding() throws {
+        let record = StoredRecord(
+            id: UUID(uuidString: "00010203-0405-0607-0809-0a0b0c0d0e0f")!, collection: "c", keying: .storeKey, keyId: 1,
+            clear: ["to": "Al"], sealed: ["s": Data([9])], blindIndexes: ["s": Data([7, 7])])
+        let storeId = Data(repeating: 0xAA, count: 16)
+        var expected = Data("SFR2".utf8)
+        expected += Data([0, 0, 0, 16]) + storeId
+        expected += Data([0, 0, 0, 1]) + Data("c".utf8)
+        expected += Data([0, 0, 0, 16]) + Data((0..<16).map { UInt8($0) })
+        expected += Data([0, 0, 0, 1])
+        expected += Data([0, 0, 0, 13]) + Data([0, 0, 0, 2, 0x74, 0x6f, 0, 0, 0, 3, 1, 0x41, 0x6c])
+        expected += Data([0, 0, 0, 10]) + Data([0, 0, 0, 1, 0x73, 0, 0, 0, 1, 9])
+        expected += Data([0, 0, 0, 11]) + Data([0, 0, 0, 1, 0x73, 0, 0, 0, 2, 7, 7])
+        #expect(RecordAuthentication.macInput(of: record, keyId: 1, storeId: storeId) == expected)
+    }
+}
