@@ -27,11 +27,19 @@ extension RecordStore {
     /// Checks a record the storage returned against its authentication, with the unlocked keys:
     /// `recordModified` naming it when a store-keyed record's MAC does not match (a clear field,
     /// token, sealed value or key id was changed), or when a record that must carry a MAC has
-    /// none. Records written before authentication existed (under a key without the
-    /// authenticating flag) pass unchecked. A password record's clear fields are checked when it
-    /// is opened with its password (its sealed values' context binds them).
+    /// none. A record without MAC passes unchecked only while the store's current key does not
+    /// authenticate (a store made by an older version, not yet rotated). A password record's clear
+    /// fields are checked when it is opened with its password (its sealed values' context binds
+    /// them). A key id this handle does not know, but the store now holds (another process
+    /// rotated since this one unlocked), is `storeKeyUnavailable`: unlock again.
     func verify(_ stored: StoredRecord, ring: Keyring) throws(RecordsError) {
         func modified(_ reason: String) -> RecordsError { .recordModified(stored.id, reason: reason) }
+        func unknownKey(_ keyId: UInt32) throws(RecordsError) -> RecordsError {
+            if try storage.loadMetadata()?.keys.contains(where: { $0.id == keyId }) == true {
+                return .storeKeyUnavailable("store key \(keyId) was added after this store was unlocked: unlock it again")
+            }
+            return modified("it names store key \(keyId), which the store does not hold")
+        }
         switch stored.keying {
         case .password:
             if let mac = stored.mac, !mac.isEmpty { throw modified("a password record carries a MAC") }
@@ -41,17 +49,16 @@ extension RecordStore {
         case .storeKey:
             if let mac = stored.mac {
                 guard let keyId = stored.keyId else { throw modified("it carries a MAC but no key id") }
-                guard let key = ring.macKeys[keyId] else { throw modified("it names store key \(keyId), which the store does not hold") }
+                guard let key = ring.macKeys[keyId] else { throw try unknownKey(keyId) }
                 guard RecordAuthentication.isValid(mac, of: stored, keyId: keyId, storeId: storeId, key: key) else {
                     throw modified("its MAC does not match: a clear field, blind-index token, sealed value or key id was changed")
                 }
-            } else if let keyId = stored.keyId {
-                if ring.authenticating.contains(keyId) { throw modified("its MAC was removed") }
-                // Before authentication existed, a record with clear fields alone had no key id.
-                if stored.sealed.isEmpty { throw modified("a record with clear fields alone under a key but without a MAC") }
+            } else if let keyId = stored.keyId, ring.authenticating.contains(keyId) {
+                throw modified("its MAC was removed")
             } else if ring.authenticatesRecords {
+                if let keyId = stored.keyId, ring.keys[keyId] == nil { throw try unknownKey(keyId) }
                 throw modified(
-                    "it has neither key id nor MAC in a store that authenticates its records "
+                    "it carries no MAC in a store that authenticates its records "
                         + "(if a key rotation of a store made by an older version was interrupted, run it again)")
             }
         }

@@ -7,7 +7,8 @@ extension RecordStore {
     /// records per transaction. Each row records the key id it uses, so an interruption (crash,
     /// SIGKILL) leaves every record openable with exactly one key; calling again first finishes the
     /// interrupted rotation (`resumed`) instead of adding another key. Old keys stay in the store
-    /// (wrapped), so old exports still import.
+    /// (wrapped), so old exports still import into a new store (into this one only while its keys
+    /// are wrapped as in the export: a re-wrap changes that).
     @discardableResult
     public func rotateStoreKey(with sealer: any ItemSealer, afterBatch: ((Int) -> Void)? = nil) throws(RecordsError) -> KeyRotation {
         try unlock(with: sealer)
@@ -15,7 +16,7 @@ extension RecordStore {
         // A rotation is resumed only onto a key that authenticates: rotating a store made by an
         // older version adds such a key even when records remain on another.
         var resumed = false
-        if ring.authenticatesRecords { resumed = !(try storage.records(withKeyIdOtherThan: ring.current, limit: 1).isEmpty) }
+        if ring.currentKeyAuthenticates { resumed = !(try storage.records(withKeyIdOtherThan: ring.current, limit: 1).isEmpty) }
         if !resumed {
             var newId = (ring.keys.keys.max() ?? 0) + 1
             while true {
@@ -32,11 +33,10 @@ extension RecordStore {
 
     /// Re-seals, re-indexes and re-authenticates every record not under the current key (starting
     /// from `target`), a batch per transaction, each checked against its authentication first (so a
-    /// rotation never launders a record changed behind the store's back). Store-keyed records with
-    /// neither key id nor MAC (clear fields alone, written while the store had no key, or by an
-    /// older version) are adopted as they are only while the store still holds a key that does not
-    /// authenticate, or when `adoptingUnkeyed` (the store's first key was just created). Returns
-    /// the key the records are now under and how many were rewritten.
+    /// rotation never launders a record changed behind the store's back). Store-keyed records
+    /// without MAC (written by an older version, or while the store had no key) are adopted as
+    /// they are only while the store still holds a key that does not authenticate, or when
+    /// `adoptingUnkeyed`. Returns the key the records are now under and how many were rewritten.
     @discardableResult
     func resealRecords(
         notUnder target: UInt32, sealer: any ItemSealer, adoptingUnkeyed: Bool = false, afterBatch: ((Int) -> Void)? = nil
@@ -66,13 +66,12 @@ extension RecordStore {
         return (target, resealed)
     }
 
-    /// Once every record is under an authenticating key with a MAC, re-wraps the store's older keys
-    /// (from before records were authenticated) with the authenticating flag, so that a record put
-    /// back under one of them without a MAC, as a store writer could, is refused.
+    /// Once every record is under the current, authenticating key with a MAC, re-wraps the store's
+    /// older keys (from before records were authenticated) with the authenticating flag.
     private func authenticateOlderKeys(sealer: any ItemSealer) throws(RecordsError) {
         let ring = try currentKeyring()
         let older = ring.keys.keys.filter { !ring.authenticating.contains($0) }.sorted()
-        guard ring.authenticatesRecords, !older.isEmpty else { return }
+        guard ring.currentKeyAuthenticates, !older.isEmpty else { return }
         var rewrapped: [WrappedStoreKey] = []
         for id in older {
             guard let key = ring.keys[id] else { continue }
@@ -85,8 +84,8 @@ extension RecordStore {
     /// `record` re-sealed, re-indexed and authenticated under the current store key (sealed values
     /// of password records are untouched; they carry no store key), after checking it.
     func reseal(_ record: StoredRecord, ring: Keyring, adoptingUnkeyed: Bool) throws(RecordsError) -> StoredRecord {
-        let unkeyed = record.keying == .storeKey && record.keyId == nil && record.mac == nil
-        if !(unkeyed && adoptingUnkeyed) { try verify(record, ring: ring) }
+        let older = record.keying == .storeKey && record.mac == nil
+        if !(older && adoptingUnkeyed) { try verify(record, ring: ring) }
         guard record.keying == .storeKey else {
             var copy = record
             copy.keyId = nil

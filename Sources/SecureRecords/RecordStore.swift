@@ -37,8 +37,11 @@ public final class RecordStore: Sendable {
         var macKeys: [UInt32: SymmetricKey]
         var fieldKeys: [FieldKeyID: SymmetricKey] = [:]
 
-        /// Whether the store authenticates its records: its current key does.
-        var authenticatesRecords: Bool { authenticating.contains(current) }
+        /// Whether the store authenticates its records: any of its keys is flagged (so that pointing
+        /// the store back at an older, unflagged key does not switch authentication off).
+        var authenticatesRecords: Bool { !authenticating.isEmpty }
+        /// Whether the current key is flagged (new records and rotations go under a flagged key).
+        var currentKeyAuthenticates: Bool { authenticating.contains(current) }
     }
 
     struct FieldKeyID: Hashable {
@@ -78,11 +81,15 @@ public final class RecordStore: Sendable {
     /// Unwraps the store keys with `sealer`, creating (and storing, wrapped) the first store key when
     /// the store has none. Throws `storeKeyUnavailable` for a wrong or locked sealer.
     /// A store that had no key until this call (its first key is created here) may hold clear-only
-    /// records written without a key: they are authenticated under the new key before it returns.
+    /// records written without a key: they are authenticated under the new key before it returns
+    /// (if this is interrupted, those left are refused as unauthenticated from then on: the key is
+    /// flagged from the start, so that no earlier wrap of it could switch authentication off). A
+    /// store that holds keys but names no current key is refused (`storeKeyUnavailable`).
     public func unlock(with sealer: any ItemSealer) throws(RecordsError) {
         var metadata = try storage.loadMetadata() ?? StoreMetadata(storeId: storeId, currentKeyId: nil, keys: [])
         var created = false
         if metadata.currentKeyId == nil {
+            guard metadata.keys.isEmpty else { throw .storeKeyUnavailable("the store holds keys but names no current key") }
             let key = SecretBytes.random(count: Envelope.keyByteCount)
             let wrapped = try wrap(key, id: 1, sealer: sealer)
             created = try storage.addKey(wrapped, makeCurrent: true)

@@ -81,7 +81,7 @@ extension SQLiteRecordStorage {
         }
     }
 
-    /// Rewrites a version 1 store as version 3 inside the caller's write transaction: an error or a
+    /// Rewrites a version 1 store as version 4 inside the caller's write transaction: an error or a
     /// crash before COMMIT leaves the version 1 store, which the next open migrates again. Every
     /// record keeps its `seq` (insertion order and full-text row ids); a record the version 1 tables
     /// hold inconsistently fails the migration (`storage`) instead of being dropped.

@@ -48,6 +48,15 @@ import Testing
         }
         rewrite("MAC kept, key id removed", reason: "it carries a MAC but no key id") { $0.keyId = nil }
         rewrite("key id of a key the store lacks", reason: "it names store key 9, which the store does not hold") { $0.keyId = 9 }
+        rewrite("MAC removed, key id of a key the store lacks", reason: "it names store key 9, which the store does not hold") {
+            $0.mac = nil
+            $0.keyId = 9
+        }
+        rewrite("made a password record, MAC kept", reason: "a password record carries a MAC") {
+            $0.keying = .password
+            $0.keyId = nil
+            $0.mac = Data([1])
+        }
         for (what, row, reason) in rewrites {
             try store.storage.replace([row])
             let refused = RecordsError.recordModified(alice, reason: reason)
@@ -63,8 +72,39 @@ import Testing
     }
 
     static let unkeyed =
-        "it has neither key id nor MAC in a store that authenticates its records "
+        "it carries no MAC in a store that authenticates its records "
         + "(if a key rotation of a store made by an older version was interrupted, run it again)"
+
+    /// A handle unlocked before another rotated the store meets records under a key it does not
+    /// know: that is `storeKeyUnavailable` (unlock again), not tampering; unlocked again, it reads.
+    @Test(arguments: Backend.enabled)
+    func aHandleUnlockedBeforeARotationIsToldToUnlockAgain(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let stale = try makeStore(scratch)
+        let id = try stale.add(["toWhom": "Alice", "description": "bike"], to: "gifts")
+        let other = try scratch.reopen()
+        try other.rotateStoreKey(with: appSealer)
+        #expect(throws: RecordsError.storeKeyUnavailable("store key 2 was added after this store was unlocked: unlock it again")) {
+            try stale.search(in: "gifts")
+        }
+        try stale.unlock(with: appSealer)
+        #expect(try stale.open(id).fields["description"] == "bike")
+    }
+
+    /// A store whose key rows were changed so that it names no current key (so that the next unlock
+    /// would make a new first key and take unauthenticated records as its own) is refused.
+    @Test(.requires(.sqlite3))
+    func keysWithoutACurrentKeyAreRefused() throws {
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        _ = try store.add(["toWhom": "Alice"], to: "gifts")
+        let shell = try TestSupport.path(of: .sqlite3)
+        let result = try TestSupport.run(shell, [scratch.path("store.db"), "DELETE FROM meta WHERE name = 'currentKeyId'"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let reopened = try scratch.reopen()
+        #expect(throws: RecordsError.storeKeyUnavailable("the store holds keys but names no current key")) { try reopened.unlock(with: appSealer) }
+        #expect(try reopened.wrappedKeys().keys.map(\.id) == [1])
+    }
 
     /// The server rewrites a clear field, swaps two tokens or deletes a sealed value with SQL
     /// (its administrator needs no key for that): refused with the store unlocked.
@@ -245,6 +285,11 @@ import Testing
         try store.unlock(with: appSealer)
         let legacy = try #require(try store.search().first)
         #expect(try store.storage.record(legacy.id)?.mac == nil)
+        // Older versions also wrote records with clear fields alone under a key id: accepted, then adopted.
+        let clearOnly = StoredRecord(
+            id: UUID(), collection: legacy.collection, keying: .storeKey, keyId: 1, clear: legacy.clearFields, sealed: [:], blindIndexes: [:])
+        try store.storage.insert([clearOnly])
+        #expect(try store.record(clearOnly.id).clearFields == legacy.clearFields)
         #expect(try store.open(legacy.id).fields["ssn"] == "123-45-6789")
         // Unprotected until rotated: a rewritten clear field of a record under the older key passes.
         var row = try #require(try store.storage.record(legacy.id))
@@ -254,7 +299,8 @@ import Testing
         #expect(try store.record(legacy.id).clearFields.values.allSatisfy { $0 == "Mallory" })
         try store.storage.replace([original])
         let rotation = try store.rotateStoreKey(with: appSealer)
-        #expect(rotation.keyId == 2 && rotation.resealed == 1 && !rotation.resumed)
+        #expect(rotation.keyId == 2 && rotation.resealed == 2 && !rotation.resumed)
+        #expect(try store.storage.record(clearOnly.id)?.mac?.count == 32)
         let rotated = try #require(try store.storage.record(legacy.id))
         #expect(rotated.keyId == 2 && rotated.mac?.count == 32)
         var stripped = rotated
