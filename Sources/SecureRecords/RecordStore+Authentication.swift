@@ -11,6 +11,21 @@ extension RecordStore {
         if try storage.loadMetadata()?.currentKeyId != nil { throw .storeKeyRequired }
     }
 
+    /// Throws `storeKeyUnavailable` when a record carries a key id or a MAC: a store with no key
+    /// cannot hold one, unless its keys were removed, and a first key made then would adopt the
+    /// records without key as its own. Reads the whole store once (before its first key).
+    func requireNoKeyedRecords() throws(RecordsError) {
+        var position: Int64 = 0
+        while true {
+            let (page, last) = try storage.allRecords(after: position, limit: 1_000)
+            if page.isEmpty { return }
+            if page.contains(where: { $0.keyId != nil || $0.mac.map { !$0.isEmpty } == true }) {
+                throw .storeKeyUnavailable("the store holds records under a key but no key: its keys were removed")
+            }
+            position = last
+        }
+    }
+
     /// MACs a store-keyed record under its own key (the current key for a record without one); with
     /// the store locked, leaves it without MAC if the store has no key yet, else `storeKeyRequired`.
     func authenticateOrRequireNoStoreKey(_ record: inout StoredRecord) throws(RecordsError) {
@@ -27,8 +42,8 @@ extension RecordStore {
     /// Checks a record the storage returned against its authentication, with the unlocked keys:
     /// `recordModified` naming it when a store-keyed record's MAC does not match (a clear field,
     /// token, sealed value or key id was changed), or when a record that must carry a MAC has
-    /// none. A record without MAC passes unchecked only while the store's current key does not
-    /// authenticate (a store made by an older version, not yet rotated). A password record's clear
+    /// none. A record without MAC passes unchecked only while no key of the store authenticates (a
+    /// store made by an older version, not yet rotated). A password record's clear
     /// fields are checked when it is opened with its password (its sealed values' context binds
     /// them). A key id this handle does not know, but the store now holds (another process
     /// rotated since this one unlocked), is `storeKeyUnavailable`: unlock again.

@@ -84,7 +84,9 @@ extension RecordStore {
     /// `record` re-sealed, re-indexed and authenticated under the current store key (sealed values
     /// of password records are untouched; they carry no store key), after checking it.
     func reseal(_ record: StoredRecord, ring: Keyring, adoptingUnkeyed: Bool) throws(RecordsError) -> StoredRecord {
-        let older = record.keying == .storeKey && record.mac == nil
+        // Adopted unchecked: a record without MAC under no key or an unflagged one, as an older
+        // version or a keyless store wrote it; never one whose key requires a MAC.
+        let older = record.keying == .storeKey && record.mac == nil && !(record.keyId.map(ring.authenticating.contains) ?? false)
         if !(older && adoptingUnkeyed) { try verify(record, ring: ring) }
         guard record.keying == .storeKey else {
             var copy = record

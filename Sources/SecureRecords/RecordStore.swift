@@ -90,6 +90,7 @@ public final class RecordStore: Sendable {
         var created = false
         if metadata.currentKeyId == nil {
             guard metadata.keys.isEmpty else { throw .storeKeyUnavailable("the store holds keys but names no current key") }
+            try requireNoKeyedRecords()
             let key = SecretBytes.random(count: Envelope.keyByteCount)
             let wrapped = try wrap(key, id: 1, sealer: sealer)
             created = try storage.addKey(wrapped, makeCurrent: true)

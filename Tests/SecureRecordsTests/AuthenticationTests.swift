@@ -104,6 +104,34 @@ import Testing
         let reopened = try scratch.reopen()
         #expect(throws: RecordsError.storeKeyUnavailable("the store holds keys but names no current key")) { try reopened.unlock(with: appSealer) }
         #expect(try reopened.wrappedKeys().keys.map(\.id) == [1])
+        // Every key row removed too: the records under a key still tell, and no first key is made.
+        let wiped = try TestSupport.run(shell, [scratch.path("store.db"), "DELETE FROM store_keys"])
+        #expect(wiped.status == 0, "\(wiped.stderrText)")
+        let again = try scratch.reopen()
+        #expect(throws: RecordsError.storeKeyUnavailable("the store holds records under a key but no key: its keys were removed")) {
+            try again.unlock(with: appSealer)
+        }
+        #expect(try again.wrappedKeys().keys.isEmpty)
+    }
+
+    /// A rotation never adopts a record whose key requires a MAC, even when the store again holds an
+    /// unflagged key (an older wrap put back): the record is checked, and refused.
+    @Test(.requiresVectors)
+    func rotationDoesNotAdoptARecordWhoseKeyRequiresAMAC() throws {
+        let scratch = try RecordsScratch()
+        let path = try scratch.write("store.db", try #require(try TestSupport.vector("records/nfd-names.db")))
+        let store = try RecordStore(storage: try SQLiteRecordStorage(path: path), configuration: testConfiguration)
+        try store.unlock(with: appSealer)
+        let olderWrap = try #require(try store.wrappedKeys().keys.first)
+        try store.rotateStoreKey(with: appSealer)  // key 2 flagged, key 1 flagged after
+        let id = try #require(try store.search().first).id
+        try store.storage.rewrapKeys([olderWrap])  // the unflagged wrap of key 1 put back
+        var row = try #require(try store.storage.record(id))
+        row.mac = nil
+        row.clear = row.clear.mapValues { _ in "Mallory" }
+        try store.storage.replace([row])
+        #expect(throws: RecordsError.recordModified(id, reason: "its MAC was removed")) { try store.rotateStoreKey(with: appSealer) }
+        #expect(try store.storage.record(id) == row)
     }
 
     /// The server rewrites a clear field, swaps two tokens or deletes a sealed value with SQL
