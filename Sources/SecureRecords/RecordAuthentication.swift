@@ -63,9 +63,7 @@ enum RecordAuthentication {
     /// `"SFR2" || lp(storeId) || lp(collection) || lp(recordId) || lp(field) || lp(clear map)`: the
     /// context of a sealed value of a password record that binds its clear fields.
     static func passwordValueContext(storeId: Data, collection: String, record: UUID, field: String, clear: [String: FieldValue]) -> Data {
-        var prefix = magic
-        RecordContext.lp(storeId, into: &prefix)
-        RecordContext.lp(Data(collection.utf8), into: &prefix)
+        let prefix = RecordContext.sealedValuePrefix(storeId: storeId, collection: collection, magic: magic)
         var data = RecordContext.sealedValue(prefix: prefix, record: record, field: field)
         RecordContext.lp(FieldMap.encode(clear: clear), into: &data)
         return data

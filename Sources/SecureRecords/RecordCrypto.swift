@@ -25,9 +25,10 @@ enum RecordContext {
         sealedValue(prefix: sealedValuePrefix(storeId: storeId, collection: collection), record: record, field: field)
     }
 
-    /// `"SFR1" || lp(storeId) || lp(collection)`: the part of `sealedValue` shared by a collection.
-    static func sealedValuePrefix(storeId: Data, collection: String) -> Data {
-        var data = sealedMagic
+    /// `magic || lp(storeId) || lp(collection)`: the part of `sealedValue` shared by a collection
+    /// (`magic` is `"SFR1"`, or `"SFR2"` for a password record's values that bind its clear fields).
+    static func sealedValuePrefix(storeId: Data, collection: String, magic: Data = sealedMagic) -> Data {
+        var data = magic
         lp(storeId, into: &data)
         lp(Data(collection.utf8), into: &data)
         return data
