@@ -92,38 +92,70 @@ extension RecordStore {
         return count
     }
 
+    /// Reads lines in groups of `importBatchSize` per core. Each group is decoded on every core
+    /// while the records checked before it are inserted alongside, in whole batches (the storage
+    /// writes on one core's turn); then the group is checked in order on the calling thread, so
+    /// the first bad line is the one reported, and store and collection lines reach the writer
+    /// before the records after them.
     private func runImport(_ source: some ImportLineSource, progress: ((ImportProgress) -> Void)?) throws(RecordsError) -> Int {
         var imported = 0
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        let batchSize = Self.importBatchSize
         try storage.importAll { (writer) throws(RecordsError) in
             // Run again from the start if the storage repeats the transaction.
             var parser = ImportParser()
-            var batch: [StoredRecord] = []
-            batch.reserveCapacity(Self.importBatchSize)
+            var group: [(number: Int, data: Data, fraction: Double?)] = []
+            group.reserveCapacity(width * batchSize)
+            // Records checked and not yet inserted, each with the part of the input read at its line.
+            var checked: [(record: StoredRecord, fraction: Double?)] = []
             imported = 0
-            func flush(_ fraction: Double?) throws(RecordsError) {
-                guard !batch.isEmpty else { return }
-                try writer.insert(batch)
-                imported += batch.count
-                batch.removeAll(keepingCapacity: true)
-                progress?(ImportProgress(records: imported, fractionRead: fraction))
+            func insert(_ records: ArraySlice<(record: StoredRecord, fraction: Double?)>) throws(RecordsError) {
+                for start in stride(from: records.startIndex, to: records.endIndex, by: batchSize) {
+                    let batch = records[start..<min(records.endIndex, start + batchSize)]
+                    try writer.insert(batch.map(\.record))
+                    imported += batch.count
+                    progress?(ImportProgress(records: imported, fractionRead: batch.last?.fraction))
+                }
+            }
+            func decodeAndCheckGroup() throws(RecordsError) {
+                let lines = group
+                group.removeAll(keepingCapacity: true)
+                let ready = checked.prefix(checked.count / batchSize * batchSize)
+                checked.removeFirst(ready.count)
+                let chunk = max(1, (lines.count + width - 1) / width)
+                let chunks = (lines.count + chunk - 1) / chunk
+                let decoded = ResultSlots<[Result<RecordStore.ExportLine?, RecordsError>]>(count: chunks, initialValue: [])
+                try ForkJoin.run(chunks, alongside: { () throws(RecordsError) in try insert(ready) }) { i in
+                    decoded[i] = lines[i * chunk..<min(lines.count, (i + 1) * chunk)].map { ImportParser.decode($0.number, $0.data) }
+                }
+                var index = 0
+                for i in 0..<chunks {
+                    for result in decoded[i] {
+                        let line = lines[index]
+                        index += 1
+                        switch try parser.check(line.number, result.get()) {
+                        case .blank:
+                            break
+                        case .store(let id, let keys, let currentKeyId):
+                            guard id == storeId else { throw .storeMismatch }
+                            try writer.addKeys(keys, currentKeyId: currentKeyId)
+                        case .collection(let name, let schema):
+                            try writer.addCollection(name, schema: schema)
+                        case .record(let record):
+                            checked.append((record, line.fraction))
+                        }
+                    }
+                }
             }
             try source.forEachLine { (number, line, fraction) throws(RecordsError) in
-                switch try parser.parse(number, line) {
-                case .blank:
-                    break
-                case .store(let id, let keys, let currentKeyId):
-                    guard id == storeId else { throw .storeMismatch }
-                    try writer.addKeys(keys, currentKeyId: currentKeyId)
-                case .collection(let name, let schema):
-                    try writer.addCollection(name, schema: schema)
-                case .record(let record):
-                    batch.append(record)
-                    if batch.count == Self.importBatchSize { try flush(fraction) }
-                }
+                group.append((number, line, fraction))
+                if group.count == width * batchSize { try decodeAndCheckGroup() }
                 return true
             }
+            try decodeAndCheckGroup()
             guard parser.sawStore else { throw .invalidImport(line: 1, reason: "no store line") }
-            try flush(1)
+            if !checked.isEmpty { checked[checked.count - 1].fraction = 1 }
+            try insert(checked[...])
         }
         return imported
     }
@@ -174,7 +206,7 @@ struct FileLines: ImportLineSource {
             do { chunk = try input.read(upTo: 1 << 20) } catch { throw .unreadableImport(error) }
             pending.append(chunk)
             var start = pending.startIndex
-            while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            while let end = Self.newline(in: pending, from: start) {
                 guard try emit(Data(pending[start..<end])) else { return }
                 start = end + 1
             }
@@ -186,6 +218,18 @@ struct FileLines: ImportLineSource {
                 if !pending.isEmpty { _ = try emit(pending) }
                 return
             }
+        }
+    }
+
+    /// The index of the first LF in `data` at or after `start` (`memchr`: a byte loop over `Data`
+    /// is several times slower).
+    static func newline(in data: Data, from start: Data.Index) -> Data.Index? {
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Data.Index? in
+            let offset = start - data.startIndex
+            guard offset < bytes.count, let base = bytes.baseAddress,
+                let found = memchr(base + offset, Int32(UInt8(ascii: "\n")), bytes.count - offset)
+            else { return nil }
+            return data.startIndex + (base.distance(to: UnsafeRawPointer(found)))
         }
     }
 }
@@ -200,24 +244,33 @@ struct ImportParser {
         case record(StoredRecord)
     }
 
-    private let decoder = JSONDecoder()
     private var keyIds: Set<UInt32> = []
     private var collections: [String: RecordSchema] = [:]
     private(set) var sawStore = false
 
+    /// Decodes and checks one line.
     mutating func parse(_ number: Int, _ data: Data) throws(RecordsError) -> Line {
-        if data.allSatisfy({ $0 == 0x20 || (0x09...0x0D).contains($0) }) { return .blank }
-        let decoder = self.decoder
-        func decode<T: Decodable>(_ type: T.Type) throws(RecordsError) -> T {
-            do { return try decoder.decode(type, from: data) } catch {
-                throw .invalidImport(line: number, reason: "not a valid \(T.self) line")
-            }
+        try check(number, Self.decode(number, data).get())
+    }
+
+    /// Decodes line `number` alone, without the checks that depend on the lines before it (so
+    /// lines can be decoded in parallel): nil for a blank line.
+    static func decode(_ number: Int, _ data: Data) -> Result<RecordStore.ExportLine?, RecordsError> {
+        if data.allSatisfy({ $0 == 0x20 || (0x09...0x0D).contains($0) }) { return .success(nil) }
+        do throws(RecordStore.ExportLine.Invalid) {
+            return .success(try RecordStore.ExportLine(json: data))
+        } catch {
+            return .failure(.invalidImport(line: number, reason: "not a valid \(error.what) line"))
         }
-        let type = try decode(RecordStore.LineType.self).type
-        switch type {
-        case "store":
+    }
+
+    /// Checks decoded line `number` against the lines before it, in order.
+    mutating func check(_ number: Int, _ line: RecordStore.ExportLine?) throws(RecordsError) -> Line {
+        switch line {
+        case nil:
+            return .blank
+        case .store(let store):
             guard !sawStore else { throw .invalidImport(line: number, reason: "a second store line") }
-            let store = try decode(RecordStore.ExportStoreLine.self)
             guard store.format == "SFR1", store.storeId.count == 16 else {
                 throw .invalidImport(line: number, reason: "unknown format or store id length")
             }
@@ -229,18 +282,17 @@ struct ImportParser {
             }
             sawStore = true
             return .store(storeId: store.storeId, keys: keys, currentKeyId: store.currentKeyId)
-        case "collection":
+        case .collection(let line):
             guard sawStore else { throw .invalidImport(line: number, reason: "the store line must come first") }
-            let line = try decode(RecordStore.ExportCollectionLine.self)
             try RecordSchema.validateName(line.name, what: "collection")
             guard collections[line.name] == nil else { throw .invalidImport(line: number, reason: "duplicate collection") }
             let schema = try RecordSchema(line.schema)
             collections[line.name] = schema
             return .collection(line.name, schema)
-        case "record":
+        case .record(let line):
             guard sawStore else { throw .invalidImport(line: number, reason: "the store line must come first") }
-            return .record(try record(try decode(RecordStore.ExportRecordLine.self), number))
-        default:
+            return .record(try record(line, number))
+        case .unknown(let type):
             throw .invalidImport(line: number, reason: "unknown line type '\(type)'")
         }
     }

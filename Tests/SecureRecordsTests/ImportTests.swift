@@ -1,6 +1,6 @@
 import Foundation
 import SFTestSupport
-@testable import SecureRecords
+@_spi(Fuzzing) @testable import SecureRecords
 import SecureCore
 import Testing
 
@@ -71,6 +71,87 @@ import Testing
             try store.importFile(atPath: scratch.path("missing.jsonl"))
         } throws: { error in
             if case RecordsError.unreadableImport = error { true } else { false }
+        }
+    }
+
+    /// Each line is decoded on its own (lines are decoded in parallel) with `JSONDecoder`'s rules:
+    /// a member of the wrong JSON type, a number that is not an integer in range, bytes that are
+    /// not base64, or `null` where a value is required refuse the line; unknown members and `null`
+    /// for an optional member do not.
+    @Test func linesDecodeByTheTypesOfTheFormat() throws {
+        let scratch = try RecordsScratch()
+        let (_, path, _) = try exported(scratch, count: 3)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        let recordIndex = try #require(lines.firstIndex { $0.contains("\"type\":\"record\"") })
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(lines[recordIndex].utf8)) as? [String: Any])
+        func with(_ change: (inout [String: Any]) -> Void) throws -> [String] {
+            var changed = record
+            change(&changed)
+            var result = lines
+            result[recordIndex] = String(decoding: try JSONSerialization.data(withJSONObject: changed), as: UTF8.self)
+            return result
+        }
+        let refused: [(String, (inout [String: Any]) -> Void)] = [
+            ("keyId true", { $0["keyId"] = true }),
+            ("keyId 1.5", { $0["keyId"] = 1.5 }),
+            ("keyId -1", { $0["keyId"] = -1 }),
+            ("keyId 2^32", { $0["keyId"] = 4_294_967_296 }),
+            ("keyId a string", { $0["keyId"] = "1" }),
+            ("id a number", { $0["id"] = 7 }),
+            ("id null", { $0["id"] = NSNull() }),
+            ("collection missing", { $0["collection"] = nil }),
+            ("keying unknown", { $0["keying"] = "vault" }),
+            ("mac not base64", { $0["mac"] = "!!" }),
+            ("sealed an array", { $0["sealed"] = [] as [Any] }),
+            ("a sealed value a number", { $0["sealed"] = ["description": 1] }),
+            ("a clear value a string", { $0["clear"] = ["toWhom": "x"] }),
+            ("a clear string a number", { $0["clear"] = ["toWhom": ["string": 1]] }),
+        ]
+        for (name, change) in refused {
+            #expect(throws: RecordsError.invalidImport(line: recordIndex + 1, reason: "not a valid ExportRecordLine line"), "\(name)") {
+                try RecordStore.validateExport(try with(change))
+            }
+        }
+        // Written by hand: JSONSerialization writes 1.0 as 1.
+        for spelling in ["1.0", "1e0"] {
+            var written = lines
+            written[recordIndex] = lines[recordIndex].replacingOccurrences(of: "\"keyId\":1,", with: "\"keyId\":\(spelling),")
+            #expect(written != lines)
+            #expect(throws: RecordsError.invalidImport(line: recordIndex + 1, reason: "not a valid ExportRecordLine line"), "\(spelling)") {
+                try RecordStore.validateExport(written)
+            }
+        }
+        #expect(try RecordStore.validateExport(try with { $0["unknown"] = [1, 2] }) == 3)
+        #expect(throws: RecordsError.invalidImport(line: 1, reason: "not a valid LineType line")) {
+            try RecordStore.validateExport(["[1]"] + lines)
+        }
+        #expect(throws: RecordsError.invalidImport(line: 1, reason: "not a valid LineType line")) {
+            try RecordStore.validateExport(["{\"type\":1}"] + lines)
+        }
+    }
+
+    /// Lines are decoded a group at a time on every core, then checked in order: the first bad line
+    /// of a group is the one reported, whichever line its core reached first, and a record before
+    /// its collection's line is refused even within one group.
+    @Test func theFirstBadLineIsReportedWhateverTheOrderOfDecoding() throws {
+        let scratch = try RecordsScratch()
+        let (_, path, _) = try exported(scratch, count: 3_000)
+        var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines[2_400] = "{\"type\":\"gift\"}"
+        lines[1_100] = "{\"type\":\"record\"}"
+        lines[2_900] = "not json"
+        let bad = try scratch.write("bad.jsonl", lines.joined(separator: "\n"))
+        #expect(throws: RecordsError.invalidImport(line: 1_101, reason: "not a valid ExportRecordLine line")) {
+            try RecordStore(storage: try scratch.storage("bad.db"), importingFile: bad, configuration: testConfiguration)
+        }
+        #expect(try RecordStore(storage: try scratch.storage("bad.db"), configuration: testConfiguration).search().isEmpty)
+        let original = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        let collection = try #require(original.firstIndex { $0.contains("\"type\":\"collection\"") })
+        var late = original
+        late.insert(late.remove(at: collection), at: 1_500)
+        let reordered = try scratch.write("late.jsonl", late.joined(separator: "\n"))
+        #expect(throws: RecordsError.invalidImport(line: collection + 1, reason: "collection 'gifts' is not declared before its records")) {
+            try RecordStore(storage: try scratch.storage("late.db"), importingFile: reordered, configuration: testConfiguration)
         }
     }
 
