@@ -167,10 +167,14 @@ public protocol RecordStorage: Sendable {
     func record(_ id: UUID) throws(RecordsError) -> StoredRecord?
     /// Records matching `query`, in insertion order.
     func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord]
-    /// Up to `limit` records, in insertion order, that key rotation must rewrite to put the store
-    /// under key `keyId`: those whose `keyId` is set and differs, and store-keyed records with no
-    /// `keyId` (clear-only records written while the store had no key, which rotation authenticates).
-    func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord]
+    /// Up to `limit` records, in insertion order after the insertion position `position` (0: from
+    /// the first), that key rotation must rewrite to put the store under key `keyId`: those whose
+    /// `keyId` is set and differs, and store-keyed records with no `keyId` (clear-only records
+    /// written while the store had no key, which rotation authenticates); and the position of the
+    /// last one returned (`position` when none is). Rotation pages through a store of any size in
+    /// linear time (`replace` keeps a record's position).
+    func records(withKeyIdOtherThan keyId: UInt32, after position: Int64, limit: Int) throws(RecordsError)
+        -> (records: [StoredRecord], last: Int64)
     /// Runs `body` in one transaction with a writer of what an export holds (an import streams its
     /// records through it in batches); an error from `body` rolls everything back. A backend may
     /// run `body` again from the start (PostgreSQL after a lost connection).

@@ -16,7 +16,9 @@ extension RecordStore {
         // A rotation is resumed only onto a key that authenticates: rotating a store made by an
         // older version adds such a key even when records remain on another.
         var resumed = false
-        if ring.currentKeyAuthenticates { resumed = !(try storage.records(withKeyIdOtherThan: ring.current, limit: 1).isEmpty) }
+        if ring.currentKeyAuthenticates {
+            resumed = !(try storage.records(withKeyIdOtherThan: ring.current, after: 0, limit: 1).records.isEmpty)
+        }
         if !resumed {
             var newId = (ring.keys.keys.max() ?? 0) + 1
             while true {
@@ -46,10 +48,22 @@ extension RecordStore {
         var ring = try currentKeyring()
         var target = target
         var resealed = 0
+        // Batches are paged by insertion position (a record keeps its position when re-sealed).
+        // A pass that ends is followed by one from the start, which must find nothing: records
+        // another process wrote under an older key, committed behind the position, or a newer
+        // key another process made current meanwhile, are rotated by it.
+        var position: Int64 = 0
         while true {
-            target = (try currentKeyring()).current  // another process may have rotated again
-            let batch = try storage.records(withKeyIdOtherThan: target, limit: configuration.rotationBatchSize)
-            if batch.isEmpty { break }
+            let current = (try currentKeyring()).current  // another process may have rotated again
+            if current != target { position = 0 }
+            target = current
+            let (batch, last) = try storage.records(withKeyIdOtherThan: target, after: position, limit: configuration.rotationBatchSize)
+            if batch.isEmpty {
+                if position == 0 { break }
+                position = 0
+                continue
+            }
+            position = last
             if batch.contains(where: { $0.keyId.map { ring.keys[$0] == nil } ?? false }) {
                 try unlock(with: sealer)  // a key another process added since
                 ring = try currentKeyring()
@@ -57,7 +71,9 @@ extension RecordStore {
             var updated: [StoredRecord] = []
             updated.reserveCapacity(batch.count)
             let adopting = adoptingUnkeyed || ring.authenticating.count < ring.keys.count
-            for record in batch { updated.append(try reseal(record, ring: ring, adoptingUnkeyed: adopting)) }
+            // The schemas once per batch (a query per record cost more than the re-sealing).
+            let schemas = try storage.collections()
+            for record in batch { updated.append(try reseal(record, schemas: schemas, ring: ring, adoptingUnkeyed: adopting)) }
             try storage.replace(updated)
             resealed += updated.count
             afterBatch?(resealed)
@@ -82,8 +98,11 @@ extension RecordStore {
     }
 
     /// `record` re-sealed, re-indexed and authenticated under the current store key (sealed values
-    /// of password records are untouched; they carry no store key), after checking it.
-    func reseal(_ record: StoredRecord, ring: Keyring, adoptingUnkeyed: Bool) throws(RecordsError) -> StoredRecord {
+    /// of password records are untouched; they carry no store key), after checking it; `schemas`
+    /// are the store's collections.
+    func reseal(
+        _ record: StoredRecord, schemas: [String: RecordSchema], ring: Keyring, adoptingUnkeyed: Bool
+    ) throws(RecordsError) -> StoredRecord {
         // Adopted unchecked: a record without MAC under no key or an unflagged one, as an older
         // version or a keyless store wrote it; never one whose key requires a MAC.
         let older = record.keying == .storeKey && record.mac == nil && !(record.keyId.map(ring.authenticating.contains) ?? false)
@@ -94,7 +113,7 @@ extension RecordStore {
             copy.blindIndexes = [:]
             return copy
         }
-        let schema = try schema(of: record.collection)
+        guard let schema = schemas[record.collection] else { throw .collectionNotFound(record.collection) }
         let opened = try openFields(record, password: nil)
         return try seal(
             id: record.id, collection: record.collection, schema: schema, fields: opened.merging(record.clear) { sealed, _ in sealed },

@@ -201,33 +201,34 @@ extension SQLiteRecordStorage {
         return result
     }
 
-    /// `RecordStorage.records`, in one SQLite transaction.
-    public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
-        try transaction(write: false) { (c) throws(RecordsError) in
-            let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
-                let select = try c.statement("""
-                    SELECT seq FROM (
-                        SELECT seq FROM records WHERE key_id IS NOT NULL AND key_id != ?1
-                        UNION ALL SELECT seq FROM records WHERE key_id IS NULL AND keying = 0)
-                    ORDER BY seq LIMIT ?2
-                    """)
-                select.bind(1, Int64(keyId))
-                select.bind(2, Int64(limit))
-                var seqs: [Int64] = []
-                while try select.step() { seqs.append(select.int64(0)) }
-                return seqs
-            }
-            return try Self.load(seqs: seqs, c)
-        }
+    /// `RecordStorage.records(withKeyIdOtherThan:after:limit:)`, in one SQLite transaction.
+    public func records(withKeyIdOtherThan keyId: UInt32, after position: Int64, limit: Int) throws(RecordsError)
+        -> (records: [StoredRecord], last: Int64)
+    {
+        // Walks `seq` from the position; the conditions filter the rows met, so a page costs the
+        // rows it passes, not a sort of every record left.
+        try page(
+            "SELECT seq FROM records WHERE seq > ?1 AND ((key_id IS NOT NULL AND key_id != ?3) OR (key_id IS NULL AND keying = 0)) ORDER BY seq LIMIT ?2",
+            after: position, limit: limit
+        ) { $0.bind(3, Int64(keyId)) }
     }
 
     /// `RecordStorage.allRecords`, in one SQLite transaction.
     public func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {
+        try page("SELECT seq FROM records WHERE seq > ?1 ORDER BY seq LIMIT ?2", after: position, limit: limit)
+    }
+
+    /// The records of the `seq`s `query` selects (bound: `?1` the position, `?2` the limit, others
+    /// by `bind`), in one transaction, and the last `seq` (`position` when none).
+    private func page(
+        _ query: String, after position: Int64, limit: Int, bind: (SQLiteStatement) -> Void = { _ in }
+    ) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {
         try transaction(write: false) { (c) throws(RecordsError) in
             let seqs = try Self.sql { () throws(SQLiteError) -> [Int64] in
-                let select = try c.statement("SELECT seq FROM records WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+                let select = try c.statement(query)
                 select.bind(1, position)
                 select.bind(2, Int64(max(0, limit)))
+                bind(select)
                 var seqs: [Int64] = []
                 while try select.step() { seqs.append(select.int64(0)) }
                 return seqs

@@ -259,35 +259,36 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// `RecordStorage.records(withKeyIdOtherThan:limit:)`, in one transaction.
-    public func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
-        try read { (tx) throws(RecordsError) in
-            try load(
-                try run(
-                    tx, """
-                    SELECT \(Self.recordColumns) FROM \(tables.records) r
-                    WHERE (r.key_id IS NOT NULL AND r.key_id <> $1) OR (r.key_id IS NULL AND r.keying = 0) ORDER BY r.seq LIMIT $2
-                    """,
-                    Self.binds {
-                        $0.append(Int64(keyId))
-                        $0.append(Int64(max(0, limit)))
-                    }), tx)
-        }
+    /// `RecordStorage.records(withKeyIdOtherThan:after:limit:)`, in one transaction. Walks the
+    /// primary key (`seq`) from the position; the conditions filter the rows met.
+    public func records(withKeyIdOtherThan keyId: UInt32, after position: Int64, limit: Int) throws(RecordsError)
+        -> (records: [StoredRecord], last: Int64)
+    {
+        try page(
+            "SELECT seq FROM \(tables.records) WHERE seq > $1 AND ((key_id IS NOT NULL AND key_id <> $3) OR (key_id IS NULL AND keying = 0)) ORDER BY seq LIMIT $2",
+            after: position, limit: limit
+        ) { $0.append(Int64(keyId)) }
     }
 
     /// `RecordStorage.allRecords(after:limit:)`, in one transaction.
     public func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {
-        try read { (tx) throws(RecordsError) in
+        try page("SELECT seq FROM \(tables.records) WHERE seq > $1 ORDER BY seq LIMIT $2", after: position, limit: limit)
+    }
+
+    /// The records of the `seq`s `query` selects (`$1` the position, `$2` the limit, others bound
+    /// by `bind`), in one transaction, and the last `seq` (`position` when none).
+    private func page(
+        _ query: String, after position: Int64, limit: Int, bind: (inout PostgresBindings) -> Void = { _ in }
+    ) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {
+        var binds = Self.binds {
+            $0.append(position)
+            $0.append(Int64(max(0, limit)))
+        }
+        bind(&binds)
+        let bound = binds
+        return try read { (tx) throws(RecordsError) in
             var seqs: [Int64] = []
-            for row in try run(
-                tx, "SELECT seq FROM \(tables.records) WHERE seq > $1 ORDER BY seq LIMIT $2",
-                Self.binds {
-                    $0.append(position)
-                    $0.append(Int64(max(0, limit)))
-                })
-            {
-                seqs.append(try decode(row, Int64.self))
-            }
+            for row in try run(tx, query, bound) { seqs.append(try decode(row, Int64.self)) }
             let rows = try run(
                 tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.seq = ANY($1::int8[]) ORDER BY r.seq",
                 Self.binds { $0.append(seqs) })

@@ -84,18 +84,57 @@ import Testing
         #expect(resumed == KeyRotation(keyId: 2, resealed: 4, resumed: true))
         #expect(try Self.keysOpeningEachRecord(reopened).values.allSatisfy { $0 == [2] })
     }
+
+    /// Rotation pages its batches by position: a record written back under the old key behind the
+    /// rotation's position (as by a client that read it before the rotation reached it and wrote it
+    /// after), or added under the old key by a handle unlocked before the rotation, is still
+    /// rotated, by the pass from the start that ends every rotation.
+    @Test(arguments: Backend.enabled)
+    func recordsWrittenUnderTheOldKeyDuringARotationAreRotated(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        var ids: [UUID] = []
+        for i in 0..<10 { ids.append(try store.add(["description": .string("d\(i)"), "ssn": "x"], to: "gifts")) }
+        let base = try scratch.storage("store.db")
+        let original = try #require(try base.record(ids[0]))
+        #expect(original.keyId == 1)
+        let stale = try scratch.reopen()
+        try stale.unlock(with: appSealer)
+        let rotating = FailingStorage(base, failReplaceAfter: .max) { count in
+            guard count == 2 else { return }
+            // Two batches of three are under key 2 by now, the first record among them.
+            do {
+                try base.replace([original])
+                try stale.add(["description": "added under key 1", "ssn": "x"], to: "gifts")
+            } catch {
+                Issue.record(error)
+            }
+        }
+        let rotation = try RecordStore(storage: rotating, configuration: testConfiguration).rotateStoreKey(with: appSealer)
+        #expect(rotation.keyId == 2 && rotation.resealed == 12)
+        let opening = try Self.keysOpeningEachRecord(store)
+        #expect(opening.count == 11)
+        #expect(opening.values.allSatisfy { $0 == [2] })
+        let reopened = try scratch.reopen()
+        try reopened.unlock(with: appSealer)
+        #expect(try reopened.open(ids[0]).fields["description"] == "d0")
+        #expect(try reopened.search(in: "gifts", [.equals(field: "ssn", value: "x")]).count == 11)
+    }
 }
 
-/// A backend that forwards to another and fails `replace` after `failReplaceAfter` successful calls.
+/// A backend that forwards to another, fails `replace` after `failReplaceAfter` successful calls,
+/// and runs `afterReplace` with the count after each one that succeeded.
 final class FailingStorage: RecordStorage, @unchecked Sendable {
     let base: any RecordStorage
     let limit: Int
+    let afterReplace: (Int) -> Void
     private var replaces = 0
     private let lock = NSLock()
 
-    init(_ base: any RecordStorage, failReplaceAfter limit: Int) {
+    init(_ base: any RecordStorage, failReplaceAfter limit: Int, afterReplace: @escaping (Int) -> Void = { _ in }) {
         self.base = base
         self.limit = limit
+        self.afterReplace = afterReplace
     }
 
     func loadMetadata() throws(RecordsError) -> StoreMetadata? { try base.loadMetadata() }
@@ -111,12 +150,15 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
         let count = lock.withLock { replaces += 1; return replaces }
         if count > limit { throw .storage(StorageFailure(.sqlite(code: 10), "injected failure")) }
         try base.replace(records)
+        afterReplace(count)
     }
     func delete(_ id: UUID) throws(RecordsError) -> Bool { try base.delete(id) }
     func record(_ id: UUID) throws(RecordsError) -> StoredRecord? { try base.record(id) }
     func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] { try base.search(query) }
-    func records(withKeyIdOtherThan keyId: UInt32, limit: Int) throws(RecordsError) -> [StoredRecord] {
-        try base.records(withKeyIdOtherThan: keyId, limit: limit)
+    func records(withKeyIdOtherThan keyId: UInt32, after position: Int64, limit: Int) throws(RecordsError)
+        -> (records: [StoredRecord], last: Int64)
+    {
+        try base.records(withKeyIdOtherThan: keyId, after: position, limit: limit)
     }
     func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) { try base.importAll(body) }
     func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64) {

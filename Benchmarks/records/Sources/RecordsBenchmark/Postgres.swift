@@ -53,6 +53,9 @@ func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSeale
         count, ours, Double(count) / ours))
     print(String(format: "PostgreSQL: COPY of the same rows unencrypted through psql (indexes + tsvector), one transaction: %.2f s; ratio SecureRecords / COPY = %.1fx",
         copy, ours / copy))
+    let rotateTime = try seconds { try store.rotateStoreKey(with: sealer) }
+    print(String(format: "PostgreSQL: rotate the store key over %d records (batches of 256): %.2f s (%.0f records/s)",
+        count, rotateTime, Double(count) / rotateTime))
     guard big else { return }
 
     // Blind-index equality search over 1,000,000 records.
