@@ -102,9 +102,10 @@ extension RecordStore {
         }
     }
 
-    /// A JSON object from `JSONSerialization`, read member by member with `JSONDecoder`'s rules for
-    /// the types of an export: `null` or absence is nil for an optional member, bytes are base64,
-    /// numbers are integers in range.
+    /// A JSON object from `JSONSerialization`, read member by member by the types of an export:
+    /// `null` or absence is nil for an optional member (as with `Decodable`), bytes are base64,
+    /// and a number is an integer written as one, in range (stricter than `JSONDecoder`, which
+    /// takes `1.0` for 1; the export writes plain integers).
     struct JSONObject {
         let members: [String: Any]
 

@@ -16,6 +16,12 @@ extension RecordStore {
 
     /// Records inserted per statement batch.
     static let importBatchSize = 1_000
+    /// Lines decoded in parallel: a group of `importBatchSize` lines per core, at most this many
+    /// cores, and a group closes early at `importGroupBytes` of input, so that what an import holds
+    /// (a group of lines, their decoded records, and the records checked before them) stays bounded
+    /// whatever the machine and the size of the records.
+    static let importMaximumWidth = 8
+    static let importGroupBytes = 32 << 20
 
     /// Imports JSON lines written by `export` into this store, all or nothing: the export must be of
     /// this store (same store id; an empty, new store adopts nothing and refuses: sealed values only
@@ -92,42 +98,51 @@ extension RecordStore {
         return count
     }
 
-    /// Reads lines in groups of `importBatchSize` per core. Each group is decoded on every core
-    /// while the records checked before it are inserted alongside, in whole batches (the storage
-    /// writes on one core's turn); then the group is checked in order on the calling thread, so
-    /// the first bad line is the one reported, and store and collection lines reach the writer
-    /// before the records after them.
+    /// Reads lines in groups (`importBatchSize` per core, see `importMaximumWidth`). Each group is
+    /// decoded on every core while the records checked before it are inserted alongside, in whole
+    /// batches (the storage writes on one core's turn); then the group is checked in order on the
+    /// calling thread, so the first bad line is the one reported, and store and collection lines
+    /// reach the writer before the records after them. `progress` is called on the calling thread.
+    /// Of an import that fails in more than one way, one failure is reported (an invalid line
+    /// may be reported before a duplicate record earlier in the input); nothing is imported.
     private func runImport(_ source: some ImportLineSource, progress: ((ImportProgress) -> Void)?) throws(RecordsError) -> Int {
         var imported = 0
-        let width = ProcessInfo.processInfo.activeProcessorCount
+        let width = min(ProcessInfo.processInfo.activeProcessorCount, Self.importMaximumWidth)
         let batchSize = Self.importBatchSize
         try storage.importAll { (writer) throws(RecordsError) in
             // Run again from the start if the storage repeats the transaction.
             var parser = ImportParser()
             var group: [(number: Int, data: Data, fraction: Double?)] = []
             group.reserveCapacity(width * batchSize)
+            var groupBytes = 0
             // Records checked and not yet inserted, each with the part of the input read at its line.
             var checked: [(record: StoredRecord, fraction: Double?)] = []
             imported = 0
-            func insert(_ records: ArraySlice<(record: StoredRecord, fraction: Double?)>) throws(RecordsError) {
+            // Inserts in batches; returns the progress after each, for the calling thread to report.
+            func insert(_ records: ArraySlice<(record: StoredRecord, fraction: Double?)>) throws(RecordsError) -> [ImportProgress] {
+                var reports: [ImportProgress] = []
                 for start in stride(from: records.startIndex, to: records.endIndex, by: batchSize) {
                     let batch = records[start..<min(records.endIndex, start + batchSize)]
                     try writer.insert(batch.map(\.record))
                     imported += batch.count
-                    progress?(ImportProgress(records: imported, fractionRead: batch.last?.fraction))
+                    reports.append(ImportProgress(records: imported, fractionRead: batch.last?.fraction))
                 }
+                return reports
             }
             func decodeAndCheckGroup() throws(RecordsError) {
                 let lines = group
                 group.removeAll(keepingCapacity: true)
+                groupBytes = 0
                 let ready = checked.prefix(checked.count / batchSize * batchSize)
                 checked.removeFirst(ready.count)
                 let chunk = max(1, (lines.count + width - 1) / width)
                 let chunks = (lines.count + chunk - 1) / chunk
                 let decoded = ResultSlots<[Result<RecordStore.ExportLine?, RecordsError>]>(count: chunks, initialValue: [])
-                try ForkJoin.run(chunks, alongside: { () throws(RecordsError) in try insert(ready) }) { i in
+                var reports: [ImportProgress] = []
+                try ForkJoin.run(chunks, alongside: { () throws(RecordsError) in reports = try insert(ready) }) { i in
                     decoded[i] = lines[i * chunk..<min(lines.count, (i + 1) * chunk)].map { ImportParser.decode($0.number, $0.data) }
                 }
+                if let progress { reports.forEach(progress) }
                 var index = 0
                 for i in 0..<chunks {
                     for result in decoded[i] {
@@ -149,13 +164,15 @@ extension RecordStore {
             }
             try source.forEachLine { (number, line, fraction) throws(RecordsError) in
                 group.append((number, line, fraction))
-                if group.count == width * batchSize { try decodeAndCheckGroup() }
+                groupBytes += line.count
+                if group.count == width * batchSize || groupBytes >= Self.importGroupBytes { try decodeAndCheckGroup() }
                 return true
             }
             try decodeAndCheckGroup()
             guard parser.sawStore else { throw .invalidImport(line: 1, reason: "no store line") }
             if !checked.isEmpty { checked[checked.count - 1].fraction = 1 }
-            try insert(checked[...])
+            let reports = try insert(checked[...])
+            if let progress { reports.forEach(progress) }
         }
         return imported
     }

@@ -49,14 +49,17 @@ extension RecordStore {
         var target = target
         var resealed = 0
         // Batches are paged by insertion position (a record keeps its position when re-sealed).
-        // A pass that ends is followed by one from the start, which must find nothing: records
-        // another process wrote under an older key, committed behind the position, or a newer
-        // key another process made current meanwhile, are rotated by it.
+        // A pass that ends is followed by one from the start, which must find nothing, so records
+        // another process wrote under an older key behind the position are rotated too. A key
+        // another process made current meanwhile (it rotated again) is taken up, from the start.
         var position: Int64 = 0
         while true {
-            let current = (try currentKeyring()).current  // another process may have rotated again
-            if current != target { position = 0 }
-            target = current
+            if try storage.loadMetadata()?.currentKeyId != ring.current {
+                try unlock(with: sealer)
+                ring = try currentKeyring()
+            }
+            if ring.current != target { position = 0 }
+            target = ring.current
             let (batch, last) = try storage.records(withKeyIdOtherThan: target, after: position, limit: configuration.rotationBatchSize)
             if batch.isEmpty {
                 if position == 0 { break }
@@ -68,11 +71,11 @@ extension RecordStore {
                 try unlock(with: sealer)  // a key another process added since
                 ring = try currentKeyring()
             }
-            var updated: [StoredRecord] = []
-            updated.reserveCapacity(batch.count)
             let adopting = adoptingUnkeyed || ring.authenticating.count < ring.keys.count
             // The schemas once per batch (a query per record cost more than the re-sealing).
             let schemas = try storage.collections()
+            var updated: [StoredRecord] = []
+            updated.reserveCapacity(batch.count)
             for record in batch { updated.append(try reseal(record, schemas: schemas, ring: ring, adoptingUnkeyed: adopting)) }
             try storage.replace(updated)
             resealed += updated.count

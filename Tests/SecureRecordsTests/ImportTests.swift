@@ -30,9 +30,14 @@ import Testing
         let scratch = try RecordsScratch(backend)
         let (_, path, _) = try exported(scratch, count: 2_500)
         var events: [RecordStore.ImportProgress] = []
+        // Progress is reported on the calling thread (batches are inserted on another).
+        let caller = pthread_self()
+        var otherThreads = 0
         let copy = try RecordStore(storage: try scratch.storage("copy.db"), importingFile: path, configuration: testConfiguration) {
             events.append($0)
+            if pthread_equal(pthread_self(), caller) == 0 { otherThreads += 1 }
         }
+        #expect(otherThreads == 0)
         #expect(events.map(\.records) == [1_000, 2_000, 2_500])
         let fractions = events.compactMap(\.fractionRead)
         #expect(fractions.count == 3 && fractions == fractions.sorted() && fractions.last == 1 && fractions[0] > 0.3 && fractions[0] < 0.5)
@@ -74,10 +79,10 @@ import Testing
         }
     }
 
-    /// Each line is decoded on its own (lines are decoded in parallel) with `JSONDecoder`'s rules:
-    /// a member of the wrong JSON type, a number that is not an integer in range, bytes that are
-    /// not base64, or `null` where a value is required refuse the line; unknown members and `null`
-    /// for an optional member do not.
+    /// Each line is decoded on its own (lines are decoded in parallel) by the types of the format:
+    /// a member of the wrong JSON type, a number that is not an integer written as one and in
+    /// range, bytes that are not base64, or `null` where a value is required refuse the line;
+    /// unknown members and `null` for an optional member do not.
     @Test func linesDecodeByTheTypesOfTheFormat() throws {
         let scratch = try RecordsScratch()
         let (_, path, _) = try exported(scratch, count: 3)

@@ -120,6 +120,30 @@ import Testing
         #expect(try reopened.open(ids[0]).fields["description"] == "d0")
         #expect(try reopened.search(in: "gifts", [.equals(field: "ssn", value: "x")]).count == 11)
     }
+    /// A key another client makes current during a rotation (it rotated again) is taken up: the
+    /// rotation goes on under it, from the start, and every record ends under it.
+    @Test(arguments: Backend.enabled)
+    func aRotationTakesUpAKeyMadeCurrentMeanwhile(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        for i in 0..<10 { _ = try store.add(["description": .string("d\(i)"), "ssn": "x"], to: "gifts") }
+        let base = try scratch.storage("store.db")
+        let other = try scratch.reopen()
+        let rotating = FailingStorage(base, failReplaceAfter: .max) { count in
+            guard count == 2 else { return }
+            do {
+                #expect(try base.addKey(try other.wrap(SecretBytes.random(count: 32), id: 3, sealer: appSealer), makeCurrent: true))
+            } catch {
+                Issue.record(error)
+            }
+        }
+        let rotation = try RecordStore(storage: rotating, configuration: testConfiguration).rotateStoreKey(with: appSealer)
+        #expect(rotation.keyId == 3 && rotation.resealed == 16)  // six under key 2 first, then all ten under key 3
+        #expect(try Self.keysOpeningEachRecord(store).values.allSatisfy { $0 == [3] })
+        let reopened = try scratch.reopen()
+        try reopened.unlock(with: appSealer)
+        #expect(try reopened.search(in: "gifts", [.equals(field: "ssn", value: "x")]).count == 10)
+    }
 }
 
 /// A backend that forwards to another, fails `replace` after `failReplaceAfter` successful calls,
