@@ -48,9 +48,10 @@ extension PostgresRecordStorage {
         /// fails; also sent to the server as its `statement_timeout`. URL: `statement_timeout`
         /// (milliseconds, as PostgreSQL's setting). Default 30 s.
         public var statementTimeoutSeconds: Double
-        /// How long one transaction may take, its retries on a new connection included. URL:
-        /// `transaction_timeout` (milliseconds, as PostgreSQL 17's setting; not sent to the server).
-        /// Default 60 s.
+        /// How long one transaction may take, its retries on a new connection included; for an
+        /// import (one transaction, as long as its input), how long it may go without a statement
+        /// completing. URL: `transaction_timeout` (milliseconds, as PostgreSQL 17's setting; not
+        /// sent to the server). Default 60 s.
         public var transactionTimeoutSeconds: Double
 
         /// A configuration; nothing is checked until the storage connects.

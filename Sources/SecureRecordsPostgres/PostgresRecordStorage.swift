@@ -241,9 +241,10 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
     // MARK: Import
 
     /// `RecordStorage.importAll`, in one transaction (run again from the start after a lost
-    /// connection, as every write is).
+    /// connection, as every write is), whose deadline is renewed by each batch inserted: an import
+    /// of any size runs to its end while the server keeps answering.
     public func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) {
-        try write { (tx) throws(RecordsError) in try body(ImportWriter(storage: self, transaction: tx)) }
+        try session.transaction(readOnly: false, bulk: true) { (tx) throws(RecordsError) in try body(ImportWriter(storage: self, transaction: tx)) }
     }
 
     /// Writes into the transaction `transaction`.

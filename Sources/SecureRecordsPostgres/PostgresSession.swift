@@ -20,7 +20,7 @@ import SecureRecords
 ///
 /// No wait is without a deadline: connecting (TCP, TLS, startup and authentication) has
 /// `connectTimeoutSeconds`, each statement `statementTimeoutSeconds`, and each transaction,
-/// retries included, `transactionTimeoutSeconds`. A wait that passes its deadline closes the
+/// retries included, `transactionTimeoutSeconds` (for an import: since its last statement). A wait that passes its deadline closes the
 /// connection (the server then rolls back whatever was open) and fails. A transaction whose
 /// connection was lost or stopped answering before its COMMIT was sent is run again on a new
 /// connection while its deadline allows (the server may be restarting); one lost while committing
@@ -134,17 +134,47 @@ final class PostgresSession: Sendable {
     /// A wait that passed its deadline: what was being done, and the time it was given.
     struct DeadlineExceeded: Error, CustomStringConvertible {
         let activity: String
-        var description: String { "no answer from the server while \(activity) before the deadline (is it down, stopped or overloaded?)" }
+        /// The transaction's deadline (`transaction_timeout`) was the one passed, in milliseconds.
+        var transactionTimeout: Int64?
+        var description: String {
+            if let transactionTimeout {
+                return "the transaction passed its deadline while \(activity) (transaction_timeout=\(transactionTimeout) ms; "
+                    + "raise it in the URL for a longer transaction)"
+            }
+            return "no answer from the server while \(activity) before the deadline (is it down, stopped or overloaded?)"
+        }
+    }
+
+    /// The deadline of a transaction, retries included: fixed, or for a bulk transaction (an
+    /// import) renewed by each statement that completes, so that it bounds the time without
+    /// progress rather than the length of the work.
+    final class TransactionDeadline {
+        private(set) var value: NIODeadline
+        let timeout: TimeAmount
+        let renewed: Bool
+
+        init(timeout: TimeAmount, renewed: Bool) {
+            self.timeout = timeout
+            self.renewed = renewed
+            value = .now() + timeout
+        }
+
+        /// A statement completed.
+        func progressed() {
+            if renewed { value = .now() + timeout }
+        }
     }
 
     /// Waits for `future` until `deadline`; then fails with `DeadlineExceeded` (the operation
     /// itself goes on: the caller closes its connection).
-    static func wait<Value: Sendable>(for future: EventLoopFuture<Value>, until deadline: NIODeadline, doing activity: String)
-        throws(PostgresFailure) -> Value
-    {
+    static func wait<Value: Sendable>(
+        for future: EventLoopFuture<Value>, until deadline: NIODeadline, doing activity: String, transactionTimeout: Int64? = nil
+    ) throws(PostgresFailure) -> Value {
         let bounded = future.eventLoop.makePromise(of: Value.self)
         future.cascade(to: bounded)
-        let timer = future.eventLoop.scheduleTask(deadline: deadline) { bounded.fail(DeadlineExceeded(activity: activity)) }
+        let timer = future.eventLoop.scheduleTask(deadline: deadline) {
+            bounded.fail(DeadlineExceeded(activity: activity, transactionTimeout: transactionTimeout))
+        }
         defer { timer.cancel() }
         do {
             return try bounded.futureResult.wait()
@@ -216,11 +246,13 @@ final class PostgresSession: Sendable {
         let connection: PostgresConnection
         let logger: Logger
         let session: PostgresSession
-        let deadline: NIODeadline
+        let deadline: TransactionDeadline
         let failures: FailureLog
 
-        private var statementDeadline: NIODeadline {
-            min(deadline, .now() + .milliseconds(Int64(session.configuration.statementTimeoutSeconds * 1000)))
+        /// The statement's deadline, or the transaction's if sooner (then named in a failure).
+        private var statementDeadline: (deadline: NIODeadline, transactionTimeout: Int64?) {
+            let statement = NIODeadline.now() + .milliseconds(Int64(session.configuration.statementTimeoutSeconds * 1000))
+            return deadline.value < statement ? (deadline.value, deadline.timeout.nanoseconds / 1_000_000) : (statement, nil)
         }
 
         /// Runs `sql` with `binds` and returns every row.
@@ -228,7 +260,12 @@ final class PostgresSession: Sendable {
         func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(PostgresFailure) -> [PostgresRow] {
             do throws(PostgresFailure) {
                 let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-                return try PostgresSession.wait(for: future, until: statementDeadline, doing: "running a statement").rows
+                let bound = statementDeadline
+                let rows = try PostgresSession.wait(
+                    for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout
+                ).rows
+                deadline.progressed()
+                return rows
             } catch {
                 throw failures.record(error)
             }
@@ -241,16 +278,19 @@ final class PostgresSession: Sendable {
             let futures = statements.map { connection.query(PostgresQuery(unsafeSQL: $0.0, binds: $0.1), logger: logger) }
             var results: [[PostgresRow]] = []
             var failure: PostgresFailure?
-            let deadline = statementDeadline
+            let bound = statementDeadline
             for future in futures {
                 do throws(PostgresFailure) {
-                    results.append(try PostgresSession.wait(for: future, until: deadline, doing: "running a statement").rows)
+                    results.append(try PostgresSession.wait(
+                        for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout
+                    ).rows)
                 } catch {
                     if failure == nil { failure = error }
                     results.append([])
                 }
             }
             if let failure { throw failures.record(failure) }
+            deadline.progressed()
             return results
         }
 
@@ -297,13 +337,15 @@ final class PostgresSession: Sendable {
     /// `wasCommitted` (a read that tells, say, whether records with the client's ids exist), it
     /// is asked on a new connection and the transaction run again only if it was not stored;
     /// without it, the failure says the outcome is unknown. `body` may run more than once, so it
-    /// must only read and write through `Transaction`.
+    /// must only read and write through `Transaction`. A `bulk` transaction (an import, whose
+    /// length grows with its input) has its deadline renewed by each statement that completes:
+    /// it bounds the time without progress, not the whole run.
     func transaction<R>(
-        readOnly: Bool, wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil,
+        readOnly: Bool, bulk: Bool = false, wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil,
         _ body: (Transaction) throws(RecordsError) -> R
     ) throws(RecordsError) -> R {
         try current.withLock { (current: inout PostgresConnection?) throws(RecordsError) -> R in
-            let deadline = NIODeadline.now() + .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000))
+            let deadline = TransactionDeadline(timeout: .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000)), renewed: bulk)
             var transientRetries = 0
             var pause = TimeAmount.milliseconds(50)
             // The body's result whose COMMIT was sent when the connection was lost.
@@ -318,7 +360,7 @@ final class PostgresSession: Sendable {
             while true {
                 let connection: PostgresConnection
                 do throws(RecordsError) {
-                    connection = try connected(&current, until: deadline)
+                    connection = try connected(&current, until: deadline.value)
                 } catch {
                     throw unconfirmed == nil ? error : unknownOutcome(error)
                 }
@@ -352,7 +394,7 @@ final class PostgresSession: Sendable {
                             guard wasCommitted != nil else { throw unknownOutcome(error) }
                             unconfirmed = result
                         }
-                        if NIODeadline.now() + pause < deadline {
+                        if NIODeadline.now() + pause < deadline.value {
                             Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
                             pause = min(pause * 2, .seconds(1))
                             continue

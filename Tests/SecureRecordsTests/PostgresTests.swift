@@ -128,6 +128,50 @@ import Testing
 
     // MARK: Failures
 
+    /// An import is one transaction as long as its input: its deadline bounds the time without a
+    /// statement completing, not the whole import, so an import longer than `transaction_timeout`
+    /// runs to its end. Any other transaction that passes that deadline fails with a message that
+    /// names `transaction_timeout` (not "no answer from the server").
+    @Test(.requires(.postgres)) func anImportLongerThanTheTransactionDeadlineCompletes() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let source = try RecordStore(path: scratch.path("source.db"), configuration: testConfiguration)
+        try source.createCollection("notes", schema: try RecordSchema(["w": .clear, "secret": .sealedIndexed]))
+        try source.unlock(with: appSealer)
+        let count = 20_000
+        try source.add(contentsOf: (0..<count).map { ["w": .string("note \($0)"), "secret": .string("s\($0)")] }, to: "notes")
+        var lines: [String] = []
+        try source.export { lines.append($0) }
+        let export = try scratch.write("export.jsonl", lines.joined(separator: "\n"))
+        // The store and its collection are created first, under the usual deadlines.
+        _ = try RecordStore(storage: try scratch.storage("long"), importing: lines.prefix(2), configuration: testConfiguration)
+        // Then the records, with a transaction deadline of 2 s: each batch of 1,000 takes a small
+        // part of it, the import several times it.
+        var configuration = try postgresConfiguration(schema: scratch.schema, prefix: RecordsScratch.prefix("long"))
+        configuration.transactionTimeoutSeconds = 2
+        let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
+        var batches = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        #expect(try store.importFile(atPath: export) { _ in batches += 1 } == count)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        #expect(batches == count / 1_000)
+        // Read back under the usual deadlines (loading 20,000 records is one long transaction).
+        let reopened = try scratch.reopen("long")
+        try reopened.unlock(with: appSealer)
+        #expect(try reopened.search(in: "notes", [.equals(field: "secret", value: "s19999")]).count == 1)
+        #expect(try reopened.search().count == count)
+        // Only meaningful when the import outlasted the deadline.
+        if seconds <= 2 { Issue.record("the import took \(seconds) s, within the deadline: make it longer") }
+
+        // Any other transaction that passes the deadline names it.
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        #expect {
+            try storage.execute("SELECT pg_sleep(10)")
+        } throws: { error in
+            guard case RecordsError.storage(let failure) = error else { return false }
+            return "\(failure)".contains("transaction_timeout=2000 ms")
+        }
+    }
+
     @Test(.requires(.postgres)) func wrongPasswordAndServerDownGiveTypedStorageErrors() throws {
         var wrong = try postgresConfiguration(schema: "sfr_t_never")
         wrong.password = SecretBytes(Data("not the password".utf8))
