@@ -339,7 +339,8 @@ final class PostgresSession: Sendable {
     /// without it, the failure says the outcome is unknown. `body` may run more than once, so it
     /// must only read and write through `Transaction`. A `bulk` transaction (an import, whose
     /// length grows with its input) has its deadline renewed by each statement that completes:
-    /// it bounds the time without progress, not the whole run.
+    /// it bounds the time without progress, not the whole run; its retries after a lost connection
+    /// are bounded by the deadline as it stood at the first loss.
     func transaction<R>(
         readOnly: Bool, bulk: Bool = false, wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil,
         _ body: (Transaction) throws(RecordsError) -> R
@@ -357,10 +358,15 @@ final class PostgresSession: Sendable {
                     "\(configuration.displayName): the connection was lost while committing, so whether the change "
                         + "was stored is unknown (\(error)); check before repeating it"))
             }
+            // Reconnecting and running again after a lost connection is bounded by the deadline as
+            // it stood at the first loss: a bulk transaction's renewals (its BEGIN on the new
+            // connection is progress too) never extend it, so a failure that recurs cannot make
+            // an import start over forever.
+            var retriesUntil = NIODeadline.distantFuture
             while true {
                 let connection: PostgresConnection
                 do throws(RecordsError) {
-                    connection = try connected(&current, until: deadline.value)
+                    connection = try connected(&current, until: min(deadline.value, retriesUntil))
                 } catch {
                     throw unconfirmed == nil ? error : unknownOutcome(error)
                 }
@@ -390,11 +396,12 @@ final class PostgresSession: Sendable {
                     let failure = tx.failures.last
                     if failure?.isConnectionLost == true {
                         drop(connection, from: &current)
+                        retriesUntil = min(retriesUntil, deadline.value)
                         if committing && !readOnly {
                             guard wasCommitted != nil else { throw unknownOutcome(error) }
                             unconfirmed = result
                         }
-                        if NIODeadline.now() + pause < deadline.value {
+                        if NIODeadline.now() + pause < min(deadline.value, retriesUntil) {
                             Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
                             pause = min(pause * 2, .seconds(1))
                             continue
