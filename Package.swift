@@ -159,7 +159,10 @@ let package = Package(
             name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
         .testTarget(
             name: "SecureRecordsTests",
-            dependencies: ["SecureRecords", "SecureRecordsPostgres", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport"],
+            dependencies: [
+                "SecureRecords", "SecureRecordsPostgres", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "ServiceDiscoveryTests",

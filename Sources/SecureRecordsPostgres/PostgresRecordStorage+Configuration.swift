@@ -53,12 +53,17 @@ extension PostgresRecordStorage {
         /// completing. URL: `transaction_timeout` (milliseconds, as PostgreSQL 17's setting; not
         /// sent to the server). Default 60 s.
         public var transactionTimeoutSeconds: Double
+        /// How many connections the storage opens at most: each transaction holds one for its whole
+        /// run, so this many calls from different threads run at once, and a call beyond them waits
+        /// for a connection within its transaction deadline. Connections are opened when first
+        /// needed and kept open. URL: `pool_size`. Default 8.
+        public var maximumConnections: Int
 
         /// A configuration; nothing is checked until the storage connects.
         public init(
             host: String = "127.0.0.1", port: Int = 5432, user: String, database: String? = nil, password: SecretBytes? = nil,
             tls: TLS = .automatic, schema: String = "public", tablePrefix: String = "sfr_", connectTimeoutSeconds: Int = 10,
-            statementTimeoutSeconds: Double = 30, transactionTimeoutSeconds: Double = 60
+            statementTimeoutSeconds: Double = 30, transactionTimeoutSeconds: Double = 60, maximumConnections: Int = 8
         ) {
             self.host = host
             self.port = port
@@ -71,10 +76,11 @@ extension PostgresRecordStorage {
             self.connectTimeoutSeconds = connectTimeoutSeconds
             self.statementTimeoutSeconds = statementTimeoutSeconds
             self.transactionTimeoutSeconds = transactionTimeoutSeconds
+            self.maximumConnections = maximumConnections
         }
 
         /// Parses `postgres://user@host:port/database?schema=S&prefix=P&sslmode=disable|require&sslrootcert=PATH`
-        /// `&connect_timeout=SECONDS&statement_timeout=MILLISECONDS&transaction_timeout=MILLISECONDS`
+        /// `&connect_timeout=SECONDS&statement_timeout=MILLISECONDS&transaction_timeout=MILLISECONDS&pool_size=N`
         /// (`postgresql://` too; port, database and parameters optional). `sslrootcert` names a PEM
         /// file of CA certificates to verify the server against (a team's private CA), as in libpq;
         /// it implies TLS and cannot go with `sslmode=disable`. A URL that carries a
@@ -117,10 +123,15 @@ extension PostgresRecordStorage {
                         throw invalidConfiguration("transaction_timeout is a number of milliseconds from 1 to 86400000")
                     }
                     transactionTimeoutSeconds = Double(milliseconds) / 1000
+                case ("pool_size", let value):
+                    guard let count = Int(value), (1...1000).contains(count) else {
+                        throw invalidConfiguration("pool_size is a number of connections from 1 to 1000")
+                    }
+                    maximumConnections = count
                 default:
                     throw invalidConfiguration(
                         "the PostgreSQL URL parameter '\(item.name)' is not supported "
-                            + "(schema, prefix, sslmode, sslrootcert, connect_timeout, statement_timeout, transaction_timeout)")
+                            + "(schema, prefix, sslmode, sslrootcert, connect_timeout, statement_timeout, transaction_timeout, pool_size)")
                 }
             }
             if let rootCertificates {
@@ -195,6 +206,9 @@ extension PostgresRecordStorage {
                 throw invalidConfiguration("the table prefix '\(tablePrefix)' must be at most 32 lowercase letters, digits or _")
             }
             guard (1...65_535).contains(port) else { throw invalidConfiguration("the PostgreSQL port \(port) is out of range") }
+            guard (1...1000).contains(maximumConnections) else {
+                throw invalidConfiguration("the connection pool size \(maximumConnections) is out of range (1 to 1000)")
+            }
         }
     }
 }

@@ -20,9 +20,9 @@ import SecureRecords
 ///
 /// Threading: synchronous, over postgres-nio's `EventLoopFuture` API waited on with `wait()`; the
 /// I/O runs on SwiftNIO's event-loop threads, not Swift concurrency's cooperative pool, so calling
-/// from a task cannot deadlock the pool (it only blocks the calling thread). One connection per
-/// instance, one transaction at a time on it; use several instances for parallel work. Do not call
-/// from a SwiftNIO event-loop thread. A connection the server dropped while idle is replaced at the
+/// from a task cannot deadlock the pool (it only blocks the calling thread). Each call's transaction
+/// leases one of the instance's pooled connections (`Configuration.maximumConnections`, default 8),
+/// so one instance serves that many threads at once. Do not call from a SwiftNIO event-loop thread. A connection the server dropped while idle is replaced at the
 /// next call; a failure inside a transaction is reported (`RecordsError.storage`), never retried
 /// after `COMMIT` was sent.
 public final class PostgresRecordStorage: RecordStorage, Sendable {
@@ -48,7 +48,8 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         try migrate()
     }
 
-    /// Closes the connection now (it is also closed when the storage is released; a later call reconnects).
+    /// Closes the idle connections now (they are also closed when the storage is released; a later
+    /// call reconnects).
     public func close() { session.close() }
 
     /// Runs `sql` (one statement, no parameters) in its own transaction. For tests and

@@ -7,51 +7,59 @@ import PostgresNIO
 import SecureCore
 import SecureRecords
 
-/// One PostgreSQL connection used synchronously.
+/// A pool of PostgreSQL connections used synchronously.
 ///
 /// `RecordStorage` is synchronous, so each call waits for the server. The wait is
-/// `EventLoopFuture.wait()` on postgres-nio's future API: the connection's I/O runs on a SwiftNIO
-/// event-loop thread (`MultiThreadedEventLoopGroup.singleton`), never on Swift concurrency's
+/// `EventLoopFuture.wait()` on postgres-nio's future API: the connections' I/O runs on SwiftNIO
+/// event-loop threads (`MultiThreadedEventLoopGroup.singleton`), never on Swift concurrency's
 /// cooperative pool. A caller blocked in `wait()` on a cooperative thread therefore cannot starve
 /// the work it waits for (the async API would need a cooperative thread to finish, and with two
-/// cores two blocked callers would deadlock). Calls are serialised by a lock: one transaction at a
-/// time per connection (`Locked`: the connection is not Sendable and the transaction's result leaves
-/// the lock). Must not be called from an event-loop thread (NIO traps).
+/// cores two blocked callers would deadlock). Each transaction leases one connection for its whole
+/// run (`ConnectionPool`): up to `maximumConnections` transactions run at once, from as many
+/// threads, and a caller beyond that waits for a connection within its transaction's deadline.
+/// Must not be called from an event-loop thread (NIO traps).
 ///
 /// No wait is without a deadline: connecting (TCP, TLS, startup and authentication) has
 /// `connectTimeoutSeconds`, each statement `statementTimeoutSeconds`, and each transaction,
-/// retries included, `transactionTimeoutSeconds` (for an import: since its last statement). A wait that passes its deadline closes the
+/// the wait for a connection and retries included, `transactionTimeoutSeconds` (for an import:
+/// since its last statement). A wait that passes its deadline closes the
 /// connection (the server then rolls back whatever was open) and fails. A transaction whose
 /// connection was lost or stopped answering before its COMMIT was sent is run again on a new
 /// connection while its deadline allows (the server may be restarting); one lost while committing
 /// is reported as such, since its outcome is unknown.
 final class PostgresSession: Sendable {
-    /// The open connection, if any; a transaction holds the lock for its whole run.
-    private let current = Locked<PostgresConnection?>(nil)
+    /// The idle connections, and how many transactions hold one.
+    private let pool: ConnectionPool
     let configuration: PostgresRecordStorage.Configuration
     private let logger = Logger(label: "SecureRecordsPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
     private static let ids = Locked(0)
 
     init(_ configuration: PostgresRecordStorage.Configuration) {
         self.configuration = configuration
+        pool = ConnectionPool(size: configuration.maximumConnections)
     }
 
     deinit {
-        // postgres-nio asserts a connection is closed before it is released: keep it until then.
-        guard let connection = current.withLock({ $0 }) else { return }
-        let closing: EventLoopFuture<Void> = connection.close()
-        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+        for connection in pool.takeIdle() { Self.release(connection) }
     }
 
-    /// Closes the connection (a later call reconnects).
+    /// Closes the idle connections (a later call reconnects; a connection in use is closed when its
+    /// transaction ends only if the server or the client dropped it).
     func close() {
-        current.withLock { connection in
-            if let connection {
-                let closing: EventLoopFuture<Void> = connection.close()
-                _ = try? Self.wait(for: closing, until: .now() + .seconds(Int64(configuration.connectTimeoutSeconds)), doing: "closing")
-            }
-            connection = nil
+        let closings: [EventLoopFuture<Void>] = pool.takeIdle().map { connection in
+            let closing: EventLoopFuture<Void> = connection.close()
+            closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+            return closing
         }
+        let deadline = NIODeadline.now() + .seconds(Int64(configuration.connectTimeoutSeconds))
+        for closing in closings { _ = try? Self.wait(for: closing, until: deadline, doing: "closing") }
+    }
+
+    /// Closes `connection` without waiting (postgres-nio asserts a connection is closed before it
+    /// is released: it keeps itself alive until then).
+    private static func release(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// The open connection, or a new one: connecting is retried (with a growing pause) while the
@@ -230,8 +238,7 @@ final class PostgresSession: Sendable {
     /// Forgets `connection` (closing it; it keeps itself alive until closed).
     private func drop(_ connection: PostgresConnection, from current: inout PostgresConnection?) {
         if current === connection { current = nil }
-        let closing: EventLoopFuture<Void> = connection.close()
-        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+        Self.release(connection)
     }
 
     /// Whether `error` is a server error with SQLSTATE `state`.
@@ -345,79 +352,88 @@ final class PostgresSession: Sendable {
         readOnly: Bool, bulk: Bool = false, wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil,
         _ body: (Transaction) throws(RecordsError) -> R
     ) throws(RecordsError) -> R {
-        try current.withLock { (current: inout PostgresConnection?) throws(RecordsError) -> R in
-            let deadline = TransactionDeadline(timeout: .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000)), renewed: bulk)
-            var transientRetries = 0
-            var pause = TimeAmount.milliseconds(50)
-            // The body's result whose COMMIT was sent when the connection was lost.
-            var unconfirmed: R?
-            // Whatever ends the run while a COMMIT's outcome is unknown says so.
-            func unknownOutcome(_ error: RecordsError) -> RecordsError {
-                .storage(StorageFailure(
-                    .outcomeUnknown,
-                    "\(configuration.displayName): the connection was lost while committing, so whether the change "
-                        + "was stored is unknown (\(error)); check before repeating it"))
+        let deadline = TransactionDeadline(timeout: .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000)), renewed: bulk)
+        var current: PostgresConnection?
+        do {
+            current = try pool.lease(until: deadline.value)
+        } catch {
+            throw Self.map(
+                DeadlineExceeded(
+                    activity: "waiting for one of the \(configuration.maximumConnections) pooled connections",
+                    transactionTimeout: deadline.timeout.nanoseconds / 1_000_000),
+                configuration: configuration)
+        }
+        defer { pool.giveBack(current) }
+        var transientRetries = 0
+        var pause = TimeAmount.milliseconds(50)
+        // The body's result whose COMMIT was sent when the connection was lost.
+        var unconfirmed: R?
+        // Whatever ends the run while a COMMIT's outcome is unknown says so.
+        func unknownOutcome(_ error: RecordsError) -> RecordsError {
+            .storage(StorageFailure(
+                .outcomeUnknown,
+                "\(configuration.displayName): the connection was lost while committing, so whether the change "
+                    + "was stored is unknown (\(error)); check before repeating it"))
+        }
+        // Reconnecting and running again after a lost connection is bounded by the deadline as
+        // it stood at the first loss: a bulk transaction's renewals (its BEGIN on the new
+        // connection is progress too) never extend it, so a failure that recurs cannot make
+        // an import start over forever.
+        var retriesUntil = NIODeadline.distantFuture
+        while true {
+            let connection: PostgresConnection
+            do throws(RecordsError) {
+                connection = try connected(&current, until: min(deadline.value, retriesUntil))
+            } catch {
+                throw unconfirmed == nil ? error : unknownOutcome(error)
             }
-            // Reconnecting and running again after a lost connection is bounded by the deadline as
-            // it stood at the first loss: a bulk transaction's renewals (its BEGIN on the new
-            // connection is progress too) never extend it, so a failure that recurs cannot make
-            // an import start over forever.
-            var retriesUntil = NIODeadline.distantFuture
-            while true {
-                let connection: PostgresConnection
-                do throws(RecordsError) {
-                    connection = try connected(&current, until: min(deadline.value, retriesUntil))
+            let tx = Transaction(connection: connection, logger: logger, session: self, deadline: deadline, failures: FailureLog())
+            var committing = false
+            var result: R?
+            do throws(RecordsError) {
+                let checking = unconfirmed != nil
+                do throws(PostgresFailure) {
+                    try tx.query(
+                        readOnly || checking ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED")
                 } catch {
+                    throw tx.map(error)
+                }
+                if let stored = unconfirmed, let wasCommitted {
+                    let committed = try wasCommitted(tx)
+                    do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
+                    if committed { return stored }
+                    unconfirmed = nil
+                    continue
+                }
+                result = try body(tx)
+                committing = true
+                do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
+                return result!
+            } catch {
+                let failure = tx.failures.last
+                if failure?.isConnectionLost == true {
+                    drop(connection, from: &current)
+                    retriesUntil = min(retriesUntil, deadline.value)
+                    if committing && !readOnly {
+                        guard wasCommitted != nil else { throw unknownOutcome(error) }
+                        unconfirmed = result
+                    }
+                    if NIODeadline.now() + pause < min(deadline.value, retriesUntil) {
+                        Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
+                        pause = min(pause * 2, .seconds(1))
+                        continue
+                    }
                     throw unconfirmed == nil ? error : unknownOutcome(error)
                 }
-                let tx = Transaction(connection: connection, logger: logger, session: self, deadline: deadline, failures: FailureLog())
-                var committing = false
-                var result: R?
-                do throws(RecordsError) {
-                    let checking = unconfirmed != nil
-                    do throws(PostgresFailure) {
-                        try tx.query(
-                            readOnly || checking ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED")
-                    } catch {
-                        throw tx.map(error)
-                    }
-                    if let stored = unconfirmed, let wasCommitted {
-                        let committed = try wasCommitted(tx)
-                        do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
-                        if committed { return stored }
-                        unconfirmed = nil
-                        continue
-                    }
-                    result = try body(tx)
-                    committing = true
-                    do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
-                    return result!
-                } catch {
-                    let failure = tx.failures.last
-                    if failure?.isConnectionLost == true {
-                        drop(connection, from: &current)
-                        retriesUntil = min(retriesUntil, deadline.value)
-                        if committing && !readOnly {
-                            guard wasCommitted != nil else { throw unknownOutcome(error) }
-                            unconfirmed = result
-                        }
-                        if NIODeadline.now() + pause < min(deadline.value, retriesUntil) {
-                            Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
-                            pause = min(pause * 2, .seconds(1))
-                            continue
-                        }
-                        throw unconfirmed == nil ? error : unknownOutcome(error)
-                    }
-                    if unconfirmed != nil { throw unknownOutcome(error) }
-                    _ = try? tx.query("ROLLBACK")
-                    if failure?.isTransient == true, transientRetries < 4 {
-                        transientRetries += 1
-                        continue
-                    }
-                    throw error
+                if unconfirmed != nil { throw unknownOutcome(error) }
+                // A connection that cannot even roll back is not given back to the pool.
+                if (try? tx.query("ROLLBACK")) == nil { drop(connection, from: &current) }
+                if failure?.isTransient == true, transientRetries < 4 {
+                    transientRetries += 1
+                    continue
                 }
+                throw error
             }
         }
     }
 }
-
