@@ -161,6 +161,12 @@ public protocol RecordStorage: Sendable {
     ) throws(RecordsError)
     /// Replaces existing records (all or none); `recordNotFound` if one is missing.
     func replace(_ records: [StoredRecord]) throws(RecordsError)
+    /// Replaces each of `records` whose stored row is still exactly its namesake in `expected` (as
+    /// `record(_:)` returns it), in one transaction that holds those rows against other writers
+    /// from the comparison to the write; returns the ids it left alone, because their row changed
+    /// or was deleted since `expected` was read. A read-modify-write through it (an update, a key
+    /// rotation) never overwrites another client's write.
+    func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID>
     /// Deletes a record; false when it did not exist.
     func delete(_ id: UUID) throws(RecordsError) -> Bool
     /// The record with `id`.

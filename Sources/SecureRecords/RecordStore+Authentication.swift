@@ -46,14 +46,19 @@ extension RecordStore {
     /// store made by an older version, not yet rotated). A password record's clear
     /// fields are checked when it is opened with its password (its sealed values' context binds
     /// them). A key id this handle does not know, but the store now holds (another process
-    /// rotated since this one unlocked), is `storeKeyUnavailable`: unlock again.
+    /// rotated since this one unlocked), is unwrapped with the sealer that unlocked the store, and
+    /// the record checked under it.
     func verify(_ stored: StoredRecord, ring: Keyring) throws(RecordsError) {
         func modified(_ reason: String) -> RecordsError { .recordModified(stored.id, reason: reason) }
-        func unknownKey(_ keyId: UInt32) throws(RecordsError) -> RecordsError {
-            if try storage.loadMetadata()?.keys.contains(where: { $0.id == keyId }) == true {
-                return .storeKeyUnavailable("store key \(keyId) was added after this store was unlocked: unlock it again")
+        // A key another client added: unwrapped, and the record checked again under it.
+        func verifyUnderNewerKey(_ keyId: UInt32) throws(RecordsError) {
+            guard try storage.loadMetadata()?.keys.contains(where: { $0.id == keyId }) == true else {
+                throw modified("it names store key \(keyId), which the store does not hold")
             }
-            return modified("it names store key \(keyId), which the store does not hold")
+            try unlock(with: ring.sealer)
+            let fresh = try currentKeyring()
+            guard fresh.keys[keyId] != nil else { throw .storeKeyUnavailable("store key \(keyId) could not be unwrapped") }
+            try verify(stored, ring: fresh)
         }
         switch stored.keying {
         case .password:
@@ -64,14 +69,14 @@ extension RecordStore {
         case .storeKey:
             if let mac = stored.mac {
                 guard let keyId = stored.keyId else { throw modified("it carries a MAC but no key id") }
-                guard let key = ring.macKeys[keyId] else { throw try unknownKey(keyId) }
+                guard let key = ring.macKeys[keyId] else { return try verifyUnderNewerKey(keyId) }
                 guard RecordAuthentication.isValid(mac, of: stored, keyId: keyId, storeId: storeId, key: key) else {
                     throw modified("its MAC does not match: a clear field, blind-index token, sealed value or key id was changed")
                 }
             } else if let keyId = stored.keyId, ring.authenticating.contains(keyId) {
                 throw modified("its MAC was removed")
             } else if ring.authenticatesRecords {
-                if let keyId = stored.keyId, ring.keys[keyId] == nil { throw try unknownKey(keyId) }
+                if let keyId = stored.keyId, ring.keys[keyId] == nil { return try verifyUnderNewerKey(keyId) }
                 throw modified(
                     "it carries no MAC in a store that authenticates its records "
                         + "(if a key rotation of a store made by an older version was interrupted, run it again)")

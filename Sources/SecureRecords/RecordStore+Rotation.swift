@@ -77,8 +77,11 @@ extension RecordStore {
             var updated: [StoredRecord] = []
             updated.reserveCapacity(batch.count)
             for record in batch { updated.append(try reseal(record, schemas: schemas, ring: ring, adoptingUnkeyed: adopting)) }
-            try storage.replace(updated)
-            resealed += updated.count
+            // A record another client changed or deleted since the page was read is left alone
+            // (its write stands): the pass from the start finds it again if it is still not under
+            // the current key.
+            let skipped = try storage.replace(updated, ifUnchangedFrom: batch)
+            resealed += updated.count - skipped.count
             afterBatch?(resealed)
         }
         try authenticateOlderKeys(sealer: sealer)

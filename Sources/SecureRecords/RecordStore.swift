@@ -36,6 +36,9 @@ public final class RecordStore: Sendable {
         /// The record-MAC key of each store key.
         var macKeys: [UInt32: SymmetricKey]
         var fieldKeys: [FieldKeyID: SymmetricKey] = [:]
+        /// What unwrapped the keys: kept while unlocked, so that a key another client adds (a
+        /// rotation) is unwrapped when this one meets it, instead of failing.
+        let sealer: any ItemSealer
 
         /// Whether the store authenticates its records: any of its keys is flagged (so that pointing
         /// the store back at an older, unflagged key does not switch authentication off).
@@ -97,7 +100,7 @@ public final class RecordStore: Sendable {
             metadata = try storage.loadMetadata() ?? metadata
         }
         guard let current = metadata.currentKeyId else { throw .storeKeyUnavailable("the store has no current key") }
-        var ring = Keyring(keys: [:], current: current, authenticating: [], macKeys: [:])
+        var ring = Keyring(keys: [:], current: current, authenticating: [], macKeys: [:], sealer: sealer)
         for wrapped in metadata.keys {
             let (key, authenticates) = try unwrap(wrapped, sealer: sealer)
             ring.keys[wrapped.id] = key
@@ -109,7 +112,8 @@ public final class RecordStore: Sendable {
         if created { try resealRecords(notUnder: current, sealer: sealer, adoptingUnkeyed: true) }
     }
 
-    /// Forgets the unwrapped store keys (they are zeroed when no operation uses them any more).
+    /// Forgets the unwrapped store keys and the sealer that opened them (the keys are zeroed when
+    /// no operation uses them any more).
     public func lock() { keyring.withLock { $0 = nil } }
 
     /// Whether the store key is available.
@@ -157,6 +161,19 @@ public final class RecordStore: Sendable {
     func currentKeyring() throws(RecordsError) -> Keyring {
         guard let ring = keyring.withLock({ $0 }) else { throw .storeKeyRequired }
         return ring
+    }
+
+    /// The unlocked keyring as the store now stands: unlocked again with its sealer when the store
+    /// names another current key or holds a key it lacks (another client rotated or added a key
+    /// since), so that new records go under the current key and a blind-index search covers every
+    /// key. One read of the store's keys; `storeKeyRequired` when locked.
+    func freshKeyring() throws(RecordsError) -> Keyring {
+        let ring = try currentKeyring()
+        guard let metadata = try storage.loadMetadata(),
+            metadata.currentKeyId != ring.current || metadata.keys.contains(where: { ring.keys[$0.id] == nil })
+        else { return ring }
+        try unlock(with: ring.sealer)
+        return try currentKeyring()
     }
 
     /// The blind-index key of `field` under store key `keyId` (cached while unlocked).
@@ -287,6 +304,7 @@ public final class RecordStore: Sendable {
         _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
     ) throws(RecordsError) -> UUID {
         let (collection, schema) = try resolve(collection)
+        if isUnlocked { _ = try freshKeyring() }  // under the current key, if another client rotated
         let record = try seal(id: id, collection: collection, schema: schema, fields: schema.respelled(fields), sealing: sealing)
         if record.keying == .storeKey, record.mac == nil { try requireNoStoreKey() }
         try storage.insert([record])
@@ -302,7 +320,10 @@ public final class RecordStore: Sendable {
     ) throws(RecordsError) -> [UUID] {
         let (collection, schema) = try resolve(collection)
         @Sendable func hasSealedField(_ fields: [String: FieldValue]) -> Bool { fields.keys.contains { schema.fields[$0]?.isSealed == true } }
-        if case .storeKey = sealing, records.contains(where: hasSealedField) { _ = try currentKeyring() }
+        var sealsWithStoreKey = false
+        if case .storeKey = sealing { sealsWithStoreKey = records.contains(where: hasSealedField) }
+        // Under the current key, if another client rotated; `storeKeyRequired` when locked and needed.
+        if sealsWithStoreKey || isUnlocked { _ = try freshKeyring() }
         let unlocked = isUnlocked
         if !unlocked, case .storeKey = sealing { try requireNoStoreKey() }
         if !unlocked, records.contains(where: { !hasSealedField($0) }) { try requireNoStoreKey() }
@@ -425,53 +446,72 @@ public final class RecordStore: Sendable {
     public func update(
         _ id: UUID, setting: [String: FieldValue], removing: Set<String> = [], password: SecretBytes? = nil
     ) throws(RecordsError) {
-        let current = try stored(id)
-        let schema = try schema(of: current.collection)
-        let setting = schema.respelled(setting)
-        let removing = Set(removing.map { schema.storedName(of: $0) ?? $0 })
-        for name in removing { _ = try schema.protection(of: name, collection: current.collection) }
-        var sealedSetting: [String: FieldValue] = [:]
-        var updated = current
-        for (name, value) in setting {
-            if try schema.protection(of: name, collection: current.collection).isSealed {
-                sealedSetting[name] = value
-            } else {
-                updated.clear[name] = value
+        if isUnlocked { _ = try freshKeyring() }  // re-sealing goes under the current key
+        try readModifyWrite(id) { (current) throws(RecordsError) -> StoredRecord in
+            let schema = try schema(of: current.collection)
+            let setting = schema.respelled(setting)
+            let removing = Set(removing.map { schema.storedName(of: $0) ?? $0 })
+            for name in removing { _ = try schema.protection(of: name, collection: current.collection) }
+            var sealedSetting: [String: FieldValue] = [:]
+            var updated = current
+            for (name, value) in setting {
+                if try schema.protection(of: name, collection: current.collection).isSealed {
+                    sealedSetting[name] = value
+                } else {
+                    updated.clear[name] = value
+                }
             }
-        }
-        for name in removing {
-            updated.clear[name] = nil
-            updated.sealed[name] = nil
-            updated.blindIndexes[name] = nil
-        }
-        switch current.keying {
-        case .password where updated.sealed.isEmpty && sealedSetting.isEmpty:
-            // Nothing sealed is left: a password would protect nothing, so the record becomes store-keyed.
-            updated.keying = .storeKey
-            updated.keyId = nil
-            updated.mac = nil
-            try authenticateOrRequireNoStoreKey(&updated)
-        case .password:
-            let clearChanged = updated.clear != current.clear
-            if !sealedSetting.isEmpty || (clearChanged && current.bindsClearFields) || (password != nil && !current.bindsClearFields) {
-                guard let password else { throw .passwordRequired(id) }
-                let opened = try openFields(current, password: password)  // the password must be the record's
+            for name in removing {
+                updated.clear[name] = nil
+                updated.sealed[name] = nil
+                updated.blindIndexes[name] = nil
+            }
+            switch current.keying {
+            case .password where updated.sealed.isEmpty && sealedSetting.isEmpty:
+                // Nothing sealed is left: a password would protect nothing, so the record becomes store-keyed.
+                updated.keying = .storeKey
+                updated.keyId = nil
+                updated.mac = nil
+                try authenticateOrRequireNoStoreKey(&updated)
+            case .password:
+                let clearChanged = updated.clear != current.clear
+                if !sealedSetting.isEmpty || (clearChanged && current.bindsClearFields) || (password != nil && !current.bindsClearFields) {
+                    guard let password else { throw .passwordRequired(id) }
+                    let opened = try openFields(current, password: password)  // the password must be the record's
+                    let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
+                    updated = try seal(
+                        id: id, collection: current.collection, schema: schema, fields: fields.merging(updated.clear) { sealed, _ in sealed },
+                        sealing: .password(password))
+                }
+            case .storeKey where !sealedSetting.isEmpty:
+                let opened = try openFields(current, password: nil)
                 let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
                 updated = try seal(
                     id: id, collection: current.collection, schema: schema, fields: fields.merging(updated.clear) { sealed, _ in sealed },
-                    sealing: .password(password))
+                    sealing: .storeKey)
+            case .storeKey:
+                try authenticateOrRequireNoStoreKey(&updated)
             }
-        case .storeKey where !sealedSetting.isEmpty:
-            let opened = try openFields(current, password: nil)
-            let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
-            updated = try seal(
-                id: id, collection: current.collection, schema: schema, fields: fields.merging(updated.clear) { sealed, _ in sealed },
-                sealing: .storeKey)
-        case .storeKey:
-            try authenticateOrRequireNoStoreKey(&updated)
+            return updated
         }
-        try storage.replace([updated])
     }
+
+    /// Reads record `id`, passes it to `change`, and writes what `change` returns only if the
+    /// stored record is still the one read (`RecordStorage.replace(_:ifUnchangedFrom:)`), so that
+    /// no concurrent write (another client's update, a key rotation's re-seal) is overwritten;
+    /// when it changed meanwhile, reads it again and starts over (`recordNotFound` once deleted).
+    private func readModifyWrite(_ id: UUID, _ change: (StoredRecord) throws(RecordsError) -> StoredRecord) throws(RecordsError) {
+        for _ in 0..<Self.readModifyWriteAttempts {
+            let current = try stored(id)
+            if try storage.replace([try change(current)], ifUnchangedFrom: [current]).isEmpty { return }
+        }
+        throw .storage(StorageFailure(
+            .server(sqlState: "40001"),
+            "record \(id) was changed by other writers during each of \(Self.readModifyWriteAttempts) attempts to update it; nothing was written"))
+    }
+
+    /// How many times a read-modify-write starts over before it gives up.
+    static let readModifyWriteAttempts = 64
 
     /// Deletes the record; `recordNotFound` when it does not exist.
     public func delete(_ id: UUID) throws(RecordsError) {
@@ -481,16 +521,17 @@ public final class RecordStore: Sendable {
     /// Re-seals every sealed field of a password record under `newPassword`, in one write. The old
     /// password must open the record (else `authenticationFailed`, nothing changed).
     public func changePassword(of id: UUID, from oldPassword: SecretBytes, to newPassword: SecretBytes) throws(RecordsError) {
-        let current = try stored(id)
-        guard current.keying == .password else {
-            throw .fieldProtectionMismatch(collection: current.collection, field: "*", reason: "the record is sealed with the store key, not a password")
+        try readModifyWrite(id) { (current) throws(RecordsError) -> StoredRecord in
+            guard current.keying == .password else {
+                throw .fieldProtectionMismatch(
+                    collection: current.collection, field: "*", reason: "the record is sealed with the store key, not a password")
+            }
+            let opened = try openFields(current, password: oldPassword)
+            let schema = try schema(of: current.collection)
+            return try seal(
+                id: id, collection: current.collection, schema: schema, fields: opened.merging(current.clear) { sealed, _ in sealed },
+                sealing: .password(newPassword))
         }
-        let opened = try openFields(current, password: oldPassword)
-        let schema = try schema(of: current.collection)
-        let updated = try seal(
-            id: id, collection: current.collection, schema: schema, fields: opened.merging(current.clear) { sealed, _ in sealed },
-            sealing: .password(newPassword))
-        try storage.replace([updated])
     }
 
     // MARK: Search
@@ -525,7 +566,7 @@ public final class RecordStore: Sendable {
                         throw .fieldProtectionMismatch(
                             collection: name, field: field, reason: "sealed without a blind index; it cannot be searched")
                     case .sealedIndexed:
-                        let ring = try currentKeyring()
+                        let ring = try freshKeyring()
                         var tokens: [StorageQuery.Token] = []
                         for keyId in ring.keys.keys.sorted() {
                             let key = try fieldKey(keyId: keyId, collection: name, field: field)

@@ -137,18 +137,36 @@ extension SQLiteRecordStorage {
     /// `RecordStorage.replace`, in one SQLite transaction.
     public func replace(_ records: [StoredRecord]) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in
+            for record in records where try !Self.replace(record, ifUnchangedFrom: nil, c) { throw .recordNotFound(record.id) }
+        }
+    }
+
+    /// `RecordStorage.replace(_:ifUnchangedFrom:)`, in one SQLite write transaction (which excludes
+    /// every other writer of the file).
+    public func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
+        let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
+        return try transaction(write: true) { (c) throws(RecordsError) in
+            var skipped = Set<UUID>()
             for record in records {
-                guard let seq = try Self.sql({ () throws(SQLiteError) in try Self.seq(of: record.id, c) }),
-                    let old = try Self.load(seqs: [seq], c).first
-                else {
-                    throw .recordNotFound(record.id)
-                }
-                try Self.sql { () throws(SQLiteError) in
-                    try Self.deleteRows(old, seq: seq, c)
-                    try RowWriter(c).write(record, seq: seq)
+                guard let previous = expected[record.id], try Self.replace(record, ifUnchangedFrom: previous, c) else {
+                    skipped.insert(record.id)
+                    continue
                 }
             }
+            return skipped
         }
+    }
+
+    /// Replaces the row of `record` when it exists and, if `expected` is given, equals it; whether it did.
+    private static func replace(_ record: StoredRecord, ifUnchangedFrom expected: StoredRecord?, _ c: SQLiteConnection) throws(RecordsError) -> Bool {
+        guard let seq = try sql({ () throws(SQLiteError) in try seq(of: record.id, c) }), let old = try load(seqs: [seq], c).first,
+            expected.map({ $0 == old }) ?? true
+        else { return false }
+        try sql { () throws(SQLiteError) in
+            try deleteRows(old, seq: seq, c)
+            try RowWriter(c).write(record, seq: seq)
+        }
+        return true
     }
 
     /// `RecordStorage.delete`, in one SQLite transaction.

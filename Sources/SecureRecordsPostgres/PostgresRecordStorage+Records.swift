@@ -176,7 +176,33 @@ extension PostgresRecordStorage {
         var last: [UUID: Int] = [:]
         for (index, record) in records.enumerated() { last[record.id] = index }
         let unique = records.enumerated().filter { last[$0.element.id] == $0.offset }.map(\.element)
-        let c = Columns(unique)
+        try write { (tx) throws(RecordsError) in
+            let found = try replaceRows(unique, tx)
+            if let missing = unique.first(where: { !found.contains($0.id) }) { throw .recordNotFound(missing.id) }
+        }
+    }
+
+    /// `RecordStorage.replace(_:ifUnchangedFrom:)`, in one transaction: the record rows are locked
+    /// (`FOR UPDATE`, in id order) before they are read and compared, so no other writer changes
+    /// them between the comparison and the write.
+    public func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
+        let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
+        let candidates = Dictionary(records.filter { expected[$0.id] != nil }.map { ($0.id, $0) }) { _, last in last }
+        let ids = candidates.keys.sorted { $0.uuidString < $1.uuidString }
+        return try write { (tx) throws(RecordsError) in
+            let rows = try run(
+                tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = ANY($1::uuid[]) ORDER BY r.id FOR UPDATE",
+                Self.binds { $0.append(ids) })
+            let unchanged = try load(rows, tx).filter { expected[$0.id] == $0 }.compactMap { candidates[$0.id] }
+            _ = try replaceRows(unchanged, tx)
+            return Set(records.map(\.id)).subtracting(unchanged.map(\.id))
+        }
+    }
+
+    /// Rewrites the rows of `records` (ids unique) in `tx`; returns the ids that exist.
+    private func replaceRows(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) -> Set<UUID> {
+        guard !records.isEmpty else { return [] }
+        let c = Columns(records)
         let update = """
             UPDATE \(tables.records) AS r
             SET collection = u.collection, keying = u.keying, key_id = NULLIF(u.key_id, -1), fts = u.fts::tsvector, mac = \(Self.macColumn)
@@ -184,17 +210,15 @@ extension PostgresRecordStorage {
             WHERE r.id = u.id
             RETURNING r.id
             """
-        try write { (tx) throws(RecordsError) in
-            let results: [[PostgresRow]]
-            do throws(PostgresSession.PostgresFailure) {
-                results = try tx.pipeline([(update, Self.recordBinds(c))] + fieldDeletes(c.ids) + fieldInserts(c))
-            } catch {
-                throw tx.map(error)
-            }
-            var found = Set<UUID>()
-            for row in results[0] { found.insert(try decode(row, UUID.self)) }
-            if let missing = c.ids.first(where: { !found.contains($0) }) { throw .recordNotFound(missing) }
+        let results: [[PostgresRow]]
+        do throws(PostgresSession.PostgresFailure) {
+            results = try tx.pipeline([(update, Self.recordBinds(c))] + fieldDeletes(c.ids) + fieldInserts(c))
+        } catch {
+            throw tx.map(error)
         }
+        var found = Set<UUID>()
+        for row in results[0] { found.insert(try decode(row, UUID.self)) }
+        return found
     }
 
     /// `RecordStorage.delete`, in one transaction.

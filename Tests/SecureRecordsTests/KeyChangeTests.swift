@@ -87,7 +87,7 @@ import Testing
 
     /// Rotation pages its batches by position: a record written back under the old key behind the
     /// rotation's position (as by a client that read it before the rotation reached it and wrote it
-    /// after), or added under the old key by a handle unlocked before the rotation, is still
+    /// after), or sealed under the old key before the rotation began and stored during it, is still
     /// rotated, by the pass from the start that ends every rotation.
     @Test(arguments: Backend.enabled)
     func recordsWrittenUnderTheOldKeyDuringARotationAreRotated(backend: Backend) throws {
@@ -98,14 +98,15 @@ import Testing
         let base = try scratch.storage("store.db")
         let original = try #require(try base.record(ids[0]))
         #expect(original.keyId == 1)
-        let stale = try scratch.reopen()
-        try stale.unlock(with: appSealer)
+        let late = try store.add(["description": "sealed before the rotation, stored during it", "ssn": "x"], to: "gifts")
+        let lateRow = try #require(try base.record(late))
+        #expect(try base.delete(late))
         let rotating = FailingStorage(base, failReplaceAfter: .max) { count in
             guard count == 2 else { return }
             // Two batches of three are under key 2 by now, the first record among them.
             do {
                 try base.replace([original])
-                try stale.add(["description": "added under key 1", "ssn": "x"], to: "gifts")
+                try base.insert([lateRow])
             } catch {
                 Issue.record(error)
             }
@@ -146,18 +147,24 @@ import Testing
     }
 }
 
-/// A backend that forwards to another, fails `replace` after `failReplaceAfter` successful calls,
-/// and runs `afterReplace` with the count after each one that succeeded.
+/// A backend that forwards to another, fails the conditional `replace` (a rotation's batch, an
+/// update's write) after `failReplaceAfter` successful calls, and runs `beforeReplace` and
+/// `afterReplace` with the count around each one (as another client writing at that moment).
 final class FailingStorage: RecordStorage, @unchecked Sendable {
     let base: any RecordStorage
     let limit: Int
     let afterReplace: (Int) -> Void
+    let beforeReplace: (Int) -> Void
     private var replaces = 0
     private let lock = NSLock()
 
-    init(_ base: any RecordStorage, failReplaceAfter limit: Int, afterReplace: @escaping (Int) -> Void = { _ in }) {
+    init(
+        _ base: any RecordStorage, failReplaceAfter limit: Int, beforeReplace: @escaping (Int) -> Void = { _ in },
+        afterReplace: @escaping (Int) -> Void = { _ in }
+    ) {
         self.base = base
         self.limit = limit
+        self.beforeReplace = beforeReplace
         self.afterReplace = afterReplace
     }
 
@@ -170,11 +177,14 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
         try base.createCollection(collection, schema: schema)
     }
     func insert(_ records: [StoredRecord]) throws(RecordsError) { try base.insert(records) }
-    func replace(_ records: [StoredRecord]) throws(RecordsError) {
+    func replace(_ records: [StoredRecord]) throws(RecordsError) { try base.replace(records) }
+    func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
         let count = lock.withLock { replaces += 1; return replaces }
         if count > limit { throw .storage(StorageFailure(.sqlite(code: 10), "injected failure")) }
-        try base.replace(records)
+        beforeReplace(count)
+        let skipped = try base.replace(records, ifUnchangedFrom: expected)
         afterReplace(count)
+        return skipped
     }
     func delete(_ id: UUID) throws(RecordsError) -> Bool { try base.delete(id) }
     func record(_ id: UUID) throws(RecordsError) -> StoredRecord? { try base.record(id) }

@@ -107,6 +107,7 @@ final class DiscardingStorage: RecordStorage, @unchecked Sendable {
     }
     func insert(_ records: [StoredRecord]) throws(RecordsError) {}
     func replace(_ records: [StoredRecord]) throws(RecordsError) {}
+    func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> { [] }
     func delete(_ id: UUID) throws(RecordsError) -> Bool { false }
     func record(_ id: UUID) throws(RecordsError) -> StoredRecord? { nil }
     func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] { [] }
