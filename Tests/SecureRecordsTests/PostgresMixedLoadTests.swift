@@ -1,0 +1,240 @@
+import Foundation
+import NIOCore
+import SFTestSupport
+@testable import SecureRecords
+@testable import SecureRecordsPostgres
+import SecureCore
+import Testing
+
+/// Many clients on one PostgreSQL store for 30 s: 16 threads sharing one `RecordStore` (so one
+/// storage's connection pool, 8 connections for 16 callers) and 8 `sf` processes at once, adding,
+/// updating, searching and rotating the store key. Nothing acknowledged is lost, nothing is stored
+/// twice, and every search finds every add acknowledged before it started.
+@Suite struct PostgresMixedLoadTests {
+    static let seconds = 30.0
+    static let threads = 16
+    static let processes = 8
+
+    /// What the clients were told, and what went wrong.
+    final class Ledger: Sendable {
+        /// Thread clients' records: id → the `note` last acknowledged.
+        let notes = Locked<[UUID: String]>([:])
+        /// Process clients' records, by client.
+        let processIds = Locked<[Int: [String]]>([:])
+        let failures = Locked<[String]>([])
+        let counts = Locked<[String: Int]>([:])
+
+        func fail(_ text: String) { failures.withLock { $0.append(text) } }
+        func count(_ operation: String) { counts.withLock { $0[operation, default: 0] += 1 } }
+    }
+
+    @Test(.requires(.postgres), .requiresSFBinary) func sixteenThreadsAndEightProcessesMixingOperationsLoseNothing() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let configuration = RecordStore.Configuration(passwordKDF: testKDF, rotationBatchSize: 256)
+        _ = try makeStore(scratch)  // the `gifts` collection
+        let shared = try scratch.reopen(configuration: configuration)
+        try shared.unlock(with: appSealer)
+        let url = try #require(TestSupport.postgresURL) + "?schema=\(scratch.schema)&prefix=\(RecordsScratch.prefix("store.db"))"
+        let keyFile = try appKey.withUnsafeBytes { try scratch.write("app.key", Data($0)) }
+        let passwordFile = try scratch.write("pg.pw", Data(((TestSupport.postgresPassword ?? "") + "\n").utf8))
+        let location = ["--postgres", url, "--postgres-password-file", passwordFile]
+
+        let ledger = Ledger()
+        let end = Date(timeIntervalSinceNow: Self.seconds)
+        // One thread each (`concurrentPerform` would run only as many at once as there are cores).
+        let clients = DispatchGroup()
+        for client in 0..<(Self.threads + Self.processes) {
+            clients.enter()
+            Thread {
+                if client < Self.threads {
+                    Self.threadClient(client, store: shared, ledger: ledger, until: end)
+                } else {
+                    Self.processClient(client - Self.threads, location: location, keyFile: keyFile, ledger: ledger, until: end)
+                }
+                clients.leave()
+            }.start()
+        }
+        // Each client stops starting operations at `end`; one operation's deadlines bound the rest.
+        #expect(clients.wait(timeout: .now() + Self.seconds + 300) == .success)
+        let failures = ledger.failures.withLock { $0 }
+        #expect(failures.isEmpty, "\(failures.prefix(10))")
+        let counts = ledger.counts.withLock { $0 }
+        print("mixed load over \(Int(Self.seconds)) s: \(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        // Every kind of operation ran, by both kinds of client.
+        for operation in ["thread add", "thread update", "thread search", "thread full search", "rotation", "process add", "process search", "process rotation"] {
+            #expect(counts[operation, default: 0] > 0, "no \(operation) ran: \(counts)")
+        }
+
+        // A new client sees exactly what was acknowledged: no loss, no extra, no duplicate.
+        let store = try scratch.reopen(configuration: configuration)
+        try store.unlock(with: appSealer)
+        let notes = ledger.notes.withLock { $0 }
+        let gifts = try store.search(in: "gifts").map(\.id)
+        #expect(gifts.count == Set(gifts).count)
+        #expect(Set(gifts) == Set(notes.keys))
+        for (id, note) in notes {
+            let record = try store.open(id)
+            #expect(record.fields["note"] == .string(note))
+            #expect(record.fields["description"] == .string("sealed \(id)"))
+        }
+        let printed = ledger.processIds.withLock { $0 }.values.flatMap { $0 }
+        #expect(printed.count == Set(printed).count)
+        let sharedIds = try store.search(in: "shared").map { $0.id.uuidString.lowercased() }
+        #expect(sharedIds.count == Set(sharedIds).count)
+        #expect(Set(sharedIds) == Set(printed))
+        for id in sharedIds.prefix(50) {
+            #expect(try store.open(try #require(UUID(uuidString: id))).fields["note"] != nil)
+        }
+    }
+
+    /// One storage runs calls from several threads at once, one pooled connection each: a call
+    /// goes through while another waits on a lock in the server.
+    @Test(.requires(.postgres)) func aStorageServesCallsFromSeveralThreadsAtOnce() throws {
+        let scratch = try RecordsScratch(.postgres)
+        var configuration = try #require(try scratch.storage() as? PostgresRecordStorage).configuration
+        configuration.maximumConnections = 2
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        let holder = try PostgresRecordStorage(configuration: configuration)
+        let key = Int64.random(in: 1...Int64.max)
+        // A session-level advisory lock stays with the holder's idle connection after its call.
+        try holder.execute("SELECT pg_advisory_lock(\(key))")
+        let blocked = DispatchGroup()
+        let blockedResult = Locked<String?>(nil)
+        DispatchQueue.global().async(group: blocked) {
+            do {
+                try storage.execute("SELECT pg_advisory_xact_lock(\(key))")
+                blockedResult.withLock { $0 = "acquired" }
+            } catch {
+                blockedResult.withLock { $0 = "\(error)" }
+            }
+        }
+        // Wait (an event, not a pause) until the first call waits for the lock in the server.
+        let waiting = "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = \(UInt32(truncatingIfNeeded: key))"
+        let observe = try PostgresRecordStorage(configuration: configuration)
+        var polls = 0
+        while try observe.queryText(waiting) != ["1"] {
+            polls += 1
+            try #require(polls < 3000, "the first call never reached the lock")
+            usleep(10_000)
+        }
+        // Its one connection is busy; the storage's second connection answers this thread.
+        #expect(try storage.queryText("SELECT 'second'") == ["second"])
+        #expect(blockedResult.withLock { $0 } == nil)
+        try holder.execute("SELECT pg_advisory_unlock(\(key))")
+        #expect(blocked.wait(timeout: .now() + 60) == .success)
+        #expect(blockedResult.withLock { $0 } == "acquired")
+    }
+
+    /// The pool: a lease beyond its size waits, until a lease ends or its deadline passes.
+    @Test func aLeaseBeyondThePoolSizeWaitsUntilOneEndsOrItsDeadline() throws {
+        let pool = ConnectionPool(size: 1)
+        #expect(try pool.lease(until: NIODeadline.now() + .seconds(5)) == nil)  // an empty slot: the caller connects
+        #expect(throws: ConnectionPool.Exhausted.self) { _ = try pool.lease(until: NIODeadline.now() + .milliseconds(50)) }
+        let waiter = DispatchGroup()
+        let leased = Locked(false)
+        let started = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async(group: waiter) {
+            started.signal()
+            do {
+                _ = try pool.lease(until: NIODeadline.now() + .seconds(120))
+                leased.withLock { $0 = true }
+            } catch {}
+        }
+        started.wait()
+        pool.giveBack(nil)
+        #expect(waiter.wait(timeout: .now() + 60) == .success)
+        #expect(leased.withLock { $0 })
+    }
+
+    /// One thread client: adds, updates its own records, searches them by blind index (and thread 0
+    /// the whole collection), and the last thread rotates the store key every few seconds.
+    static func threadClient(_ client: Int, store: RecordStore, ledger: Ledger, until end: Date) {
+        var mine: [UUID] = []
+        var iteration = 0
+        var nextRotation = Date(timeIntervalSinceNow: 3)
+        while Date() < end {
+            iteration += 1
+            do {
+                if client == threads - 1, Date() >= nextRotation {
+                    _ = try store.rotateStoreKey(with: appSealer)
+                    ledger.count("rotation")
+                    nextRotation = Date(timeIntervalSinceNow: 5)
+                    continue
+                }
+                switch iteration % 4 {
+                case 0, 1:
+                    let id = UUID()
+                    _ = try store.add(
+                        ["toWhom": .string("t\(client)"), "note": .string("v0"), "description": .string("sealed \(id)"),
+                         "ssn": .string("s\(client)")], to: "gifts", id: id)
+                    mine.append(id)
+                    ledger.notes.withLock { $0[id] = "v0" }
+                    ledger.count("thread add")
+                case 2:
+                    guard let id = mine.randomElement() else { continue }
+                    try store.update(id, setting: ["note": .string("v\(iteration)")])
+                    ledger.notes.withLock { $0[id] = "v\(iteration)" }
+                    ledger.count("thread update")
+                default:
+                    let expected = Set(mine)
+                    let found = try store.search(in: "gifts", [.equals(field: "ssn", value: .string("s\(client)"))]).map(\.id)
+                    if found.count != Set(found).count || Set(found) != expected {
+                        ledger.fail("thread \(client): its search found \(found.count) records, \(expected.count) acknowledged")
+                    }
+                    ledger.count("thread search")
+                    if client == 0, iteration % 20 == 3 {
+                        let acknowledged = Set(ledger.notes.withLock { $0.keys })
+                        let all = try store.search(in: "gifts").map(\.id)
+                        if all.count != Set(all).count || !acknowledged.isSubset(of: Set(all)) {
+                            ledger.fail("thread 0: a search of the collection missed records acknowledged before it")
+                        }
+                        ledger.count("thread full search")
+                    }
+                }
+            } catch {
+                ledger.fail("thread \(client), iteration \(iteration): \(error)")
+                return
+            }
+        }
+    }
+
+    /// One process client: runs `sf records add` (10 records a process), `sf records search` of its
+    /// own records, and (client 7) `sf records rotate-key`, one process after another.
+    static func processClient(_ client: Int, location: [String], keyFile: String, ledger: Ledger, until end: Date) {
+        var mine: [String] = []
+        var iteration = 0
+        while Date() < end {
+            iteration += 1
+            do {
+                if client == processes - 1, iteration % 4 == 0 {
+                    let result = try sf(["records", "rotate-key"] + location + ["--key-file", keyFile])
+                    guard result.status == 0 else { return ledger.fail("process rotate-key: \(result.stderrText)") }
+                    ledger.count("process rotation")
+                } else if iteration % 3 == 0 {
+                    let result = try sf(
+                        ["records", "search"] + location + ["--key-file", keyFile, "--collection", "shared", "--json", "code=p\(client)"])
+                    guard result.status == 0 else { return ledger.fail("process search: \(result.stderrText)") }
+                    let found = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [[String: Any]])
+                        .compactMap { $0["id"] as? String }
+                    if found.count != Set(found).count || Set(found) != Set(mine) {
+                        ledger.fail("process \(client): its search found \(found.count) records, \(mine.count) acknowledged")
+                    }
+                    ledger.count("process search")
+                } else {
+                    let result = try sf(
+                        ["records", "add"] + location + [
+                            "--collection", "shared", "--key-file", keyFile, "--field", "writer=p\(client)", "--indexed", "code=p\(client)",
+                            "--sealed", "note=n\(client)", "--repeat-count", "10",
+                        ])
+                    let ids = result.stdoutText.split(separator: "\n").map(String.init)
+                    mine += ids
+                    ledger.processIds.withLock { $0[client] = mine }
+                    guard result.status == 0, ids.count == 10 else { return ledger.fail("process add: \(result.stderrText)") }
+                    ledger.count("process add")
+                }
+            } catch {
+                return ledger.fail("process \(client): \(error)")
+            }
+        }
+    }
+}
