@@ -52,11 +52,10 @@ extension RecordStore {
         func modified(_ reason: String) -> RecordsError { .recordModified(stored.id, reason: reason) }
         // A key another client added: unwrapped, and the record checked again under it.
         func verifyUnderNewerKey(_ keyId: UInt32) throws(RecordsError) {
-            guard try storage.loadMetadata()?.keys.contains(where: { $0.id == keyId }) == true else {
+            guard let metadata = try storage.loadMetadata(), metadata.keys.contains(where: { $0.id == keyId }) else {
                 throw modified("it names store key \(keyId), which the store does not hold")
             }
-            try unlock(with: ring.sealer)
-            let fresh = try currentKeyring()
+            let fresh = try refreshed(ring, from: metadata)
             guard fresh.keys[keyId] != nil else { throw .storeKeyUnavailable("store key \(keyId) could not be unwrapped") }
             try verify(stored, ring: fresh)
         }

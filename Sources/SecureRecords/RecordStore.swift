@@ -39,6 +39,9 @@ public final class RecordStore: Sendable {
         /// What unwrapped the keys: kept while unlocked, so that a key another client adds (a
         /// rotation) is unwrapped when this one meets it, instead of failing.
         let sealer: any ItemSealer
+        /// Which `unlock` made this keyring (a refresh keeps it): a refresh installs its keyring
+        /// only over one of the same unlock, never over a `lock()` or a later unlock.
+        let generation: UInt64
 
         /// Whether the store authenticates its records: any of its keys is flagged (so that pointing
         /// the store back at an older, unflagged key does not switch authentication off).
@@ -99,8 +102,18 @@ public final class RecordStore: Sendable {
             created = try storage.addKey(wrapped, makeCurrent: true)
             metadata = try storage.loadMetadata() ?? metadata
         }
+        let ring = try unwrapKeys(metadata, sealer: sealer, generation: Self.unlocks.withLock { $0 += 1; return $0 })
+        keyring.withLock { $0 = ring }
+        if created { try resealRecords(notUnder: ring.current, sealer: sealer, adoptingUnkeyed: true) }
+    }
+
+    /// Counts unlocks, for `Keyring.generation`.
+    private static let unlocks = Locked<UInt64>(0)
+
+    /// The keyring of `metadata`'s keys, unwrapped with `sealer`.
+    private func unwrapKeys(_ metadata: StoreMetadata, sealer: any ItemSealer, generation: UInt64) throws(RecordsError) -> Keyring {
         guard let current = metadata.currentKeyId else { throw .storeKeyUnavailable("the store has no current key") }
-        var ring = Keyring(keys: [:], current: current, authenticating: [], macKeys: [:], sealer: sealer)
+        var ring = Keyring(keys: [:], current: current, authenticating: [], macKeys: [:], sealer: sealer, generation: generation)
         for wrapped in metadata.keys {
             let (key, authenticates) = try unwrap(wrapped, sealer: sealer)
             ring.keys[wrapped.id] = key
@@ -108,8 +121,7 @@ public final class RecordStore: Sendable {
             if authenticates { ring.authenticating.insert(wrapped.id) }
         }
         guard ring.keys[current] != nil else { throw .storeKeyUnavailable("current key \(current) is missing") }
-        keyring.withLock { $0 = ring }
-        if created { try resealRecords(notUnder: current, sealer: sealer, adoptingUnkeyed: true) }
+        return ring
     }
 
     /// Forgets the unwrapped store keys and the sealer that opened them (the keys are zeroed when
@@ -163,17 +175,43 @@ public final class RecordStore: Sendable {
         return ring
     }
 
-    /// The unlocked keyring as the store now stands: unlocked again with its sealer when the store
-    /// names another current key or holds a key it lacks (another client rotated or added a key
-    /// since), so that new records go under the current key and a blind-index search covers every
-    /// key. One read of the store's keys; `storeKeyRequired` when locked.
+    /// The unlocked keyring as the store now stands: its keys unwrapped again with its sealer when
+    /// the store names a later current key or holds a key it lacks (another client rotated since),
+    /// so that new records go under the current key and a blind-index search covers every key. One
+    /// read of the store's keys; `storeKeyRequired` when locked.
     func freshKeyring() throws(RecordsError) -> Keyring {
         let ring = try currentKeyring()
-        guard let metadata = try storage.loadMetadata(),
-            metadata.currentKeyId != ring.current || metadata.keys.contains(where: { ring.keys[$0.id] == nil })
+        guard let metadata = try storage.loadMetadata(), let current = metadata.currentKeyId,
+            current > ring.current || metadata.keys.contains(where: { ring.keys[$0.id] == nil })
         else { return ring }
-        try unlock(with: ring.sealer)
-        return try currentKeyring()
+        return try refreshed(ring, from: metadata)
+    }
+
+    /// For a write: `freshKeyring()`, or the keyring held when the new keys do not unwrap (the
+    /// vault was locked since, or a key row is not one of this store's): the write then goes
+    /// under the key this handle has, as it would have before the other client rotated.
+    func keyringForWriting() throws(RecordsError) -> Keyring {
+        let ring = try currentKeyring()
+        do throws(RecordsError) { return try freshKeyring() } catch .storeKeyUnavailable { return ring }
+    }
+
+    /// `ring` with `metadata`'s keys unwrapped by its sealer, installed unless the store was locked
+    /// (`storeKeyRequired`) or unlocked anew meanwhile, or a refresh on another thread installed a
+    /// later view (then that keyring is returned). The current key id only moves forward: rotation
+    /// adds keys with higher ids, and a store writer pointing the store back at an older key does
+    /// not move a live handle.
+    func refreshed(_ ring: Keyring, from metadata: StoreMetadata) throws(RecordsError) -> Keyring {
+        var fresh = try unwrapKeys(metadata, sealer: ring.sealer, generation: ring.generation)
+        if fresh.current < ring.current, fresh.keys[ring.current] != nil { fresh.current = ring.current }
+        let installing = fresh
+        return try keyring.withLock { (installed: inout Keyring?) throws(RecordsError) -> Keyring in
+            guard let held = installed else { throw .storeKeyRequired }
+            guard held.generation == installing.generation, held.current <= installing.current,
+                held.keys.keys.allSatisfy({ installing.keys[$0] != nil })
+            else { return held }
+            installed = installing
+            return installing
+        }
     }
 
     /// The blind-index key of `field` under store key `keyId` (cached while unlocked).
@@ -304,7 +342,7 @@ public final class RecordStore: Sendable {
         _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
     ) throws(RecordsError) -> UUID {
         let (collection, schema) = try resolve(collection)
-        if isUnlocked { _ = try freshKeyring() }  // under the current key, if another client rotated
+        if isUnlocked { _ = try keyringForWriting() }  // under the current key, if another client rotated
         let record = try seal(id: id, collection: collection, schema: schema, fields: schema.respelled(fields), sealing: sealing)
         if record.keying == .storeKey, record.mac == nil { try requireNoStoreKey() }
         try storage.insert([record])
@@ -323,7 +361,7 @@ public final class RecordStore: Sendable {
         var sealsWithStoreKey = false
         if case .storeKey = sealing { sealsWithStoreKey = records.contains(where: hasSealedField) }
         // Under the current key, if another client rotated; `storeKeyRequired` when locked and needed.
-        if sealsWithStoreKey || isUnlocked { _ = try freshKeyring() }
+        if sealsWithStoreKey || isUnlocked { _ = try keyringForWriting() }
         let unlocked = isUnlocked
         if !unlocked, case .storeKey = sealing { try requireNoStoreKey() }
         if !unlocked, records.contains(where: { !hasSealedField($0) }) { try requireNoStoreKey() }
@@ -446,7 +484,7 @@ public final class RecordStore: Sendable {
     public func update(
         _ id: UUID, setting: [String: FieldValue], removing: Set<String> = [], password: SecretBytes? = nil
     ) throws(RecordsError) {
-        if isUnlocked { _ = try freshKeyring() }  // re-sealing goes under the current key
+        if isUnlocked { _ = try keyringForWriting() }  // re-sealing goes under the current key
         try readModifyWrite(id) { (current) throws(RecordsError) -> StoredRecord in
             let schema = try schema(of: current.collection)
             let setting = schema.respelled(setting)
@@ -539,6 +577,26 @@ public final class RecordStore: Sendable {
     /// Records of `collection` (every collection when nil) matching all `conditions`, clear fields
     /// only: nothing is decrypted. Names match whatever their normalization (`RecordNames`). Equality on a sealed field uses its blind index (store unlocked).
     public func search(in collection: String? = nil, _ conditions: [RecordCondition] = []) throws(RecordsError) -> [Record] {
+        for _ in 0..<Self.searchAttempts {
+            let ring = isUnlocked ? try freshKeyring() : nil
+            let (records, blindIndexed) = try search(in: collection, conditions, ring: ring)
+            // A blind-index search under the keys read before it: a rotation that added a key
+            // meanwhile may have moved matching records under it, so the search runs again.
+            guard blindIndexed, let ring, let metadata = try storage.loadMetadata(),
+                metadata.keys.contains(where: { ring.keys[$0.id] == nil })
+            else { return records }
+        }
+        throw .storeKeyUnavailable("the store's keys changed during each of \(Self.searchAttempts) attempts to search it by blind index")
+    }
+
+    /// How many times a blind-index search runs before it gives up on keys that keep changing.
+    static let searchAttempts = 8
+
+    /// One search, with `ring` (nil when locked); whether it used a blind index.
+    private func search(
+        in collection: String?, _ conditions: [RecordCondition], ring: Keyring?
+    ) throws(RecordsError) -> (records: [Record], blindIndexed: Bool) {
+        var blindIndexed = false
         let all = try storage.collections()
         let names: [String]
         if let collection {
@@ -566,7 +624,8 @@ public final class RecordStore: Sendable {
                         throw .fieldProtectionMismatch(
                             collection: name, field: field, reason: "sealed without a blind index; it cannot be searched")
                     case .sealedIndexed:
-                        let ring = try freshKeyring()
+                        guard let ring else { throw .storeKeyRequired }
+                        blindIndexed = true
                         var tokens: [StorageQuery.Token] = []
                         for keyId in ring.keys.keys.sorted() {
                             let key = try fieldKey(keyId: keyId, collection: name, field: field)
@@ -590,14 +649,13 @@ public final class RecordStore: Sendable {
                 }
             }
             let found = try storage.search(query)
-            let ring = keyring.withLock { $0 }
             for stored in found {
                 if let ring { try verify(stored, ring: ring) }
                 try check(stored, matches: query, fullText: fullText)
             }
             result += found.map { Record($0) }
         }
-        return result
+        return (result, blindIndexed)
     }
 }
 

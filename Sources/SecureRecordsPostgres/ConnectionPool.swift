@@ -28,10 +28,11 @@ final class ConnectionPool: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while leased == size {
+            // Waits of at most a second, each measured against the monotonic deadline (the
+            // condition's own timeout follows the wall clock, which may be stepped).
             let remaining = deadline - .now()
-            guard remaining > .zero,
-                condition.wait(until: Date(timeIntervalSinceNow: Double(remaining.nanoseconds) / 1e9)) || leased < size
-            else { throw Exhausted() }
+            guard remaining > .zero else { throw Exhausted() }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: min(1, Double(remaining.nanoseconds) / 1e9)))
         }
         leased += 1
         while let connection = idle.popLast() {

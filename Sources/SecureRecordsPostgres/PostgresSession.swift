@@ -425,7 +425,11 @@ final class PostgresSession: Sendable {
                     }
                     throw unconfirmed == nil ? error : unknownOutcome(error)
                 }
-                if unconfirmed != nil { throw unknownOutcome(error) }
+                if unconfirmed != nil {
+                    // The check's transaction is still open on it: not given back to the pool.
+                    drop(connection, from: &current)
+                    throw unknownOutcome(error)
+                }
                 // A connection that cannot even roll back is not given back to the pool.
                 if (try? tx.query("ROLLBACK")) == nil { drop(connection, from: &current) }
                 if failure?.isTransient == true, transientRetries < 4 {

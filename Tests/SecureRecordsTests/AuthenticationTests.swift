@@ -98,6 +98,15 @@ import Testing
         // A handle locked meanwhile is not unlocked by it.
         stale.lock()
         #expect(throws: RecordsError.storeKeyRequired) { try stale.open(added) }
+        // Nor by a refresh that read the keys before the lock and installs after it.
+        let racing = try scratch.reopen()
+        try racing.unlock(with: appSealer)
+        let before = try racing.currentKeyring()
+        try other.rotateStoreKey(with: appSealer)
+        let metadata = try #require(try racing.storage.loadMetadata())
+        racing.lock()
+        #expect(throws: RecordsError.storeKeyRequired) { try racing.refreshed(before, from: metadata) }
+        #expect(!racing.isUnlocked)
     }
 
     /// A store whose key rows were changed so that it names no current key (so that the next unlock
