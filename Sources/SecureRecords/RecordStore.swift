@@ -63,6 +63,9 @@ public final class RecordStore: Sendable {
     /// The configuration.
     public let configuration: Configuration
     let keyring = Locked<Keyring?>(nil)
+    /// The collections this handle has read: a collection's schema never changes and a collection
+    /// is never removed, so each is read from the storage once (an add is then one transaction).
+    private let knownCollections = Locked<[String: RecordSchema]>([:])
 
     /// Opens the store in `storage`, creating it (a fresh random store id) when the storage is empty.
     public init(storage: any RecordStorage, configuration: Configuration = .init()) throws(RecordsError) {
@@ -256,7 +259,10 @@ public final class RecordStore: Sendable {
     /// The stored spelling of `collection` (canonically equivalent names are one name) and its
     /// schema, or `collectionNotFound`.
     func resolve(_ collection: String) throws(RecordsError) -> (name: String, schema: RecordSchema) {
+        let known = knownCollections.withLock { $0 }
+        if let index = known.index(forKey: collection) { return (known[index].key, known[index].value) }
         let all = try storage.collections()
+        knownCollections.withLock { $0.merge(all) { first, _ in first } }
         guard let index = all.index(forKey: collection) else { throw .collectionNotFound(collection) }
         return (all[index].key, all[index].value)
     }
@@ -268,8 +274,7 @@ public final class RecordStore: Sendable {
 
     /// The schema of `collection`, or `collectionNotFound`.
     public func schema(of collection: String) throws(RecordsError) -> RecordSchema {
-        guard let schema = try storage.collections()[collection] else { throw .collectionNotFound(collection) }
-        return schema
+        try resolve(collection).schema
     }
 
     // MARK: Records
