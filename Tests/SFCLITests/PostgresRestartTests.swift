@@ -1,5 +1,7 @@
 import Foundation
 import SFTestSupport
+import SecureCore
+import SecureRecords
 import Testing
 
 /// Issue 19: a PostgreSQL server that restarts or stops answering never hangs `sf records add`.
@@ -64,12 +66,87 @@ import Testing
             ])
         }
 
+        /// The number of records `sf records list` finds under table prefix `prefix`.
+        func count(prefix: String) throws -> Int {
+            let listed = try TestSupport.run(binary, ["records", "list", "--postgres", url + "?prefix=\(prefix)", "--postgres-password-file", passwordFile])
+            try #require(listed.status == 0, "\(listed.stderrText)")
+            return listed.stdoutText.split(separator: "\n").count
+        }
+
+        /// Whether a server backend is inside a transaction that has written to `table` (the
+        /// import's insert, as the server reports it in `pg_stat_activity`).
+        func isWriting(_ table: String) throws -> Bool {
+            let password = try String(contentsOfFile: passwordFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let result = try TestSupport.run("psql", [
+                url, "-Atc",
+                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction') "
+                    + "AND query LIKE 'INSERT INTO %\(table)%'",
+            ], environment: ["PGPASSWORD": password])
+            return result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
+        }
+
         /// The postmaster and its children.
         func serverProcesses() throws -> [pid_t] {
             let pidFile = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
             let postmaster = try #require(pidFile.split(separator: "\n").first.flatMap { pid_t($0) })
             let children = try TestSupport.run("pgrep", ["-P", "\(postmaster)"]).stdoutText.split(separator: "\n").compactMap { pid_t($0) }
             return [postmaster] + children
+        }
+    }
+
+    /// An export of `count` records (a store of this suite's scratch directory), written to a file.
+    static func export(count: Int, in cluster: Cluster) throws -> String {
+        let source = try RecordStore(path: cluster.scratch.path("source.db"))
+        try source.createCollection("notes", schema: try RecordSchema(["w": .clear, "secret": .sealedIndexed]))
+        let key = SecretBytes(try Data(contentsOf: URL(fileURLWithPath: cluster.keyFile)))
+        try source.unlock(with: try KeyItemSealer(key: key))
+        try source.add(contentsOf: (0..<count).map { ["w": .string("note \($0)"), "secret": .string("s\($0)")] }, to: "notes")
+        var lines: [String] = []
+        try source.export { lines.append($0) }
+        return try cluster.scratch.write("export.jsonl", lines.joined(separator: "\n") + "\n")
+    }
+
+    @Test("restart -m fast and -m immediate during an import: it completes, every record once; SIGSTOP: a deadline error, nothing imported",
+          .enabled(if: clusterUsable || TestSupport.isCI, "needs root and PostgreSQL 15 in PG_BIN"), .hangBackstop)
+    func aRestartDuringAnImportNeverHalfImports() throws {
+        try #require(Self.clusterUsable, "apt-get install postgresql-15, and run as root")
+        let cluster = try Cluster()
+        let count = 60_000
+        let export = try Self.export(count: count, in: cluster)
+        for (run, mode) in ["fast", "immediate", "stop"].enumerated() {
+            let prefix = "import\(run)_"
+            let parameters = mode == "stop" ? "&connect_timeout=2&statement_timeout=2000&transaction_timeout=6000" : ""
+            let importing = try BackgroundProcess([
+                cluster.binary, "records", "import", "--postgres", cluster.url + "?prefix=\(prefix)" + parameters,
+                "--postgres-password-file", cluster.passwordFile, "--input", export,
+            ])
+            defer { importing.kill() }
+            // Once the import is inserting records (an event the server reports).
+            var polls = 0
+            while try !cluster.isWriting(prefix + "records"), importing.isRunning {
+                polls += 1
+                try #require(polls < 3000, "the import never started inserting: \(importing.standardError)")
+                usleep(20_000)
+            }
+            if mode == "stop" {
+                let processes = try cluster.serverProcesses()
+                for pid in processes { kill(pid, SIGSTOP) }
+                let exited = importing.waitForExit(timeout: 120)
+                for pid in processes { kill(pid, SIGCONT) }
+                #expect(exited == 1, "the import ended while the server was stopped: \(importing.standardError)")
+                #expect(importing.standardError.contains("deadline"), "\(importing.standardError)")
+                #expect(try cluster.count(prefix: prefix) == 0, "all or nothing")
+                continue
+            }
+            let restart = try TestSupport.run("python3", [
+                "-c", Cluster.detached, "/bin/sh", "-c", "runuser -u postgres -- \"$0\"/pg_ctl -D \"$1\"/data -l \"$1\"/server.log -m \"$2\" -w restart </dev/null >/dev/null 2>>\"$1\"/pg_ctl.log",
+                Self.pgBin, cluster.directory, mode,
+            ])
+            try #require(restart.status == 0, "\(restart.stderrText)")
+            #expect(importing.isRunning, "-m \(mode): the import ended before the restart did; make it longer")
+            #expect(importing.waitForExit(timeout: 300) == 0, "-m \(mode): \(importing.standardError)")
+            #expect(importing.standardError.contains("imported \(count) records"), "-m \(mode): \(importing.standardError)")
+            #expect(try cluster.count(prefix: prefix) == count, "-m \(mode): every record once")
         }
     }
 
