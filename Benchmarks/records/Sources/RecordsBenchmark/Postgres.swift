@@ -56,6 +56,7 @@ func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSeale
     let rotateTime = try seconds { try store.rotateStoreKey(with: sealer) }
     print(String(format: "PostgreSQL: rotate the store key over %d records (batches of 256): %.2f s (%.0f records/s)",
         count, rotateTime, Double(count) / rotateTime))
+    try concurrentClientsBenchmark(url: url, password: password, configuration: configuration, sealer: sealer, directory: directory)
     guard big else { return }
 
     // Blind-index equality search over 1,000,000 records.
