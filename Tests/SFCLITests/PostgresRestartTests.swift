@@ -85,6 +85,15 @@ import Testing
             return result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
         }
 
+        /// Stops every server process (SIGSTOP) until `client` exits (at most `timeout` seconds),
+        /// then lets them go on; the client's exit status.
+        func stopServer(until client: BackgroundProcess, timeout: TimeInterval) throws -> Int32? {
+            let processes = try serverProcesses()
+            for pid in processes { kill(pid, SIGSTOP) }
+            defer { for pid in processes { kill(pid, SIGCONT) } }
+            return client.waitForExit(timeout: timeout)
+        }
+
         /// The postmaster and its children.
         func serverProcesses() throws -> [pid_t] {
             let pidFile = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
@@ -129,10 +138,7 @@ import Testing
                 usleep(20_000)
             }
             if mode == "stop" {
-                let processes = try cluster.serverProcesses()
-                for pid in processes { kill(pid, SIGSTOP) }
-                let exited = importing.waitForExit(timeout: 120)
-                for pid in processes { kill(pid, SIGCONT) }
+                let exited = try cluster.stopServer(until: importing, timeout: 120)
                 #expect(exited == 1, "the import ended while the server was stopped: \(importing.standardError)")
                 #expect(importing.standardError.contains("deadline"), "\(importing.standardError)")
                 #expect(try cluster.count(prefix: prefix) == 0, "all or nothing")
@@ -178,10 +184,7 @@ import Testing
             let adding = try cluster.startAdding(parameters: "?connect_timeout=2&statement_timeout=2000&transaction_timeout=6000")
             defer { adding.kill() }
             #expect(adding.wait(timeout: 60) { $0.outputLines.count >= 300 || !$0.isRunning }, "\(adding.standardError)")
-            let processes = try cluster.serverProcesses()
-            for pid in processes { kill(pid, SIGSTOP) }
-            let exited = adding.waitForExit(timeout: 60)
-            for pid in processes { kill(pid, SIGCONT) }
+            let exited = try cluster.stopServer(until: adding, timeout: 60)
             #expect(exited == 1, "the client ended while the server was stopped: \(adding.standardError)")
             #expect(adding.standardError.contains("deadline"), "\(adding.standardError)")
             let grown = try cluster.count() - before

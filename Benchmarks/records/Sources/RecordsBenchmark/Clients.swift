@@ -37,22 +37,13 @@ private func throughput(clients: Int, seconds: Double, _ body: @escaping @Sendab
 
 /// pgbench's rate (transactions/s) for `script` with `clients` clients for `seconds`.
 private func pgbench(_ url: String, password: String?, script: String, clients: Int, seconds: Int) throws -> Double {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/lib/postgresql/15/bin/pgbench")
-    process.arguments = ["-n", "-f", script, "-c", String(clients), "-j", String(min(clients, 2)), "-T", String(seconds), url]
-    var environment = ProcessInfo.processInfo.environment
-    if let password { environment["PGPASSWORD"] = password }
-    process.environment = environment
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0,
+    let (status, text) = try postgresTool(
+        "/usr/lib/postgresql/15/bin/pgbench",
+        ["-n", "-f", script, "-c", String(clients), "-j", String(min(clients, 2)), "-T", String(seconds), url], password: password)
+    guard status == 0,
         let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
         let tps = Double(line.dropFirst(6).prefix { $0 != " " })
-    else { fatalError("pgbench failed (\(process.terminationStatus)): \(text)") }
+    else { fatalError("pgbench failed (\(status)): \(text)") }
     return tps
 }
 

@@ -6,22 +6,31 @@ import SecureCore
 import SecureRecords
 import SecureRecordsPostgres
 
-/// Runs `psql` on the benchmark server with `sql` on standard input; fails loudly.
-func psql(_ url: String, password: String?, _ sql: String) throws {
+/// Runs the PostgreSQL client tool `executable` with `arguments` (and `input` on standard input)
+/// against the benchmark server; its exit status and standard output.
+func postgresTool(_ executable: String, _ arguments: [String], password: String?, input: String = "") throws -> (status: Int32, output: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["psql", url, "-v", "ON_ERROR_STOP=1", "-q"]
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     if let password { environment["PGPASSWORD"] = password }
     process.environment = environment
-    let input = Pipe()
-    process.standardInput = input
-    process.standardOutput = FileHandle.nullDevice
+    let stdin = Pipe(), stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = FileHandle.nullDevice
     try process.run()
-    input.fileHandleForWriting.write(Data(sql.utf8))
-    try input.fileHandleForWriting.close()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
-    guard process.terminationStatus == 0 else { fatalError("psql failed (\(process.terminationStatus))") }
+    return (process.terminationStatus, output)
+}
+
+/// Runs `psql` on the benchmark server with `sql` on standard input; fails loudly.
+func psql(_ url: String, password: String?, _ sql: String) throws {
+    let status = try postgresTool("/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q"], password: password, input: sql).status
+    guard status == 0 else { fatalError("psql failed (\(status))") }
 }
 
 func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSealer, directory: String, count: Int, big: Bool) throws {
