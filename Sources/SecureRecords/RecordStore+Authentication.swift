@@ -52,6 +52,10 @@ extension RecordStore {
         func modified(_ reason: String) -> RecordsError { .recordModified(stored.id, reason: reason) }
         // A key another client added: unwrapped, and the record checked again under it.
         func verifyUnderNewerKey(_ keyId: UInt32) throws(RecordsError) {
+            // Another record of the same search may have brought the key in already.
+            if let installed = keyring.withLock({ $0 }), installed.generation == ring.generation, installed.keys[keyId] != nil {
+                return try verify(stored, ring: installed)
+            }
             guard let metadata = try storage.loadMetadata(), metadata.keys.contains(where: { $0.id == keyId }) else {
                 throw modified("it names store key \(keyId), which the store does not hold")
             }

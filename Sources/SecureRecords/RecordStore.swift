@@ -183,19 +183,30 @@ public final class RecordStore: Sendable {
     /// so that new records go under the current key and a blind-index search covers every key. One
     /// read of the store's keys; `storeKeyRequired` when locked.
     func freshKeyring() throws(RecordsError) -> Keyring {
-        let ring = try currentKeyring()
-        guard let metadata = try storage.loadMetadata(), let current = metadata.currentKeyId,
-            current > ring.current || metadata.keys.contains(where: { ring.keys[$0.id] == nil })
-        else { return ring }
-        return try refreshed(ring, from: metadata)
+        try freshKeyring(writing: false)
     }
 
-    /// For a write: `freshKeyring()`, or the keyring held when the new keys do not unwrap (the
-    /// vault was locked since, or a key row is not one of this store's): the write then goes
-    /// under the key this handle has, as it would have before the other client rotated.
+    /// For a write: `freshKeyring()`, except that keys which do not unwrap (a locked vault, a key
+    /// row that is not one of this store's) are passed over while the store's current key is
+    /// still the one this handle holds: the write goes under it. A newer current key that does
+    /// not unwrap fails the write (`storeKeyUnavailable`): nothing is written under a retired key.
     func keyringForWriting() throws(RecordsError) -> Keyring {
+        try freshKeyring(writing: true)
+    }
+
+    private func freshKeyring(writing: Bool) throws(RecordsError) -> Keyring {
         let ring = try currentKeyring()
-        do throws(RecordsError) { return try freshKeyring() } catch .storeKeyUnavailable { return ring }
+        guard let metadata = try storage.loadMetadata(), let current = metadata.currentKeyId else { return ring }
+        // A store that no longer holds the key this handle writes under was rolled back or changed.
+        guard metadata.keys.contains(where: { $0.id == ring.current }) else {
+            throw .storeKeyUnavailable("the store no longer holds store key \(ring.current), which this handle was unlocked with: unlock it again")
+        }
+        guard current > ring.current || metadata.keys.contains(where: { ring.keys[$0.id] == nil }) else { return ring }
+        do throws(RecordsError) {
+            return try refreshed(ring, from: metadata)
+        } catch .storeKeyUnavailable(_) where writing && current == ring.current {
+            return ring
+        }
     }
 
     /// `ring` with `metadata`'s keys unwrapped by its sealer, installed unless the store was locked
@@ -253,6 +264,7 @@ public final class RecordStore: Sendable {
         let all = try storage.collections()
         let name = all.index(forKey: collection).map { all[$0].key } ?? RecordNames.nfc(collection)
         let stored = try storage.createCollection(name, schema: schema)
+        knownCollections.withLock { $0[name] = stored }
         guard stored == schema else { throw .schemaMismatch(collection: collection) }
     }
 
@@ -583,12 +595,11 @@ public final class RecordStore: Sendable {
     /// only: nothing is decrypted. Names match whatever their normalization (`RecordNames`). Equality on a sealed field uses its blind index (store unlocked).
     public func search(in collection: String? = nil, _ conditions: [RecordCondition] = []) throws(RecordsError) -> [Record] {
         for _ in 0..<Self.searchAttempts {
-            let ring = isUnlocked ? try freshKeyring() : nil
-            let (records, blindIndexed) = try search(in: collection, conditions, ring: ring)
+            let (records, indexRing) = try search(in: collection, conditions, ring: keyring.withLock { $0 })
             // A blind-index search under the keys read before it: a rotation that added a key
             // meanwhile may have moved matching records under it, so the search runs again.
-            guard blindIndexed, let ring, let metadata = try storage.loadMetadata(),
-                metadata.keys.contains(where: { ring.keys[$0.id] == nil })
+            guard let indexRing, let metadata = try storage.loadMetadata(),
+                metadata.keys.contains(where: { indexRing.keys[$0.id] == nil })
             else { return records }
         }
         throw .storeKeyUnavailable("the store's keys changed during each of \(Self.searchAttempts) attempts to search it by blind index")
@@ -597,11 +608,12 @@ public final class RecordStore: Sendable {
     /// How many times a blind-index search runs before it gives up on keys that keep changing.
     static let searchAttempts = 8
 
-    /// One search, with `ring` (nil when locked); whether it used a blind index.
+    /// One search, checking records with `ring` (nil when locked); and the keyring its blind-index
+    /// tokens were computed with (read fresh from the store), if it used a blind index.
     private func search(
         in collection: String?, _ conditions: [RecordCondition], ring: Keyring?
-    ) throws(RecordsError) -> (records: [Record], blindIndexed: Bool) {
-        var blindIndexed = false
+    ) throws(RecordsError) -> (records: [Record], indexRing: Keyring?) {
+        var indexRing: Keyring?
         let all = try storage.collections()
         let names: [String]
         if let collection {
@@ -629,8 +641,9 @@ public final class RecordStore: Sendable {
                         throw .fieldProtectionMismatch(
                             collection: name, field: field, reason: "sealed without a blind index; it cannot be searched")
                     case .sealedIndexed:
-                        guard let ring else { throw .storeKeyRequired }
-                        blindIndexed = true
+                        let ring: Keyring
+                        if let indexRing { ring = indexRing } else { ring = try freshKeyring() }
+                        indexRing = ring
                         var tokens: [StorageQuery.Token] = []
                         for keyId in ring.keys.keys.sorted() {
                             let key = try fieldKey(keyId: keyId, collection: name, field: field)
@@ -660,7 +673,7 @@ public final class RecordStore: Sendable {
             }
             result += found.map { Record($0) }
         }
-        return (result, blindIndexed)
+        return (result, indexRing)
     }
 }
 

@@ -73,16 +73,18 @@ import Testing
             return listed.stdoutText.split(separator: "\n").count
         }
 
-        /// Whether a server backend is inside a transaction that has written to `table` (the
-        /// import's insert, as the server reports it in `pg_stat_activity`).
+        /// Whether another session's open transaction has written to `table`: it holds the
+        /// table's `RowExclusiveLock` from its first insert until it ends.
         func isWriting(_ table: String) throws -> Bool {
             let password = try String(contentsOfFile: passwordFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
             let result = try TestSupport.run("psql", [
                 url, "-Atc",
-                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction') "
-                    + "AND query LIKE 'INSERT INTO %\(table)%'",
+                "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = '\(table)' "
+                    + "AND l.mode = 'RowExclusiveLock' AND l.granted AND l.pid <> pg_backend_pid()",
             ], environment: ["PGPASSWORD": password])
-            return result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
+            let count = try #require(Int(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)), "psql: \(result.stderrText)")
+            try #require(result.status == 0, "psql: \(result.stderrText)")
+            return count > 0
         }
 
         /// Stops every server process (SIGSTOP) until `client` exits (at most `timeout` seconds),

@@ -109,6 +109,25 @@ import Testing
         #expect(!racing.isUnlocked)
     }
 
+    /// A write never goes under a retired key: a key row this handle cannot open is passed over
+    /// while the current key is still its own, but a newer current key it cannot open (a locked
+    /// vault, a foreign wrap) fails the write, and nothing is written.
+    @Test(arguments: Backend.enabled)
+    func aWriteNeverGoesUnderARetiredKey(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let foreign = try KeyItemSealer(key: SecretBytes.random(count: 32))
+        let wrapped = { (id: UInt32) throws in try store.wrap(SecretBytes.random(count: 32), id: id, sealer: foreign) }
+        #expect(try store.storage.addKey(try wrapped(2), makeCurrent: false))
+        let added = try store.add(["toWhom": "A", "description": "kept under key 1"], to: "gifts")
+        #expect(try store.storage.record(added)?.keyId == 1)
+        #expect(try store.storage.addKey(try wrapped(3), makeCurrent: true))
+        #expect(throws: RecordsError.self) { try store.add(["toWhom": "B", "description": "not under key 1"], to: "gifts") }
+        #expect(throws: RecordsError.self) { try store.update(added, setting: ["description": "not under key 1"]) }
+        #expect(try store.search(in: "gifts").map(\.id) == [added])
+        #expect(try store.open(added).fields["description"] == "kept under key 1")
+    }
+
     /// A store whose key rows were changed so that it names no current key (so that the next unlock
     /// would make a new first key and take unauthenticated records as its own) is refused.
     @Test(.requires(.sqlite3))
