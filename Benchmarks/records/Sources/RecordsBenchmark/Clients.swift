@@ -51,13 +51,7 @@ func concurrentClientsBenchmark(
     url: String, password: String?, configuration base: PostgresRecordStorage.Configuration, sealer: any ItemSealer, directory: String
 ) throws {
     let seconds = 10.0
-    try psql(url, password: password, """
-        DROP TABLE IF EXISTS bench_pgbench;
-        CREATE TABLE bench_pgbench (
-            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id uuid NOT NULL UNIQUE, towhom text, note text, description text, ssn text,
-            fts tsvector GENERATED ALWAYS AS (to_tsvector('simple', note || ' ' || towhom)) STORED);
-        CREATE INDEX ON bench_pgbench (ssn); CREATE INDEX ON bench_pgbench (towhom); CREATE INDEX ON bench_pgbench USING gin (fts);
-        """)
+    try createPlainTable("bench_pgbench", url: url, password: password)
     let script = directory + "/pgbench-insert.sql"
     try """
         INSERT INTO bench_pgbench (id, towhom, note, description, ssn) VALUES (gen_random_uuid(), 'Alice ' || :client_id, \

@@ -27,6 +27,18 @@ func postgresTool(_ executable: String, _ arguments: [String], password: String?
     return (process.terminationStatus, output)
 }
 
+/// (Re)creates `table`: the records' rows unencrypted, in one table with the same kinds of indexes
+/// (unique id, searched columns, GIN tsvector), for the peers (`COPY`, pgbench) to write into.
+func createPlainTable(_ table: String, url: String, password: String?) throws {
+    try psql(url, password: password, """
+        DROP TABLE IF EXISTS \(table);
+        CREATE TABLE \(table) (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id uuid NOT NULL UNIQUE, towhom text, note text, description text, ssn text,
+            fts tsvector GENERATED ALWAYS AS (to_tsvector('simple', note || ' ' || towhom)) STORED);
+        CREATE INDEX ON \(table) (ssn); CREATE INDEX ON \(table) (towhom); CREATE INDEX ON \(table) USING gin (fts);
+        """)
+}
+
 /// Runs `psql` on the benchmark server with `sql` on standard input; fails loudly.
 func psql(_ url: String, password: String?, _ sql: String) throws {
     let status = try postgresTool("/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q"], password: password, input: sql).status
@@ -48,13 +60,7 @@ func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSeale
     let rows = (0..<count).map { i in [UUID().uuidString.lowercased(), toWhom(i), note(i), description(i), ssn(i)].joined(separator: "\t") }
     let file = directory + "/copy.tsv"
     try (rows.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-    try psql(url, password: password, """
-        DROP TABLE IF EXISTS bench_copy;
-        CREATE TABLE bench_copy (
-            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id uuid NOT NULL UNIQUE, towhom text, note text, description text, ssn text,
-            fts tsvector GENERATED ALWAYS AS (to_tsvector('simple', note || ' ' || towhom)) STORED);
-        CREATE INDEX ON bench_copy (ssn); CREATE INDEX ON bench_copy (towhom); CREATE INDEX ON bench_copy USING gin (fts);
-        """)
+    try createPlainTable("bench_copy", url: url, password: password)
     let copy = try seconds {
         try psql(url, password: password, "\\copy bench_copy (id, towhom, note, description, ssn) FROM '\(file)'\n")
     }
