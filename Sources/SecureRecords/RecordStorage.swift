@@ -78,6 +78,19 @@ public struct StoredRecord: Sendable, Hashable {
         self.mac = mac
     }
 
+    /// Whether `other` holds exactly the same bytes. `==` compares text by canonical equivalence
+    /// (an NFC and an NFD spelling of a value are equal to it); a conditional write must not take
+    /// a record whose only change is such a respelling for unchanged.
+    public func isIdentical(to other: StoredRecord) -> Bool {
+        // The byte form of each name and value, in a canonical order.
+        func bytes(_ fields: [String: Data]) -> [[UInt8]] {
+            fields.map { Array($0.key.utf8) + [0xFF] + Array($0.value) }.sorted { $0.lexicographicallyPrecedes($1) }
+        }
+        return self == other && collection.utf8.elementsEqual(other.collection.utf8)
+            && bytes(clear.mapValues { Data([$0.kindByte]) + $0.payload }) == bytes(other.clear.mapValues { Data([$0.kindByte]) + $0.payload })
+            && bytes(sealed) == bytes(other.sealed) && bytes(blindIndexes) == bytes(other.blindIndexes)
+    }
+
     /// Whether this password record's sealed values bind its clear fields (`SFR2` contexts).
     var bindsClearFields: Bool { keying == .password && mac?.isEmpty == true }
 

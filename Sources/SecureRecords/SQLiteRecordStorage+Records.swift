@@ -160,7 +160,7 @@ extension SQLiteRecordStorage {
     /// Replaces the row of `record` when it exists and, if `expected` is given, equals it; whether it did.
     private static func replace(_ record: StoredRecord, ifUnchangedFrom expected: StoredRecord?, _ c: SQLiteConnection) throws(RecordsError) -> Bool {
         guard let seq = try sql({ () throws(SQLiteError) in try seq(of: record.id, c) }), let old = try load(seqs: [seq], c).first,
-            expected.map({ $0 == old }) ?? true
+            expected.map({ $0.isIdentical(to: old) }) ?? true
         else { return false }
         try sql { () throws(SQLiteError) in
             try deleteRows(old, seq: seq, c)

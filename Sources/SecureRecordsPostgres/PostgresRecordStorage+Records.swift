@@ -193,7 +193,7 @@ extension PostgresRecordStorage {
             let rows = try run(
                 tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = ANY($1::uuid[]) ORDER BY r.id FOR UPDATE",
                 Self.binds { $0.append(ids) })
-            let unchanged = try load(rows, tx).filter { expected[$0.id] == $0 }.compactMap { candidates[$0.id] }
+            let unchanged = try load(rows, tx).filter { expected[$0.id]?.isIdentical(to: $0) == true }.compactMap { candidates[$0.id] }
             _ = try replaceRows(unchanged, tx)
             return Set(records.map(\.id)).subtracting(unchanged.map(\.id))
         }

@@ -30,6 +30,16 @@ import Testing
         #expect(try storage.record(ids[2]) == nil)
         // A record missing from `expected` is not written.
         #expect(try storage.replace([written[0]], ifUnchangedFrom: []) == [ids[0]])
+        // A value respelled in another Unicode normalization (equal to Swift's `==`) is a change.
+        var composed = written[0]
+        composed.clear["note"] = .string("caf\u{E9}")
+        try storage.replace([composed])
+        var decomposed = composed
+        decomposed.clear["note"] = .string("cafe\u{301}")
+        #expect(composed == decomposed)
+        try storage.replace([decomposed])
+        #expect(try storage.replace([composed], ifUnchangedFrom: [composed]) == [ids[0]])
+        #expect(try storage.record(ids[0])?.clear["note"]?.string.map { Array($0.utf8) } == Array("cafe\u{301}".utf8))
     }
 
     /// An update that meets another client's update of the same record between its read and its
