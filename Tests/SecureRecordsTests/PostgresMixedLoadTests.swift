@@ -152,7 +152,9 @@ import Testing
         var mine: [UUID] = []
         var iteration = 0
         var nextRotation = Date(timeIntervalSinceNow: 3)
-        while Date() < end {
+        // Past `end` only until each kind of operation ran once (add, update, search, thread 0's
+        // search of the collection): the checks below hold however busy the machine is.
+        while Date() < end || iteration < 4 {
             iteration += 1
             do {
                 if client == threads - 1, Date() >= nextRotation {
@@ -203,7 +205,8 @@ import Testing
     static func processClient(_ client: Int, location: [String], keyFile: String, ledger: Ledger, until end: Date) {
         var mine: [String] = []
         var iteration = 0
-        while Date() < end {
+        // Past `end` only until add, search and (client 7) rotate-key each ran once.
+        while Date() < end || iteration < 4 {
             iteration += 1
             do {
                 if client == processes - 1, iteration % 4 == 0 {
