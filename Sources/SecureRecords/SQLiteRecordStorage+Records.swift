@@ -130,7 +130,16 @@ extension SQLiteRecordStorage {
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
     ) throws(RecordsError) {
         try transaction(write: true) { (c) throws(RecordsError) in
-            try body { (batch) throws(RecordsError) in try Self.insertRecords(batch, c) }
+            // An insert that failed fails the load, even if `body` caught its error and went on.
+            var insertFailure: RecordsError?
+            try body { (batch) throws(RecordsError) in
+                if let insertFailure { throw insertFailure }
+                do throws(RecordsError) { try Self.insertRecords(batch, c) } catch {
+                    insertFailure = error
+                    throw error
+                }
+            }
+            if let insertFailure { throw insertFailure }
         }
     }
 

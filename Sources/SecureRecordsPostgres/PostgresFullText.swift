@@ -9,16 +9,28 @@ import SecureRecords
 public enum PostgresFullText {
     /// The `tsvector` literal of `text`'s indexed terms: each quoted, with its positions.
     public static func tsvector(_ text: String) -> String {
-        var positions: [String: [Int]] = [:]
-        var order: [String] = []
-        for (index, term) in FullText.indexedTerms(text).enumerated() {
+        lexemes(text).map { quote($0.term) + ":" + $0.positions.map(String.init).joined(separator: ",") }.joined(separator: " ")
+    }
+
+    /// `text`'s distinct indexed terms in order of first occurrence, each with its positions
+    /// (1-based, ascending).
+    static func lexemes(_ text: String) -> [(term: String, positions: [Int])] {
+        var lexemes: [(term: String, positions: [Int])] = []
+        var slots: [String: Int] = [:]
+        let terms = FullText.indexedTerms(text)
+        // A record's few terms are grouped by a linear scan, without hashing each one.
+        let linear = terms.count <= 32
+        for (index, term) in terms.enumerated() {
             guard let term else { continue }
-            if positions[term] == nil { order.append(term) }
-            positions[term, default: []].append(index + 1)
+            let slot = linear ? lexemes.firstIndex { $0.term == term } : slots[term]
+            if let slot {
+                lexemes[slot].positions.append(index + 1)
+            } else {
+                if !linear { slots[term] = lexemes.count }
+                lexemes.append((term, [index + 1]))
+            }
         }
-        return order.map { term in
-            quote(term) + ":" + (positions[term] ?? []).map(String.init).joined(separator: ",")
-        }.joined(separator: " ")
+        return lexemes
     }
 
     /// The `tsquery` literal of the full-text query `query`, or `invalidQuery`.
@@ -44,6 +56,7 @@ public enum PostgresFullText {
     /// A term as a `tsvector`/`tsquery` lexeme literal (terms hold no quote or backslash; escaped
     /// all the same).
     static func quote(_ term: String) -> String {
-        "'" + term.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "''") + "'"
+        guard term.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "'") }) else { return "'" + term + "'" }
+        return "'" + term.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "''") + "'"
     }
 }

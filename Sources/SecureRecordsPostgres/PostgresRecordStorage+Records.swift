@@ -121,7 +121,48 @@ extension PostgresRecordStorage {
             _ = try tx.pipeline([(insert, Self.recordBinds(c))] + fieldInserts(c))
         } catch {
             if error.sqlState == "23505" {  // unique_violation: the only unique key a new record row has is its id
-                throw .duplicateRecord(Self.duplicateId(in: error.error, records: records))
+                throw .duplicateRecord(Self.duplicateId(in: error.error, otherwise: records[0].id))
+            }
+            throw tx.map(error)
+        }
+    }
+
+    /// Inserts new records as `insertRecords` does, with `COPY ... FROM STDIN` into each table (in
+    /// groups of `PostgresCopyRows.groupBytes`): for bulk loads (an import's batches, a replayed
+    /// `insertInOneTransaction`), where it costs the server far less per row than `INSERT`.
+    func copyRecords(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) {
+        try Self.checkUniqueIds(records)
+        for group in PostgresCopyRows.groups(records) { try copy(PostgresCopyRows(group), tx) }
+    }
+
+    /// `duplicateRecord` if an id is given twice.
+    static func checkUniqueIds(_ records: [StoredRecord]) throws(RecordsError) {
+        if let duplicate = firstDuplicate(records.map(\.id)) { throw .duplicateRecord(duplicate) }
+    }
+
+    /// Copies `rows` into the four tables; `duplicateRecord` if an id exists.
+    func copy(_ rows: PostgresCopyRows, _ tx: Transaction) throws(RecordsError) {
+        try finishCopy(startCopy(rows, tx), of: rows, tx)
+    }
+
+    /// Starts copying `rows` into the four tables (`Transaction.startCopy`).
+    func startCopy(_ rows: PostgresCopyRows, _ tx: Transaction) -> EventLoopFuture<Void> {
+        let prefix = tables.prefix
+        return tx.startCopy([
+            (prefix + "records", PostgresCopyRows.recordColumns, rows.records),
+            (prefix + "clear_fields", PostgresCopyRows.clearColumns, rows.clear),
+            (prefix + "sealed_fields", PostgresCopyRows.sealedColumns, rows.sealed),
+            (prefix + "blind_indexes", PostgresCopyRows.indexColumns, rows.blindIndexes),
+        ])
+    }
+
+    /// Waits for the copy of `rows` started as `copying`; `duplicateRecord` if an id exists.
+    func finishCopy(_ copying: EventLoopFuture<Void>, of rows: PostgresCopyRows, _ tx: Transaction) throws(RecordsError) {
+        do throws(PostgresSession.PostgresFailure) {
+            try tx.finish(copying)
+        } catch {
+            if error.sqlState == "23505" {  // unique_violation: the only unique key a new record row has is its id
+                throw .duplicateRecord(Self.duplicateId(in: error.error, otherwise: rows.firstId))
             }
             throw tx.map(error)
         }
@@ -141,15 +182,15 @@ extension PostgresRecordStorage {
         return ids.first { !seen.insert($0).inserted }
     }
 
-    /// The id named in a unique violation's detail ("Key (id)=(…) already exists."), else the first.
-    static func duplicateId(in error: any Error, records: [StoredRecord]) -> UUID {
+    /// The id named in a unique violation's detail ("Key (id)=(…) already exists."), else `otherwise`.
+    static func duplicateId(in error: any Error, otherwise: UUID) -> UUID {
         if let detail = (error as? PSQLError)?.serverInfo?[.detail], let open = detail.range(of: "=("),
             let close = detail.range(of: ")", range: open.upperBound..<detail.endIndex),
             let id = UUID(uuidString: String(detail[open.upperBound..<close.lowerBound]))
         {
             return id
         }
-        return records[0].id
+        return otherwise
     }
 
     /// `RecordStorage.insert`, in one transaction.
@@ -158,6 +199,74 @@ extension PostgresRecordStorage {
         // says whether the insert was stored (all of them or none: one transaction).
         try session.transaction(readOnly: false, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }) {
             (tx) throws(RecordsError) in try insertRecords(records, tx)
+        }
+    }
+
+    /// `RecordStorage.insertInOneTransaction`, in one transaction: each batch is handed to a
+    /// `CopySender` thread when it is inserted, which encodes and copies it to the server while the
+    /// caller seals the next.
+    /// The batches are kept, so that when the transaction must run again (a lost connection, a
+    /// serialization failure) it does so with every batch, and `body` runs once: such a failure
+    /// while `body` is still inserting is held until it ends (each batch it inserts meanwhile
+    /// counts as progress for the deadline); any other failure ends `body` at its next insert.
+    /// Ids are the client's, so a connection lost while committing is settled by whether the
+    /// records are stored, as for `insert(_:)`.
+    public func insertInOneTransaction(
+        _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
+    ) throws(RecordsError) {
+        var batches: [[StoredRecord]] = []
+        var outcome: Result<Void, RecordsError>?  // the body's, once it has run
+        try session.transaction(
+            readOnly: false, bulk: true, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(batches.flatMap { $0 }, tx) }
+        ) { (tx) throws(RecordsError) in
+            switch outcome {
+            case .failure(let error): throw error
+            case .success:
+                for batch in batches { try copyRecords(batch, tx) }
+                return
+            case nil: break
+            }
+            let sender = CopySender(storage: self, transaction: tx)
+            // Whether the sender's failure will have the transaction run again (then it is held).
+            func retried() -> Bool {
+                guard let last = tx.failures.last else { return false }
+                return last.isConnectionLost || last.isTransient
+            }
+            // An insert that failed fails the load, even if `body` caught its error and went on.
+            var insertFailure: RecordsError?
+            do throws(RecordsError) {
+                try body { (batch) throws(RecordsError) in
+                    if let insertFailure { throw insertFailure }
+                    guard !batch.isEmpty else { return }
+                    do throws(RecordsError) {
+                        try Self.checkUniqueIds(batch)
+                    } catch {
+                        insertFailure = error
+                        throw error
+                    }
+                    batches.append(batch)
+                    if let failure = sender.failure {
+                        guard retried() else {
+                            insertFailure = failure
+                            throw failure
+                        }
+                        return tx.deadline.progressed()
+                    }
+                    sender.send(batch)
+                }
+                if let insertFailure { throw insertFailure }
+                outcome = .success(())
+            } catch {
+                outcome = .failure(error)
+                _ = sender.finish(discarding: true)
+                // The load's own error ends it: not a lost connection the sender met meanwhile.
+                tx.failures.forget()
+                throw error
+            }
+            if let failure = sender.finish() {
+                if !retried() { outcome = .failure(failure) }
+                throw failure
+            }
         }
     }
 

@@ -271,7 +271,7 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         }
 
         func insert(_ records: [StoredRecord]) throws(RecordsError) {
-            try storage.insertRecords(records, transaction)
+            try storage.copyRecords(records, transaction)
         }
     }
 }

@@ -139,6 +139,11 @@ final class PostgresSession: Sendable {
         }
     }
 
+    /// A statement waited on a connection that had closed.
+    struct ConnectionClosed: Error, CustomStringConvertible {
+        var description: String { "the connection to the server was lost" }
+    }
+
     /// A wait that passed its deadline: what was being done, and the time it was given.
     struct DeadlineExceeded: Error, CustomStringConvertible {
         let activity: String
@@ -175,8 +180,14 @@ final class PostgresSession: Sendable {
 
     /// Waits for `future` until `deadline`; then fails with `DeadlineExceeded` (the operation
     /// itself goes on: the caller closes its connection).
+    ///
+    /// With `connection`, the wait also ends (`ConnectionClosed`) within a second of the connection
+    /// closing: postgres-nio never answers a statement whose write reached a channel that had
+    /// closed (the server ended the connection, say), so such a wait would otherwise last until its
+    /// deadline. (A statement written before the close is failed by postgres-nio itself.)
     static func wait<Value: Sendable>(
-        for future: EventLoopFuture<Value>, until deadline: NIODeadline, doing activity: String, transactionTimeout: Int64? = nil
+        for future: EventLoopFuture<Value>, until deadline: NIODeadline, doing activity: String, transactionTimeout: Int64? = nil,
+        on connection: PostgresConnection? = nil
     ) throws(PostgresFailure) -> Value {
         let bounded = future.eventLoop.makePromise(of: Value.self)
         future.cascade(to: bounded)
@@ -184,6 +195,12 @@ final class PostgresSession: Sendable {
             bounded.fail(DeadlineExceeded(activity: activity, transactionTimeout: transactionTimeout))
         }
         defer { timer.cancel() }
+        let watch = connection.map { connection in
+            future.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+                if connection.isClosed { bounded.fail(ConnectionClosed()) }
+            }
+        }
+        defer { watch?.cancel() }
         do {
             return try bounded.futureResult.wait()
         } catch {
@@ -265,14 +282,48 @@ final class PostgresSession: Sendable {
         /// Runs `sql` with `binds` and returns every row.
         @discardableResult
         func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(PostgresFailure) -> [PostgresRow] {
+            try finish(connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)).rows
+        }
+
+        /// Starts `COPY "<table>" ("<column>", ...) FROM STDIN` for each copy whose rows are not
+        /// empty, in order, sending its rows (`COPY` text format) in messages of at most 8 MiB,
+        /// after setting `search_path` to the store's schema for the rest of the transaction
+        /// (postgres-nio quotes the table name as one identifier, so it cannot be qualified). They
+        /// run as one task on `CopyExecutor`; the call returns at once, and the completion is
+        /// waited for with `finish(_:)`, before any other statement.
+        func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> EventLoopFuture<Void> {
+            let connection = self.connection, logger = self.logger
+            let searchPath = "SET LOCAL search_path TO \"\(session.configuration.schema)\""
+            let done = connection.eventLoop.makePromise(of: Void.self)
+            Task(executorPreference: CopyExecutor.shared) {
+                do {
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: searchPath), logger: logger).get()
+                    for copy in copies where copy.rows.readableBytes > 0 {
+                        try await connection.copyFrom(table: copy.table, columns: copy.columns, logger: logger) { writer in
+                            var rows = copy.rows
+                            while let message = rows.readSlice(length: min(rows.readableBytes, 8 << 20)), message.readableBytes > 0 {
+                                try await writer.write(message)
+                            }
+                        }
+                    }
+                    done.succeed()
+                } catch {
+                    done.fail(error)
+                }
+            }
+            return done.futureResult
+        }
+
+        /// Waits for a statement's `future` until the statement deadline (or the connection's
+        /// close); records a failure.
+        func finish<Value: Sendable>(_ future: EventLoopFuture<Value>) throws(PostgresFailure) -> Value {
             do throws(PostgresFailure) {
-                let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
                 let bound = statementDeadline
-                let rows = try PostgresSession.wait(
-                    for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout
-                ).rows
+                let value = try PostgresSession.wait(
+                    for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout,
+                    on: connection)
                 deadline.progressed()
-                return rows
+                return value
             } catch {
                 throw failures.record(error)
             }
@@ -289,7 +340,8 @@ final class PostgresSession: Sendable {
             for future in futures {
                 do throws(PostgresFailure) {
                     results.append(try PostgresSession.wait(
-                        for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout
+                        for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout,
+                        on: connection
                     ).rows)
                 } catch {
                     if failure == nil { failure = error }
@@ -313,6 +365,10 @@ final class PostgresSession: Sendable {
             last = failure
             return failure
         }
+
+        /// Forgets the last failure: the transaction ends for another reason, which it reports
+        /// (rolled back, or its connection dropped if it cannot be), not run again.
+        func forget() { last = nil }
     }
 
     /// A postgres-nio error, carried typed through transaction bodies.
@@ -322,7 +378,7 @@ final class PostgresSession: Sendable {
 
         /// Whether the connection itself is gone or stopped answering (as opposed to a statement
         /// failing): the server rolls back what it had not committed.
-        var isConnectionLost: Bool { PostgresSession.isConnectionLost(error) || error is DeadlineExceeded }
+        var isConnectionLost: Bool { PostgresSession.isConnectionLost(error) || error is DeadlineExceeded || error is ConnectionClosed }
         /// A serialization failure or deadlock: the transaction may simply be run again.
         var isTransient: Bool { sqlState == "40001" || sqlState == "40P01" }
     }
@@ -330,6 +386,8 @@ final class PostgresSession: Sendable {
     /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
     /// restarting (SQLSTATE class 57P: admin_shutdown, crash_shutdown, cannot_connect_now).
     static func isConnectionLost(_ error: any Error) -> Bool {
+        // postgres-nio's COPY reports a closed connection with its older error type.
+        if case .connectionClosed? = error as? PostgresError { return true }
         guard let psql = error as? PSQLError else { return false }
         if let state = psql.serverInfo?[.sqlState] { return ["57P01", "57P02", "57P03"].contains(state) }
         return [PSQLError.Code.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(psql.code)
@@ -439,5 +497,19 @@ final class PostgresSession: Sendable {
                 throw error
             }
         }
+    }
+}
+
+/// Runs the jobs of postgres-nio's async-only calls (`COPY`) on a serial Dispatch queue of their
+/// own, never on Swift concurrency's cooperative pool: the synchronous caller waiting for them may
+/// be holding a cooperative thread, and with two cores two such callers would leave none to run
+/// the work they wait for. The jobs only encode and hand messages to the connection's event loop.
+final class CopyExecutor: TaskExecutor {
+    static let shared = CopyExecutor()
+    private let queue = DispatchQueue(label: "SecureRecordsPostgres.copy")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -1,0 +1,234 @@
+import Foundation
+import SFTestSupport
+@testable import SecureRecords
+@testable import SecureRecordsPostgres
+import SecureCore
+import Testing
+
+/// Bulk loading (`add(contentsOf:)`, import): on PostgreSQL it goes by `COPY ... FROM STDIN`,
+/// streamed from a sender thread while the caller seals. Every byte survives the text format, a
+/// duplicate id anywhere stores nothing, and a connection lost midway is replaced without running
+/// the caller's work again.
+@Suite struct BulkLoadTests {
+    /// Values `COPY` text gives a meaning to (tab, newline, carriage return, backslash, `\N`, the
+    /// end-of-data marker `\.`), quotes, other scripts, and every byte value.
+    static let awkwardStrings = [
+        "", "\t", "\n", "\r", "\\", "\\N", "\\.", "a\tb\nc\rd\\e", "'quoted' \"double\"", "\u{1F381} Müller 東京",
+        "line\\.\nnext", String(repeating: "\\t", count: 100),
+    ]
+
+    @Test(arguments: Backend.enabled)
+    func everyByteSurvivesABulkAddAndAnImport(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try RecordStore(storage: try scratch.storage(), configuration: testConfiguration)
+        // Names may hold anything but control characters: backslashes and quotes among them.
+        let collection = "g\\i'f\"ts"
+        let schema = try RecordSchema(["to\\Whom": .clear, "no'te": .clear, "bl\\ob": .clear, "se\\cret": .sealedIndexed, "raw": .sealed])
+        try store.createCollection(collection, schema: schema)
+        try store.unlock(with: appSealer)
+        let allBytes = Data((0...255).map { UInt8($0) })
+        // More than one batch (256) and more than one sealing group, so the streamed path runs.
+        let records: [[String: FieldValue]] = (0..<700).map { i in
+            let text = Self.awkwardStrings[i % Self.awkwardStrings.count]
+            return [
+                "to\\Whom": .string(text + " person\(i)"), "no'te": .string(text), "bl\\ob": .bytes(allBytes + Data([UInt8(i % 256)])),
+                "se\\cret": .string("s\\\t\(i)"), "raw": .bytes(allBytes),
+            ]
+        }
+        let ids = try store.add(contentsOf: records, to: collection)
+        for (id, fields) in zip(ids, records) { #expect(try store.open(id).fields == fields) }
+        #expect(try store.search(in: collection, [.equals(field: "se\\cret", value: "s\\\t699")]).map(\.id) == [ids[699]])
+        #expect(try store.search(in: collection, [.fullText("person42")]).map(\.id) == [ids[42]])
+
+        // Its export imported into a new store reads back the same.
+        var lines: [String] = []
+        try store.export { lines.append($0) }
+        let imported = try RecordStore(storage: try scratch.storage("imported.db"), importing: lines, configuration: testConfiguration)
+        try imported.unlock(with: appSealer)
+        for (id, fields) in zip(ids, records) { #expect(try imported.open(id).fields == fields) }
+        #expect(try imported.search(in: collection, [.fullText("person699")]).map(\.id) == [ids[699]])
+    }
+
+    /// A bulk insert with an id given twice (in one batch or in two) or already stored fails with
+    /// `duplicateRecord` naming it, and stores none of its records.
+    @Test(arguments: Backend.enabled)
+    func aDuplicateIdAnywhereInABulkInsertStoresNothing(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let existing = try store.add(["toWhom": "Alice"], to: "gifts")
+        func record(_ id: UUID = UUID()) -> StoredRecord {
+            StoredRecord(id: id, collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "x"], sealed: [:], blindIndexes: [:])
+        }
+        let first = (0..<300).map { _ in record() }
+        let repeated = first[150].id
+        let cases: [(name: String, batches: [[StoredRecord]], duplicate: UUID)] = [
+            ("within one batch", [first + [record(repeated)]], repeated),
+            ("across batches", [first, (0..<300).map { _ in record() }, [record(repeated)]], repeated),
+            ("already stored", [first, [record(existing)], (0..<300).map { _ in record() }], existing),
+        ]
+        for (name, batches, duplicate) in cases {
+            #expect(throws: RecordsError.duplicateRecord(duplicate), "\(name)") {
+                try store.storage.insertInOneTransaction { (insert) throws(RecordsError) in
+                    for batch in batches { try insert(batch) }
+                }
+            }
+            #expect(try scratch.reopen().search().map(\.id) == [existing], "\(name)")
+        }
+        // A caller that catches the error and goes on: the load still fails, and stores nothing.
+        #expect(throws: RecordsError.duplicateRecord(existing)) {
+            try store.storage.insertInOneTransaction { (insert) throws(RecordsError) in
+                try insert(first)
+                do throws(RecordsError) { try insert([record(existing)]) } catch {}
+                try insert((0..<300).map { _ in record() })
+            }
+        }
+        #expect(try scratch.reopen().search().map(\.id) == [existing])
+        // The same when the failed insert is the last.
+        let twice = record()
+        #expect(throws: RecordsError.duplicateRecord(twice.id)) {
+            try store.storage.insertInOneTransaction { (insert) throws(RecordsError) in
+                try insert(first)
+                do throws(RecordsError) { try insert([twice, twice]) } catch {}
+            }
+        }
+        #expect(try scratch.reopen().search().map(\.id) == [existing])
+    }
+
+    /// `COPY` (a bulk insert) and `INSERT` (a single insert) store the same rows for the same
+    /// records, also for values `COPY` text must escape that the public API never produces
+    /// (control characters in names), NULL and empty MACs, and every keying.
+    @Test(.requires(.postgres)) func copyAndInsertStoreTheSameRows() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let storage = try #require(try scratch.storage() as? PostgresRecordStorage)
+        let names = ["a\tb", "tab\there", "new\nline", "cr\rhere", "back\\slash", "\\N", "\\.", "quote'\"", "é東"]
+        func records() -> [StoredRecord] {
+            names.enumerated().map { i, name in
+                StoredRecord(
+                    id: UUID(), collection: "c" + name, keying: i % 2 == 0 ? .storeKey : .password, keyId: i % 3 == 0 ? nil : UInt32(i),
+                    clear: [name: .string(name + " words \(i) \\t"), "b" + name: .bytes(Data([0, 9, 10, 13, 92, UInt8(i)]))],
+                    sealed: [name: Data([92, 78, UInt8(i)])], blindIndexes: [name: Data(repeating: UInt8(i), count: 32)],
+                    mac: [nil, Data(), Data(repeating: 7, count: 32)][i % 3])
+            }
+        }
+        let inserted = records(), copied = records()
+        for record in inserted { try storage.insert([record]) }
+        try storage.insertInOneTransaction { (insert) throws(RecordsError) in try insert(copied) }
+        let table = storage.tableName("records")
+        for (a, b) in zip(inserted, copied) {
+            let readA = try #require(try storage.record(a.id)), readB = try #require(try storage.record(b.id))
+            #expect(readA == a)
+            #expect(readB == b)
+            let fts = try storage.queryText("SELECT fts::text FROM \(table) WHERE id IN ('\(a.id)', '\(b.id)') ORDER BY seq")
+            #expect(fts.count == 2 && fts[0] == fts[1])
+        }
+    }
+
+    /// A caller slower than the transaction deadline between its batches (sealing with a
+    /// password, say) still loads: each batch it hands over counts as progress.
+    @Test(.requires(.postgres)) func aCallerSlowerThanTheDeadlineBetweenBatchesStillLoads() throws {
+        let scratch = try RecordsScratch(.postgres)
+        _ = try makeStore(scratch)
+        var configuration = try postgresConfiguration(schema: scratch.schema, prefix: RecordsScratch.prefix("store.db"))
+        configuration.transactionTimeoutSeconds = 2
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        var inserted = 0
+        try storage.insertInOneTransaction { (insert) throws(RecordsError) in
+            for round in 0..<3 {
+                // The caller's slow work between batches (no event to wait for: the slowness is the point).
+                if round > 0 { Thread.sleep(forTimeInterval: 3) }
+                try insert((0..<300).map { _ in
+                    StoredRecord(id: UUID(), collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "x"], sealed: [:], blindIndexes: [:])
+                })
+                inserted += 300
+            }
+        }
+        #expect(try scratch.reopen().search().count == inserted)
+    }
+
+    /// The bulk insert's connection is ended by the server after its first batch was copied; the
+    /// transaction runs again on a new connection with every batch, the caller's work once. The
+    /// statement and transaction deadlines are 2 minutes, so a statement left waiting on the dead
+    /// connection (postgres-nio never answers one written after the close) passes the test's time
+    /// limit before its deadline ends it and the transaction is retried.
+    @Test(.requires(.postgres), .timeLimit(.minutes(1))) func aBulkInsertWhoseConnectionIsKilledCompletesOnce() throws {
+        let scratch = try RecordsScratch(.postgres)
+        _ = try makeStore(scratch)
+        var configuration = try postgresConfiguration(schema: scratch.schema, prefix: RecordsScratch.prefix("store.db"))
+        configuration.statementTimeoutSeconds = 120
+        configuration.transactionTimeoutSeconds = 120
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        let admin = try #require(try scratch.storage("admin.db") as? PostgresRecordStorage)
+        let table = storage.tableName("records")
+        // Read through a locked handle: these bare records carry no MAC.
+        let reader = try scratch.reopen()
+        func batch() -> [StoredRecord] {
+            (0..<500).map { _ in
+                StoredRecord(id: UUID(), collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "x"], sealed: [:], blindIndexes: [:])
+            }
+        }
+        for ending in ["a body that goes on inserting", "a body that ends at once"] {
+            let before = try reader.search().count
+            var runs = 0
+            var inserted: [StoredRecord] = []
+            try storage.insertInOneTransaction { (insert) throws(RecordsError) in
+                runs += 1
+                let first = batch()
+                try insert(first)
+                inserted += first
+                // The copy is sent from another thread: wait (an event, with a deadline) for the
+                // transaction to hold its lock on the records table, then end its backend.
+                let pid = try waitForInsertingBackend(admin, table: table)
+                #expect(try admin.queryText("SELECT pg_terminate_backend(\(pid))::text") == ["true"])
+                try waitUntilGone(admin, pid: pid)
+                if ending == "a body that goes on inserting" {
+                    for _ in 0..<3 {
+                        let more = batch()
+                        try insert(more)
+                        inserted += more
+                    }
+                }
+            }
+            #expect(runs == 1, "\(ending)")
+            let stored = Set(try reader.search().map(\.id))
+            #expect(stored.count == before + inserted.count, "\(ending)")
+            #expect(Set(inserted.map(\.id)).isSubset(of: stored), "\(ending)")
+        }
+
+        // A body that fails after the connection was lost: its own error, and nothing stored.
+        let before = try reader.search().count
+        #expect(throws: RecordsError.recordNotFound(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))) {
+            try storage.insertInOneTransaction { (insert) throws(RecordsError) in
+                try insert(batch())
+                let pid = try waitForInsertingBackend(admin, table: table)
+                _ = try admin.queryText("SELECT pg_terminate_backend(\(pid))::text")
+                try waitUntilGone(admin, pid: pid)
+                try insert(batch())
+                throw .recordNotFound(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+            }
+        }
+        #expect(try reader.search().count == before)
+    }
+
+    /// The backend holding a row-exclusive lock on `table` (an insert's transaction), waited for.
+    func waitForInsertingBackend(_ admin: PostgresRecordStorage, table: String) throws(RecordsError) -> String {
+        let sql = """
+            SELECT l.pid::text FROM pg_locks l WHERE l.relation = '\(table)'::regclass AND l.mode = 'RowExclusiveLock' AND l.granted
+            AND l.pid <> pg_backend_pid()
+            """
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let pid = try admin.queryText(sql).first ?? nil { return pid }
+            usleep(10_000)
+        }
+        throw .storage(StorageFailure(.connectionLost, "no backend took the insert's lock within 60 s"))
+    }
+
+    /// Waits (with a deadline) until backend `pid` has exited.
+    func waitUntilGone(_ admin: PostgresRecordStorage, pid: String) throws(RecordsError) {
+        let deadline = Date().addingTimeInterval(60)
+        while try admin.queryText("SELECT count(*)::text FROM pg_stat_activity WHERE pid = \(pid)") != ["0"] {
+            guard Date() < deadline else { throw .storage(StorageFailure(.connectionLost, "backend \(pid) still there after 60 s")) }
+            usleep(10_000)
+        }
+    }
+}
