@@ -17,6 +17,7 @@ final class CopySender: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [[StoredRecord]] = []
     private var finishing = false
+    private var discarded = false
     private var running = true
     /// The number of the copy last started, and of the last one that ended.
     private var copiesStarted = 0
@@ -51,11 +52,14 @@ final class CopySender: @unchecked Sendable {
     }
 
     /// Waits until every queued batch is copied (or the sender failed); the failure, if any. With
-    /// `discarding` (the load failed), batches not yet being copied are dropped instead.
+    /// `discarding` (the load failed), only the copy in flight is waited for: the rest is dropped.
     func finish(discarding: Bool = false) -> RecordsError? {
         condition.withLock {
             finishing = true
-            if discarding { queue.removeAll() }
+            if discarding {
+                discarded = true
+                queue.removeAll()
+            }
             condition.broadcast()
             while running { condition.wait() }
             return stored
@@ -68,9 +72,9 @@ final class CopySender: @unchecked Sendable {
         do throws(RecordsError) {
             while true {
                 let next = take(awaitingCopy: inFlight != nil)
-                // Settle the copy in flight when it ended (a failure stops the caller at once),
-                // before the next one, and when finishing.
-                if let (copying, previous) = inFlight, next.copyEnded || next.records != nil || next.finished {
+                // Settle the copy in flight when it ended (a failure stops the caller at once) and
+                // when finishing; new records are encoded first, while it runs.
+                if let (copying, previous) = inFlight, next.copyEnded || next.finished {
                     inFlight = nil
                     try storage.finishCopy(copying, of: previous, transaction)
                 }
@@ -80,6 +84,8 @@ final class CopySender: @unchecked Sendable {
                 }
                 transaction.deadline.progressed()
                 for group in PostgresCopyRows.groups(records) {
+                    // A load that failed copies nothing more.
+                    if condition.withLock({ discarded }) { break }
                     let rows = PostgresCopyRows(group)
                     if let (copying, previous) = inFlight {
                         inFlight = nil

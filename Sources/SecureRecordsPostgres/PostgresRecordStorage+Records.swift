@@ -259,8 +259,8 @@ extension PostgresRecordStorage {
             } catch {
                 outcome = .failure(error)
                 _ = sender.finish(discarding: true)
-                // The load's own error ends it: not a lost connection the sender met meanwhile.
-                tx.failures.forget()
+                // The load's own error ends it, not a lost connection the sender met meanwhile.
+                tx.failures.abandon()
                 throw error
             }
             if let failure = sender.finish() {

@@ -299,6 +299,8 @@ final class PostgresSession: Sendable {
                 do {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: searchPath), logger: logger).get()
                     for copy in copies where copy.rows.readableBytes > 0 {
+                        // postgres-nio would never answer a copy started on a closed connection.
+                        if connection.isClosed { throw ConnectionClosed() }
                         try await connection.copyFrom(table: copy.table, columns: copy.columns, logger: logger) { writer in
                             var rows = copy.rows
                             while let message = rows.readSlice(length: min(rows.readableBytes, 8 << 20)), message.readableBytes > 0 {
@@ -366,9 +368,11 @@ final class PostgresSession: Sendable {
             return failure
         }
 
-        /// Forgets the last failure: the transaction ends for another reason, which it reports
-        /// (rolled back, or its connection dropped if it cannot be), not run again.
-        func forget() { last = nil }
+        /// The transaction ends with its body's own error, whatever failure it met before: it is
+        /// not run again. Its connection is dropped, not rolled back, if that failure was a lost
+        /// or silent connection (a copy may still be under way on it).
+        private(set) var abandoned = false
+        func abandon() { abandoned = true }
     }
 
     /// A postgres-nio error, carried typed through transaction bodies.
@@ -469,6 +473,10 @@ final class PostgresSession: Sendable {
                 return result!
             } catch {
                 let failure = tx.failures.last
+                if tx.failures.abandoned {
+                    if failure?.isConnectionLost == true || (try? tx.query("ROLLBACK")) == nil { drop(connection, from: &current) }
+                    throw error
+                }
                 if failure?.isConnectionLost == true {
                     drop(connection, from: &current)
                     retriesUntil = min(retriesUntil, deadline.value)

@@ -129,13 +129,13 @@ import Testing
         let scratch = try RecordsScratch(.postgres)
         _ = try makeStore(scratch)
         var configuration = try postgresConfiguration(schema: scratch.schema, prefix: RecordsScratch.prefix("store.db"))
-        configuration.transactionTimeoutSeconds = 2
+        configuration.transactionTimeoutSeconds = 5
         let storage = try PostgresRecordStorage(configuration: configuration)
         var inserted = 0
         try storage.insertInOneTransaction { (insert) throws(RecordsError) in
             for round in 0..<3 {
                 // The caller's slow work between batches (no event to wait for: the slowness is the point).
-                if round > 0 { Thread.sleep(forTimeInterval: 3) }
+                if round > 0 { Thread.sleep(forTimeInterval: 6) }
                 try insert((0..<300).map { _ in
                     StoredRecord(id: UUID(), collection: "gifts", keying: .storeKey, keyId: nil, clear: ["toWhom": "x"], sealed: [:], blindIndexes: [:])
                 })
@@ -196,8 +196,10 @@ import Testing
 
         // A body that fails after the connection was lost: its own error, and nothing stored.
         let before = try reader.search().count
+        var runs = 0
         #expect(throws: RecordsError.recordNotFound(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))) {
             try storage.insertInOneTransaction { (insert) throws(RecordsError) in
+                runs += 1
                 try insert(batch())
                 let pid = try waitForInsertingBackend(admin, table: table)
                 _ = try admin.queryText("SELECT pg_terminate_backend(\(pid))::text")
@@ -206,6 +208,7 @@ import Testing
                 throw .recordNotFound(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
             }
         }
+        #expect(runs == 1)
         #expect(try reader.search().count == before)
     }
 
@@ -215,19 +218,19 @@ import Testing
             SELECT l.pid::text FROM pg_locks l WHERE l.relation = '\(table)'::regclass AND l.mode = 'RowExclusiveLock' AND l.granted
             AND l.pid <> pg_backend_pid()
             """
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if let pid = try admin.queryText(sql).first ?? nil { return pid }
             usleep(10_000)
         }
-        throw .storage(StorageFailure(.connectionLost, "no backend took the insert's lock within 60 s"))
+        throw .storage(StorageFailure(.connectionLost, "no backend took the insert's lock within 20 s"))
     }
 
     /// Waits (with a deadline) until backend `pid` has exited.
     func waitUntilGone(_ admin: PostgresRecordStorage, pid: String) throws(RecordsError) {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(20)
         while try admin.queryText("SELECT count(*)::text FROM pg_stat_activity WHERE pid = \(pid)") != ["0"] {
-            guard Date() < deadline else { throw .storage(StorageFailure(.connectionLost, "backend \(pid) still there after 60 s")) }
+            guard Date() < deadline else { throw .storage(StorageFailure(.connectionLost, "backend \(pid) still there after 20 s")) }
             usleep(10_000)
         }
     }
