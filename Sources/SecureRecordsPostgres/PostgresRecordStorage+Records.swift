@@ -120,11 +120,15 @@ extension PostgresRecordStorage {
         do throws(PostgresSession.PostgresFailure) {
             _ = try tx.pipeline([(insert, Self.recordBinds(c))] + fieldInserts(c))
         } catch {
-            if error.sqlState == "23505" {  // unique_violation: the only unique key a new record row has is its id
-                throw .duplicateRecord(Self.duplicateId(in: error.error, otherwise: records[0].id))
-            }
-            throw tx.map(error)
+            throw Self.insertFailure(error, firstId: records[0].id, tx)
         }
+    }
+
+    /// The error of an insert that failed: `duplicateRecord` for a unique violation (the only
+    /// unique key a new record row has is its id), naming the id the server names, else `firstId`.
+    static func insertFailure(_ error: PostgresSession.PostgresFailure, firstId: UUID, _ tx: Transaction) -> RecordsError {
+        guard error.sqlState == "23505" else { return tx.map(error) }
+        return .duplicateRecord(duplicateId(in: error.error, otherwise: firstId))
     }
 
     /// Inserts new records as `insertRecords` does, with `COPY ... FROM STDIN` into each table (in
@@ -161,10 +165,7 @@ extension PostgresRecordStorage {
         do throws(PostgresSession.PostgresFailure) {
             try tx.finish(copying)
         } catch {
-            if error.sqlState == "23505" {  // unique_violation: the only unique key a new record row has is its id
-                throw .duplicateRecord(Self.duplicateId(in: error.error, otherwise: rows.firstId))
-            }
-            throw tx.map(error)
+            throw Self.insertFailure(error, firstId: rows.firstId, tx)
         }
     }
 
