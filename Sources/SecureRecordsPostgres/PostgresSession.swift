@@ -79,7 +79,9 @@ final class PostgresSession: Sendable {
                 current = connection
                 return connection
             } catch {
-                guard error.isConnectionLost, !(error.error is DeadlineExceeded), NIODeadline.now() + pause < deadline else {
+                guard error.isConnectionLost, !Self.isTLSFailure(error.error), !(error.error is DeadlineExceeded),
+                    NIODeadline.now() + pause < deadline
+                else {
                     throw Self.map(error.error, configuration: configuration, connecting: true)
                 }
                 Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
@@ -387,7 +389,16 @@ final class PostgresSession: Sendable {
         var isTransient: Bool { sqlState == "40001" || sqlState == "40P01" }
     }
 
-    /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
+    /// Whether the TLS handshake was refused (a certificate that does not verify or names another
+    /// host, no protocol in common): postgres-nio reports it as a connection error, but every
+    /// attempt would get the same answer, so it is final, as in libpq. A connection closed during
+    /// the handshake (a server restarting) is not this, and is retried.
+    static func isTLSFailure(_ error: any Error) -> Bool {
+        guard let psql = error as? PSQLError, case .handshakeFailed? = psql.underlying as? NIOSSLError else { return false }
+        return true
+    }
+
+        /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
     /// restarting (SQLSTATE class 57P: admin_shutdown, crash_shutdown, cannot_connect_now).
     static func isConnectionLost(_ error: any Error) -> Bool {
         // postgres-nio's COPY reports a closed connection with its older error type.

@@ -250,14 +250,18 @@ import Testing
         let storage = try PostgresRecordStorage(configuration: verified)
         #expect(try storage.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
         storage.close()
-        // The system's CAs do not know the test CA: the message names the fix.
-        let unverified = try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=require", password: password)
+        // The system's CAs do not know the test CA: the message names the fix. A failed handshake is
+        // final, not retried until the deadline (here 10 minutes; a refusal takes well under one).
+        let deadlines = "&connect_timeout=600&transaction_timeout=600000"
+        let unverified = try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=require" + deadlines, password: password)
+        var started = Date()
         do {
             _ = try PostgresRecordStorage(configuration: unverified)
             Issue.record("a certificate from an unknown CA was accepted")
         } catch {
             #expect("\(error)".contains("sslrootcert=PATH") && "\(error)".contains("--postgres-ca-file"), "\(error)")
         }
+        #expect(Date().timeIntervalSince(started) < 120, "a certificate that does not verify was retried")
         // The wrong CA (another self-made one): refused, naming the CA file and the host.
         let scratch = try RecordsScratch()
         let otherCA = scratch.path("other-ca.pem")
@@ -266,7 +270,9 @@ import Testing
         try #require(made.status == 0, "\(made.stderrText)")
         var wrong = unverified
         wrong.tls = .required(caFile: otherCA)
+        started = Date()
         #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: wrong) }
+        #expect(Date().timeIntervalSince(started) < 120, "a certificate that does not verify was retried")
         // sslrootcert with sslmode=disable is a contradiction.
         #expect(throws: RecordsError.self) {
             try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=disable&sslrootcert=" + caFile)
@@ -274,13 +280,15 @@ import Testing
         // The command line: --postgres-ca-file (in this test's own schema, dropped afterwards).
         let pgScratch = try RecordsScratch(.postgres)
         _ = try pgScratch.storage("ca")
-        let cliURL = url + separator + "schema=\(pgScratch.schema)&prefix=ca_&sslmode=require"
+        let cliURL = url + separator + "schema=\(pgScratch.schema)&prefix=ca_&sslmode=require" + deadlines
         let environment = ["PGPASSWORD": TestSupport.postgresPassword ?? ""]
         let listed = try TestSupport.run(try sfBinary(), ["records", "list", "--postgres", cliURL, "--postgres-ca-file", caFile],
                                          environment: environment)
         #expect(listed.status == 0, "\(listed.stderrText)")
+        started = Date()
         let refused = try TestSupport.run(try sfBinary(), ["records", "list", "--postgres", cliURL], environment: environment)
         #expect(refused.status == 1 && refused.stderrText.contains("--postgres-ca-file"), "\(refused.stderrText)")
+        #expect(Date().timeIntervalSince(started) < 120, "a certificate that does not verify was retried")
     }
 
     /// A connection the server drops is replaced on a later call: no crash, typed errors only.
