@@ -1,4 +1,4 @@
-import Dispatch
+import Foundation
 import SecureCore
 
 extension Vault {
@@ -7,7 +7,7 @@ extension Vault {
     /// `try await vault.async.unlock(passcode: p)`.
     ///
     /// Each call runs the synchronous method of the same name, with the same guarantees and
-    /// errors, on a Dispatch thread outside Swift's cooperative pool, so awaiting it never blocks
+    /// errors, on a thread of its own (one per core at most), outside Swift's cooperative pool, so awaiting it never blocks
     /// a thread that other tasks need. Once started, a call runs to completion even if the task
     /// awaiting it is cancelled: a KDF cannot stop half-way, and an attempt is counted before it
     /// starts. The synchronous methods stay as they are for callers outside async code.
@@ -63,14 +63,12 @@ extension Vault {
             try await run { () throws(VaultError) in try vault.retireKey(keyId, force: force) }
         }
 
-        /// Runs `body` on a Dispatch thread and resumes with its result.
+        /// Runs `body` on one of `Async.threads`.
         private func run<R: Sendable>(_ body: @escaping @Sendable () throws(VaultError) -> R) async throws(VaultError) -> R {
-            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, VaultError>, Never>) in
-                DispatchQueue.global(qos: .userInitiated).async {
-                    continuation.resume(returning: Result { () throws(VaultError) -> R in try body() })
-                }
-            }
-            return try result.get()
+            try await Self.threads.run(body)
         }
+
+        /// The threads of every vault's async calls: one per core, as the calls are mostly KDF work.
+        private static let threads = BlockingCallPool(width: ProcessInfo.processInfo.activeProcessorCount, name: "SecureVault.async")
     }
 }
