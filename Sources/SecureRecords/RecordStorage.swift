@@ -203,9 +203,17 @@ public protocol RecordStorage: Sendable {
     /// through a store of any size in linear time, and a record added or deleted meanwhile never
     /// shifts the pages.
     func allRecords(after position: Int64, limit: Int) throws(RecordsError) -> (records: [StoredRecord], last: Int64)
+    /// How many calls the storage serves at once (PostgreSQL: its connections; SQLite: its one
+    /// connection serves one transaction at a time, the cryptography around it runs beside). A
+    /// store's async calls (`RecordStore.async`) run on at most this many threads; more calls wait
+    /// in a queue without holding a thread.
+    var concurrentCalls: Int { get }
 }
 
 extension RecordStorage {
+    /// One per core: the sealing and opening around each storage call keep a core busy.
+    public var concurrentCalls: Int { ProcessInfo.processInfo.activeProcessorCount }
+
     /// Collects every batch `body` inserts, then inserts them with `insert(_:)`.
     public func insertInOneTransaction(
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void

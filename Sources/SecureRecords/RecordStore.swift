@@ -66,11 +66,14 @@ public final class RecordStore: Sendable {
     /// The collections this handle has read: a collection's schema never changes and a collection
     /// is never removed, so each is read from the storage once (an add is then one transaction).
     private let knownCollections = Locked<[String: RecordSchema]>([:])
+    /// The threads of `async` calls, started when the first one is made.
+    let blockingCalls: BlockingCallPool
 
     /// Opens the store in `storage`, creating it (a fresh random store id) when the storage is empty.
     public init(storage: any RecordStorage, configuration: Configuration = .init()) throws(RecordsError) {
         self.storage = storage
         self.configuration = configuration
+        blockingCalls = BlockingCallPool(width: storage.concurrentCalls, name: "SecureRecords.async")
         if let metadata = try storage.loadMetadata() {
             storeId = metadata.storeId
         } else {

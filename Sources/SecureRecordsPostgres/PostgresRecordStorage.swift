@@ -22,7 +22,8 @@ import SecureRecords
 /// I/O runs on SwiftNIO's event-loop threads, not Swift concurrency's cooperative pool, so calling
 /// from a task cannot deadlock the pool (it only blocks the calling thread). Each call's transaction
 /// leases one of the instance's pooled connections (`Configuration.maximumConnections`, default 8),
-/// so one instance serves that many threads at once. Do not call from a SwiftNIO event-loop thread. A connection the server dropped while idle is replaced at the
+/// so one instance serves that many threads at once; from async code, `RecordStore.async` runs the
+/// calls on threads of its own. Do not call from a SwiftNIO event-loop thread. A connection the server dropped while idle is replaced at the
 /// next call; a failure inside a transaction is reported (`RecordsError.storage`), never retried
 /// after `COMMIT` was sent.
 public final class PostgresRecordStorage: RecordStorage, Sendable {
@@ -47,6 +48,10 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         tables = Tables(schema: configuration.schema, prefix: configuration.tablePrefix)
         try migrate()
     }
+
+    /// `RecordStorage.concurrentCalls`: the pool's connections (`Configuration.maximumConnections`),
+    /// so `RecordStore.async` calls beyond them wait in its queue, not for a connection's deadline.
+    public var concurrentCalls: Int { configuration.maximumConnections }
 
     /// Closes the idle connections now (they are also closed when the storage is released; a later
     /// call reconnects).

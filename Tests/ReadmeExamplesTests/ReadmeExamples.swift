@@ -47,6 +47,7 @@ import Testing
         try store.createCollection("people", schema: try RecordSchema(["name": .clear, "ssn": .sealedIndexed]))
         _ = try store.add(["name": "Carol", "ssn": "123-45-6789"], to: "people")
         #expect(try store.search(in: "people", [.equals(field: "ssn", value: "123-45-6789")]).count == 1)
+        // in async code: try await store.async.search(in: "people") runs the call off Swift's threads
     }
 
     /// README.md, Swift example 4 (section "sf key").

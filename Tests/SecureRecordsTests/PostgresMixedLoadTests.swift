@@ -6,18 +6,18 @@ import SFTestSupport
 import SecureCore
 import Testing
 
-/// Many clients on one PostgreSQL store for 30 s: 16 threads sharing one `RecordStore` (so one
-/// storage's connection pool, 8 connections for 16 callers) and 8 `sf` processes at once, adding,
-/// updating, searching and rotating the store key. Nothing acknowledged is lost, nothing is stored
+/// Many clients on one PostgreSQL store for 30 s: 16 async clients (tasks) sharing one
+/// `RecordStore` through `RecordStore.async` (so one storage's connection pool, 8 connections for
+/// 16 clients) and 8 `sf` processes at once, adding, updating, searching and rotating the store key. Nothing acknowledged is lost, nothing is stored
 /// twice, and every search finds every add acknowledged before it started.
 @Suite struct PostgresMixedLoadTests {
     static let seconds = 30.0
-    static let threads = 16
+    static let tasks = 16
     static let processes = 8
 
     /// What the clients were told, and what went wrong.
     final class Ledger: Sendable {
-        /// Thread clients' records: id → the `note` last acknowledged.
+        /// Async clients' records: id → the `note` last acknowledged.
         let notes = Locked<[UUID: String]>([:])
         /// Process clients' records, by client.
         let processIds = Locked<[Int: [String]]>([:])
@@ -28,7 +28,7 @@ import Testing
         func count(_ operation: String) { counts.withLock { $0[operation, default: 0] += 1 } }
     }
 
-    @Test(.requires(.postgres), .requiresSFBinary) func sixteenThreadsAndEightProcessesMixingOperationsLoseNothing() throws {
+    @Test(.requires(.postgres), .requiresSFBinary) func sixteenAsyncClientsAndEightProcessesMixingOperationsLoseNothing() async throws {
         let scratch = try RecordsScratch(.postgres)
         let configuration = RecordStore.Configuration(passwordKDF: testKDF, rotationBatchSize: 256)
         _ = try makeStore(scratch)  // the `gifts` collection
@@ -41,27 +41,31 @@ import Testing
 
         let ledger = Ledger()
         let end = Date(timeIntervalSinceNow: Self.seconds)
-        // One thread each (`concurrentPerform` would run only as many at once as there are cores).
-        let clients = DispatchGroup()
-        for client in 0..<(Self.threads + Self.processes) {
-            clients.enter()
+        // A thread for each process client (it waits on its `sf` process); a task for each async client.
+        let processes = DispatchGroup()
+        for client in 0..<Self.processes {
+            processes.enter()
             Thread {
-                if client < Self.threads {
-                    Self.threadClient(client, store: shared, ledger: ledger, until: end)
-                } else {
-                    Self.processClient(client - Self.threads, location: location, keyFile: keyFile, ledger: ledger, until: end)
-                }
-                clients.leave()
+                Self.processClient(client, location: location, keyFile: keyFile, ledger: ledger, until: end)
+                processes.leave()
             }.start()
         }
+        // The tasks run on threads of their own, as a server's would: the synchronous tests of other
+        // suites in this process hold Swift's cooperative threads while they block.
+        let executor = QueueExecutor(width: 4, label: "PostgresMixedLoadTests")
+        await withTaskGroup(of: Void.self) { group in
+            for client in 0..<Self.tasks {
+                group.addTask(executorPreference: executor) { await Self.asyncClient(client, store: shared, ledger: ledger, until: end) }
+            }
+        }
         // Each client stops starting operations at `end`; one operation's deadlines bound the rest.
-        #expect(clients.wait(timeout: .now() + Self.seconds + 300) == .success)
+        #expect(try await offThread { processes.wait(timeout: .now() + Self.seconds + 300) } == .success)
         let failures = ledger.failures.withLock { $0 }
         #expect(failures.isEmpty, "\(failures.prefix(10))")
         let counts = ledger.counts.withLock { $0 }
         print("mixed load over \(Int(Self.seconds)) s: \(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         // Every kind of operation ran, by both kinds of client.
-        for operation in ["thread add", "thread update", "thread search", "thread full search", "rotation", "process add", "process search", "process rotation"] {
+        for operation in ["task add", "task update", "task search", "task full search", "rotation", "process add", "process search", "process rotation"] {
             #expect(counts[operation, default: 0] > 0, "no \(operation) ran: \(counts)")
         }
 
@@ -146,19 +150,23 @@ import Testing
         #expect(leased.withLock { $0 })
     }
 
-    /// One thread client: adds, updates its own records, searches them by blind index (and thread 0
-    /// the whole collection), and the last thread rotates the store key every few seconds.
-    static func threadClient(_ client: Int, store: RecordStore, ledger: Ledger, until end: Date) {
+    /// One async client: adds, updates its own records, searches them by blind index (and client 0
+    /// the whole collection), and the last client rotates the store key every few seconds.
+    static func asyncClient(_ client: Int, store: RecordStore, ledger: Ledger, until end: Date) async {
+        let store = store.async
         var mine: [UUID] = []
         var iteration = 0
         var nextRotation = Date(timeIntervalSinceNow: 3)
-        // Past `end` only until each kind of operation ran once (add, update, search, thread 0's
-        // search of the collection): the checks below hold however busy the machine is.
-        while Date() < end || iteration < 4 {
+        var rotated = false
+        // Past `end` only until each kind of operation ran once (add, update, search, client 0's
+        // search of the collection, the last client's rotation): the checks below hold however busy
+        // the machine is.
+        while Date() < end || iteration < 4 || (client == tasks - 1 && !rotated) {
             iteration += 1
             do {
-                if client == threads - 1, Date() >= nextRotation {
-                    _ = try store.rotateStoreKey(with: appSealer)
+                if client == tasks - 1, Date() >= nextRotation || (Date() >= end && !rotated) {
+                    rotated = true
+                    _ = try await store.rotateStoreKey(with: appSealer)
                     ledger.count("rotation")
                     nextRotation = Date(timeIntervalSinceNow: 5)
                     continue
@@ -166,35 +174,35 @@ import Testing
                 switch iteration % 4 {
                 case 0, 1:
                     let id = UUID()
-                    _ = try store.add(
+                    _ = try await store.add(
                         ["toWhom": .string("t\(client)"), "note": .string("v0"), "description": .string("sealed \(id)"),
                          "ssn": .string("s\(client)")], to: "gifts", id: id)
                     mine.append(id)
                     ledger.notes.withLock { $0[id] = "v0" }
-                    ledger.count("thread add")
+                    ledger.count("task add")
                 case 2:
                     guard let id = mine.randomElement() else { continue }
-                    try store.update(id, setting: ["note": .string("v\(iteration)")])
+                    try await store.update(id, setting: ["note": .string("v\(iteration)")])
                     ledger.notes.withLock { $0[id] = "v\(iteration)" }
-                    ledger.count("thread update")
+                    ledger.count("task update")
                 default:
                     let expected = Set(mine)
-                    let found = try store.search(in: "gifts", [.equals(field: "ssn", value: .string("s\(client)"))]).map(\.id)
+                    let found = try await store.search(in: "gifts", [.equals(field: "ssn", value: .string("s\(client)"))]).map(\.id)
                     if found.count != Set(found).count || Set(found) != expected {
-                        ledger.fail("thread \(client): its search found \(found.count) records, \(expected.count) acknowledged")
+                        ledger.fail("task \(client): its search found \(found.count) records, \(expected.count) acknowledged")
                     }
-                    ledger.count("thread search")
+                    ledger.count("task search")
                     if client == 0, iteration % 20 == 3 {
                         let acknowledged = Set(ledger.notes.withLock { $0.keys })
-                        let all = try store.search(in: "gifts").map(\.id)
+                        let all = try await store.search(in: "gifts").map(\.id)
                         if all.count != Set(all).count || !acknowledged.isSubset(of: Set(all)) {
-                            ledger.fail("thread 0: a search of the collection missed records acknowledged before it")
+                            ledger.fail("task 0: a search of the collection missed records acknowledged before it")
                         }
-                        ledger.count("thread full search")
+                        ledger.count("task full search")
                     }
                 }
             } catch {
-                ledger.fail("thread \(client), iteration \(iteration): \(error)")
+                ledger.fail("task \(client), iteration \(iteration): \(error)")
                 return
             }
         }

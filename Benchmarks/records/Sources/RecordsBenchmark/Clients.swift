@@ -1,6 +1,7 @@
 // Concurrent clients on one PostgreSQL store: records/s at 1, 4 and 16 threads sharing one
-// `PostgresRecordStorage` (its connection pool), next to pgbench inserting one comparable row per
-// transaction with as many clients on the same server (the server's ceiling for such writes).
+// `PostgresRecordStorage` (its connection pool), then as many tasks awaiting `RecordStore.async`,
+// next to pgbench inserting one comparable row per transaction with as many clients on the same
+// server (the server's ceiling for such writes).
 import Foundation
 import SecureCore
 import SecureRecords
@@ -32,6 +33,31 @@ private func throughput(clients: Int, seconds: Double, _ body: @escaping @Sendab
         }.start()
     }
     group.wait()
+    return done.sum
+}
+
+/// Runs `body` in `clients` tasks until `seconds` have passed; returns how many calls completed.
+/// Waits on the calling thread (the benchmark's main thread, outside the cooperative pool).
+private func asyncThroughput(clients: Int, seconds: Double, _ body: @escaping @Sendable (Int, Int) async throws -> Void) -> Int {
+    let end = Date(timeIntervalSinceNow: seconds)
+    let done = Total()
+    let finished = DispatchSemaphore(value: 0)
+    Task {
+        await withTaskGroup(of: Void.self) { group in
+            for client in 0..<clients {
+                group.addTask {
+                    var count = 0
+                    while Date() < end {
+                        do { try await body(client, count) } catch { fatalError("client \(client): \(error)") }
+                        count += 1
+                    }
+                    done.add(count)
+                }
+            }
+        }
+        finished.signal()
+    }
+    finished.wait()
     return done.sum
 }
 
@@ -68,8 +94,13 @@ func concurrentClientsBenchmark(
         let added = throughput(clients: clients, seconds: seconds) { client, i in
             try store.add(fields(client * 1_000_000 + i), to: "gifts")
         }
+        let awaited = asyncThroughput(clients: clients, seconds: seconds) { client, i in
+            _ = try await store.async.add(fields(client * 1_000_000 + i), to: "gifts")
+        }
         let ceiling = try pgbench(url, password: password, script: script, clients: clients, seconds: Int(seconds))
-        print(String(format: "PostgreSQL: %2d concurrent clients on one storage (pool of 16), one record per add: %.0f records/s; pgbench, one comparable row per transaction: %.0f rows/s (%.0f%%)",
-            clients, Double(added) / seconds, ceiling, 100 * Double(added) / seconds / ceiling))
+        print(String(format: "PostgreSQL: %2d concurrent clients on one storage (pool of 16), one record per add: %.0f records/s from threads, "
+            + "%.0f records/s from tasks (async); pgbench, one comparable row per transaction: %.0f rows/s (%.0f%%, %.0f%%)",
+            clients, Double(added) / seconds, Double(awaited) / seconds, ceiling, 100 * Double(added) / seconds / ceiling,
+            100 * Double(awaited) / seconds / ceiling))
     }
 }
