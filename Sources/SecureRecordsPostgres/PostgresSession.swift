@@ -236,7 +236,7 @@ final class PostgresSession: Sendable {
         // postgres-nio's own errors describe themselves generically; name only foreign causes.
         if let underlying = psql.underlying, !(underlying is PSQLError) {
             text += ": \(underlying)"
-            if underlying is NIOSSLError { text += tlsAdvice(configuration) }
+            if isTLSFailure(psql) { text += tlsAdvice(configuration) }
         }
         let cause: StorageFailure.Cause = connecting ? .cannotConnect : lost ? .connectionLost : .malformedStorage
         return .storage(StorageFailure(cause, "\(place): \(text)"))
@@ -389,16 +389,19 @@ final class PostgresSession: Sendable {
         var isTransient: Bool { sqlState == "40001" || sqlState == "40P01" }
     }
 
-    /// Whether the TLS handshake was refused (a certificate that does not verify or names another
-    /// host, no protocol in common): postgres-nio reports it as a connection error, but every
+    /// Whether the TLS handshake was refused (a certificate that does not verify, or does not name
+    /// the host; no protocol in common): postgres-nio reports it as a connection error, but every
     /// attempt would get the same answer, so it is final, as in libpq. A connection closed during
-    /// the handshake (a server restarting) is not this, and is retried.
+    /// the handshake (a server restarting), which NIOSSL reports as a failed handshake too, is not
+    /// this, and is retried.
     static func isTLSFailure(_ error: any Error) -> Bool {
-        guard let psql = error as? PSQLError, case .handshakeFailed? = psql.underlying as? NIOSSLError else { return false }
-        return true
+        guard let psql = error as? PSQLError else { return false }
+        if let extra = psql.underlying as? NIOSSLExtraError { return extra == .failedToValidateHostname }
+        guard case .handshakeFailed(.sslError(let stack))? = psql.underlying as? NIOSSLError else { return false }
+        return !stack.contains(.eofDuringHandshake) && !stack.contains(.eofDuringAdditionalCertficiateChainValidation)
     }
 
-        /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
+    /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
     /// restarting (SQLSTATE class 57P: admin_shutdown, crash_shutdown, cannot_connect_now).
     static func isConnectionLost(_ error: any Error) -> Bool {
         // postgres-nio's COPY reports a closed connection with its older error type.
