@@ -133,7 +133,8 @@ let package = Package(
             path: "Sources/KeychainStress",
             swiftSettings: strict
         ),
-        // glibc's mallopt, sync_file_range and F_SETPIPE_SZ: sf's allocator and pipe tuning, SecureCore's early writeback (Linux only).
+        // glibc's mallopt, sync_file_range, F_SETPIPE_SZ and pthread_setname_np: sf's allocator and pipe tuning, SecureCore's early
+        // writeback and thread names (Linux only).
         .systemLibrary(name: "CLinuxExtras", path: "Sources/CLinuxExtras"),
         .executableTarget(
             name: "sf",

@@ -73,7 +73,7 @@ public final class RecordStore: Sendable {
     public init(storage: any RecordStorage, configuration: Configuration = .init()) throws(RecordsError) {
         self.storage = storage
         self.configuration = configuration
-        blockingCalls = BlockingCallPool(width: storage.concurrentCalls, name: "SecureRecords.async")
+        blockingCalls = BlockingCallPool(width: storage.concurrentCalls, name: "SecureRecords")
         if let metadata = try storage.loadMetadata() {
             storeId = metadata.storeId
         } else {

@@ -7,8 +7,9 @@ extension Vault {
     /// `try await vault.async.unlock(passcode: p)`.
     ///
     /// Each call runs the synchronous method of the same name, with the same guarantees and
-    /// errors, on a thread of its own (one per core at most), outside Swift's cooperative pool, so awaiting it never blocks
-    /// a thread that other tasks need. Once started, a call runs to completion even if the task
+    /// errors, on one of the vault calls' own threads (`BlockingCallPool`, shared by every vault of the
+    /// process), outside Swift's cooperative pool, so awaiting it never blocks
+    /// a thread that other tasks need. Once queued, a call runs to completion even if the task
     /// awaiting it is cancelled: a KDF cannot stop half-way, and an attempt is counted before it
     /// starts. The synchronous methods stay as they are for callers outside async code.
     public var async: Async { Async(vault: self) }
@@ -68,7 +69,9 @@ extension Vault {
             try await Self.threads.run(body)
         }
 
-        /// The threads of every vault's async calls: one per core, as the calls are mostly KDF work.
-        private static let threads = BlockingCallPool(width: ProcessInfo.processInfo.activeProcessorCount, name: "SecureVault.async")
+        /// The threads of every vault's async calls: the calls are mostly KDF work (one per core would
+        /// do), but one may wait on another process's lock of the state file, so there are more.
+        private static let threads = BlockingCallPool(
+            width: max(16, ProcessInfo.processInfo.activeProcessorCount), name: "SecureVault")
     }
 }

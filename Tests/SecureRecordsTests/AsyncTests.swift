@@ -43,21 +43,31 @@ import Testing
             guard case .authenticationFailed(locked, _) = error else { throw error }
         }
 
+        // The calls run on the store's own threads (seen from the callbacks they make).
+        let threads = Locked<Set<String>>([])
         let batches = Locked<[Int]>([])
-        let rotation = try await calls.rotateStoreKey(with: appSealer) { count in batches.withLock { $0.append(count) } }
+        let rotation = try await calls.rotateStoreKey(with: appSealer) { count in
+            batches.withLock { $0.append(count) }
+            _ = threads.withLock { $0.insert(Thread.current.name ?? "") }
+        }
         #expect(rotation.resealed == 301)
         #expect(batches.withLock { $0.last } == 301)  // the count so far, after each batch
         #expect(try await calls.rewrapKeys(with: appSealer).count == 2)
+        #expect(try await calls.wrappedKeys().currentKeyId == rotation.keyId)
         #expect(try await calls.open(id).fields["note"] == .string("wrapped"))
 
         // Export, delete everything, and import it back.
         let path = scratch.path("export.jsonl")
-        #expect(try OutputDestination.write(to: path) { try store.export(to: $0) } == 302)
+        #expect(try await offThread { try OutputDestination.write(to: path) { try store.export(to: $0) } } == 302)
         for record in try await calls.search(in: "gifts") { try await calls.delete(record.id) }
         await #expect(throws: RecordsError.recordNotFound(id)) { try await calls.delete(id) }
         await #expect(throws: RecordsError.recordNotFound(id)) { _ = try await calls.record(id) }
         let reported = Locked<[RecordStore.ImportProgress]>([])
-        #expect(try await calls.importFile(atPath: path) { progress in reported.withLock { $0.append(progress) } } == 302)
+        #expect(try await calls.importFile(atPath: path) { progress in
+            reported.withLock { $0.append(progress) }
+            _ = threads.withLock { $0.insert(Thread.current.name ?? "") }
+        } == 302)
+        #expect(threads.withLock { $0 } == ["SecureRecords"])
         #expect(reported.withLock { $0.last?.records } == 302)
         #expect(try await calls.open(id).fields["note"] == .string("wrapped"))
         #expect(try await calls.search(in: "gifts").count == 302)
@@ -74,6 +84,9 @@ import Testing
         _ = try makeStore(scratch)
         var configuration = try #require(try scratch.storage() as? PostgresRecordStorage).configuration
         configuration.maximumConnections = 2
+        // Deadlines well past the fallback below, so that only a broken offload lets the lock go.
+        configuration.statementTimeoutSeconds = 300
+        configuration.transactionTimeoutSeconds = 300
         let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
         try store.unlock(with: appSealer)
         #expect(store.storage.concurrentCalls == 2)
@@ -97,7 +110,8 @@ import Testing
             try? locker.execute(
                 "DO $$ BEGIN LOCK TABLE \(records.tableName("records")) IN EXCLUSIVE MODE; PERFORM pg_advisory_xact_lock(\(key)); END $$")
         }
-        try await waitUntil(admin, "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", is: "1")
+        let advisoryWaits = "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = \(UInt32(truncatingIfNeeded: key))"
+        try await waitUntil(admin, advisoryWaits, is: "1")
         // The fallback: a broken offload would otherwise wait for the lock forever.
         DispatchQueue.global().asyncAfter(deadline: .now() + 90) { try? release() }
 
@@ -122,7 +136,7 @@ import Testing
             try await group.waitForAll()
         }
         #expect(events.entries == ["other task", "add", "add", "add", "add"])
-        #expect(lockerDone.wait(timeout: .now() + 60) == .success)
+        #expect(try await offThread { lockerDone.wait(timeout: .now() + 60) } == .success)
         #expect(Set(try store.search(in: "gifts").map(\.id)) == Set(ids))
     }
 

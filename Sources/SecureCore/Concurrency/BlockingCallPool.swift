@@ -37,7 +37,9 @@ package final class BlockingCallPool: Sendable {
     private final class Core: @unchecked Sendable {
         private let condition = NSCondition()
         // Guarded by `condition`.
-        private var jobs: [@Sendable () -> Void] = []
+        /// The queue: taken jobs are set to nil at once, so that what they hold (a record's fields,
+        /// a password) goes with them rather than staying until the array is compacted.
+        private var jobs: [(@Sendable () -> Void)?] = []
         private var next = 0
         private var threads = 0
         private var idle = 0
@@ -67,13 +69,20 @@ package final class BlockingCallPool: Sendable {
                     #if canImport(CLinuxExtras)
                     // Named for `top -H`, `perf` and debuggers (Linux keeps 15 bytes). Foundation's
                     // `Thread.name` may reach the system thread only after it has started.
-                    _ = pthread_setname_np(pthread_self(), String(decoding: name.utf8.prefix(15), as: UTF8.self))
+                    _ = pthread_setname_np(pthread_self(), Self.systemName(name))
                     #endif
                     work()
                 }
                 thread.name = name
                 thread.start()
             }
+        }
+
+        /// `name` cut to the 15 bytes Linux keeps, at a character boundary.
+        static func systemName(_ name: String) -> String {
+            var cut = ""
+            for character in name where cut.utf8.count + character.utf8.count <= 15 { cut.append(character) }
+            return cut
         }
 
         func stop() {
@@ -100,6 +109,7 @@ package final class BlockingCallPool: Sendable {
                     idle -= 1
                 }
                 let job = jobs[next]
+                jobs[next] = nil
                 next += 1
                 if next == jobs.count || next >= 1024 {
                     // Drop the jobs taken, keeping the queue's memory bounded by what is waiting.
