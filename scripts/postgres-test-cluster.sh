@@ -37,12 +37,14 @@ start)
     as_postgres "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth-local=trust --auth-host=reject \
         -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     # TLS: a throw-away CA (DIR/ca.pem, for clients to verify against) and a server certificate for
-    # 127.0.0.1 and localhost. Clients may connect with or without TLS.
+    # the name localhost only, so that a client verifying it by the address 127.0.0.1 meets a
+    # certificate that does not name its host (the wrong-host test). Clients may connect with or
+    # without TLS.
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=sf-test-ca" \
         -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
     openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
         -keyout "$dir/data/server.key" -out "$dir/server.csr" 2>/dev/null
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$dir/server.ext"
+    printf 'subjectAltName=DNS:localhost\n' > "$dir/server.ext"
     openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
         -extfile "$dir/server.ext" -out "$dir/data/server.crt" 2>/dev/null
     rm -f "$dir/ca.key" "$dir/server.csr" "$dir/server.ext" "$dir/ca.srl"

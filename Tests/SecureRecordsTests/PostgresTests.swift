@@ -213,7 +213,9 @@ import Testing
     }
 
     /// TLS: required and verified against the test CA, the connection is encrypted; against the
-    /// system's roots the unknown CA is refused with a typed error; loopback defaults to plain TCP.
+    /// system's roots the unknown CA is refused with a typed error; by an address the certificate
+    /// does not name (it names `localhost` only), refused with a message naming the fix; loopback
+    /// defaults to plain TCP.
     @Test(.requires(.postgres), .enabled(if: TestSupport.postgresCAFile != nil || TestSupport.isCI, "SF_TEST_POSTGRES_CA_FILE is not set"))
     func tlsIsVerifiedAndUsed() throws {
         let caFile = try #require(TestSupport.postgresCAFile)
@@ -221,6 +223,8 @@ import Testing
         _ = try scratch.storage("tls")
         var configuration = try postgresConfiguration(schema: scratch.schema, prefix: "tls_")
         configuration.tls = .required(caFile: caFile)
+        let byAddress = configuration.host
+        configuration.host = "localhost"
         let encrypted = try PostgresRecordStorage(configuration: configuration)
         #expect(try encrypted.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
         let store = try RecordStore(storage: encrypted, configuration: testConfiguration)
@@ -232,6 +236,15 @@ import Testing
 
         configuration.tls = .required()  // the system's roots do not include the test CA
         #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+        // The right CA, the wrong host: the certificate does not name 127.0.0.1. Final at once.
+        configuration.tls = .required(caFile: caFile)
+        configuration.host = byAddress
+        configuration.connectTimeoutSeconds = 90
+        configuration.transactionTimeoutSeconds = 90
+        let started = Date()
+        let wrongHost = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+        #expect("\(wrongHost)".contains("does not name the host \(byAddress)"), "\(wrongHost)")
+        #expect(Date().timeIntervalSince(started) < 45, "a certificate that does not name the host was retried")
         configuration.tls = .automatic  // 127.0.0.1: plain TCP
         let plain = try PostgresRecordStorage(configuration: configuration)
         #expect(try plain.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["false"])
@@ -245,7 +258,9 @@ import Testing
         let url = try #require(TestSupport.postgresURL)
         let password = TestSupport.postgresPassword.map { SecretBytes(Data($0.utf8)) }
         let separator = url.contains("?") ? "&" : "?"
-        let verified = try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=verify-full&sslrootcert=" + caFile, password: password)
+        // The certificate names localhost (not 127.0.0.1, the address in the test URL).
+        let byName = url.replacingOccurrences(of: "@127.0.0.1:", with: "@localhost:")
+        let verified = try PostgresRecordStorage.Configuration(url: byName + separator + "sslmode=verify-full&sslrootcert=" + caFile, password: password)
         #expect(verified.tls == .required(caFile: caFile))
         let storage = try PostgresRecordStorage(configuration: verified)
         #expect(try storage.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
@@ -280,7 +295,7 @@ import Testing
         // The command line: --postgres-ca-file (in this test's own schema, dropped afterwards).
         let pgScratch = try RecordsScratch(.postgres)
         _ = try pgScratch.storage("ca")
-        let cliURL = url + separator + "schema=\(pgScratch.schema)&prefix=ca_&sslmode=require" + deadlines
+        let cliURL = byName + separator + "schema=\(pgScratch.schema)&prefix=ca_&sslmode=require" + deadlines
         let environment = ["PGPASSWORD": TestSupport.postgresPassword ?? ""]
         let listed = try TestSupport.run(try sfBinary(), ["records", "list", "--postgres", cliURL, "--postgres-ca-file", caFile],
                                          environment: environment)
