@@ -230,6 +230,9 @@ final class PostgresSession: Sendable {
         let lost = !connecting && isConnectionLost(psql)
         if lost {
             text += "the connection to the server was lost (\(psql.code))"
+        } else if psql.code == .sslUnsupported {
+            text += "the server does not offer TLS, which this connection requires (turn on ssl in the server's "
+                + "postgresql.conf; or, only on a trusted private link, connect with sslmode=disable)"
         } else {
             text += String(describing: psql.code)
         }

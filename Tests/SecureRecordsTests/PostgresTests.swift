@@ -310,7 +310,7 @@ import Testing
     /// again until the connect deadline, as a server that refuses connections is: NIOSSL reports it
     /// as a failed handshake, which is final only when the certificate or the protocol is refused.
     @Test func aConnectionClosedDuringTheTLSHandshakeIsRetried() throws {
-        let server = try HandshakeDropper()
+        let server = try SSLRequestAnswerer(answer: "S")
         defer { server.stop() }
         var configuration = PostgresRecordStorage.Configuration(host: "127.0.0.1", port: server.port, user: "nobody")
         configuration.tls = .required()
@@ -320,6 +320,20 @@ import Testing
         #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
         #expect(!"\(storageFailure)".contains("sslrootcert"), "a dropped connection is not a certificate to fix: \(storageFailure)")
         #expect(server.accepted >= 2, "not tried again: \(server.accepted) connection")
+    }
+
+    /// A server without TLS, when TLS is required: refused at once (one connection), with a message
+    /// naming the fixes.
+    @Test func aServerWithoutTLSIsRefusedNamingTheFix() throws {
+        let server = try SSLRequestAnswerer(answer: "N")
+        defer { server.stop() }
+        var configuration = PostgresRecordStorage.Configuration(host: "127.0.0.1", port: server.port, user: "nobody")
+        configuration.tls = .required()
+        let failure = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+        guard case .storage(let storageFailure) = failure else { throw failure }
+        #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
+        #expect("\(storageFailure)".contains("does not offer TLS") && "\(storageFailure)".contains("sslmode=disable"), "\(storageFailure)")
+        #expect(server.accepted == 1)
     }
 
     /// A connection the server drops is replaced on a later call: no crash, typed errors only.
@@ -451,9 +465,9 @@ import Testing
     }
 }
 
-/// A TCP listener on loopback that answers PostgreSQL's SSLRequest with `S` (TLS accepted) and then
-/// closes the connection, counting the connections it accepted.
-final class HandshakeDropper: @unchecked Sendable {  // `listener` is set once; `count` is locked
+/// A TCP listener on loopback that answers PostgreSQL's SSLRequest with `answer` (`S`: TLS
+/// accepted, `N`: not offered) and then closes the connection, counting the connections it accepted.
+final class SSLRequestAnswerer: Sendable {
     let port: Int
     private let listener: Int32
     private let count = Locked(0)
@@ -461,7 +475,8 @@ final class HandshakeDropper: @unchecked Sendable {  // `listener` is set once; 
 
     var accepted: Int { count.withLock { $0 } }
 
-    init() throws {
+    init(answer: Character) throws {
+        let reply = UInt8(ascii: answer.unicodeScalars.first!)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -483,7 +498,8 @@ final class HandshakeDropper: @unchecked Sendable {  // `listener` is set once; 
                 count.withLock { $0 += 1 }
                 var request = [UInt8](repeating: 0, count: 8)
                 _ = read(client, &request, 8)
-                _ = write(client, "S", 1)
+                var byte = reply
+                _ = write(client, &byte, 1)
                 close(client)
             }
         }
