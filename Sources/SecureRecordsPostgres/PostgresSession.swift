@@ -239,18 +239,22 @@ final class PostgresSession: Sendable {
         // postgres-nio's own errors describe themselves generically; name only foreign causes.
         if let underlying = psql.underlying, !(underlying is PSQLError) {
             text += ": \(underlying)"
-            if isTLSFailure(psql) { text += tlsAdvice(configuration) }
+            if isTLSFailure(psql) { text += tlsAdvice(configuration, hostName: isHostNameFailure(psql)) }
         }
         let cause: StorageFailure.Cause = connecting ? .cannotConnect : lost ? .connectionLost : .malformedStorage
         return .storage(StorageFailure(cause, "\(place): \(text)"))
     }
 
-    /// What fixes a TLS handshake that failed, for the configuration that was used.
-    static func tlsAdvice(_ configuration: PostgresRecordStorage.Configuration) -> String {
-        switch configuration.tls {
+    /// What fixes a TLS handshake that failed, for the configuration that was used: a certificate
+    /// that verified but does not name the host (`hostName`), or one that did not verify.
+    static func tlsAdvice(_ configuration: PostgresRecordStorage.Configuration, hostName: Bool) -> String {
+        if hostName {
+            return " (the server's certificate does not name the host \(configuration.host): connect by a name or address "
+                + "the certificate lists)"
+        }
+        return switch configuration.tls {
         case .required(let caFile?):
-            " (the server's certificate does not verify against \(caFile), or does not name the host "
-                + "\(configuration.host): check the CA file and connect by a name or address the certificate lists)"
+            " (the server's certificate does not verify against \(caFile): check that it is the CA that issued the server's certificate)"
         default:
             " (the server's certificate does not verify against the system's CAs: if it comes from your own CA, "
                 + "name that CA with sslrootcert=PATH in the URL, or sf records --postgres-ca-file PATH)"
@@ -294,23 +298,34 @@ final class PostgresSession: Sendable {
         /// empty, in order, sending its rows (`COPY` text format) in messages of at most 8 MiB,
         /// after setting `search_path` to the store's schema for the rest of the transaction
         /// (postgres-nio quotes the table name as one identifier, so it cannot be qualified). They
-        /// run as one task on `CopyExecutor`; the call returns at once, and the completion is
-        /// waited for with `finish(_:)`, before any other statement.
+        /// run as one task on the connection's event loop (`EventLoopTaskExecutor`); the call
+        /// returns at once, and the completion is waited for with `finish(_:)`, before any other
+        /// statement.
         func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> EventLoopFuture<Void> {
             let connection = self.connection, logger = self.logger
             let searchPath = "SET LOCAL search_path TO \"\(session.configuration.schema)\""
             let done = connection.eventLoop.makePromise(of: Void.self)
-            Task(executorPreference: CopyExecutor.shared) {
+            Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
                 do {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: searchPath), logger: logger).get()
                     for copy in copies where copy.rows.readableBytes > 0 {
                         // postgres-nio would never answer a copy started on a closed connection.
-                        if connection.isClosed { throw ConnectionClosed() }
+                        try await Self.ensureOpen(connection)
                         try await connection.copyFrom(table: copy.table, columns: copy.columns, logger: logger) { writer in
                             var rows = copy.rows
                             while let message = rows.readSlice(length: min(rows.readableBytes, 8 << 20)), message.readableBytes > 0 {
-                                try await writer.write(message)
+                                try await Self.ensureOpen(connection)
+                                do {
+                                    try await writer.write(message)
+                                } catch {
+                                    // A write failed by the connection's close: copyFrom's CopyFail must
+                                    // wait for the handler's removal too.
+                                    try await Self.ensureOpen(connection)
+                                    throw error
+                                }
                             }
+                            // copyFrom ends the copy (CopyDone) as this returns, in this same job.
+                            try await Self.ensureOpen(connection)
                         }
                     }
                     done.succeed()
@@ -319,6 +334,18 @@ final class PostgresSession: Sendable {
                 }
             }
             return done.futureResult
+        }
+
+        /// Returns, on the connection's event loop, while the connection is open; once it has
+        /// closed, throws `ConnectionClosed` only after its handlers are gone. postgres-nio traps
+        /// (a precondition) on a copy call (a message, the end, the failure of a copy) made after
+        /// its state machine saw the close and before its handler was removed; once removed, those
+        /// calls fail with an error. The channel's close and the state machine's move to closed
+        /// happen in one event-loop job, so between jobs "open" means the copy may go on.
+        static func ensureOpen(_ connection: PostgresConnection) async throws {
+            guard connection.isClosed else { return }
+            try? await connection.closeFuture.get()  // completes with the handlers' removal
+            throw ConnectionClosed()
         }
 
         /// Waits for a statement's `future` until the statement deadline (or the connection's
@@ -399,9 +426,21 @@ final class PostgresSession: Sendable {
     /// this, and is retried.
     static func isTLSFailure(_ error: any Error) -> Bool {
         guard let psql = error as? PSQLError else { return false }
-        if let extra = psql.underlying as? NIOSSLExtraError { return extra == .failedToValidateHostname }
-        guard case .handshakeFailed(.sslError(let stack))? = psql.underlying as? NIOSSLError else { return false }
-        return !stack.contains(.eofDuringHandshake) && !stack.contains(.eofDuringAdditionalCertficiateChainValidation)
+        // Host-name checks (one that fails, or a name no certificate could match).
+        if psql.underlying is NIOSSLExtraError { return true }
+        switch psql.underlying as? NIOSSLError {
+        case .handshakeFailed(.sslError(let stack))?:
+            return !stack.contains(.eofDuringHandshake) && !stack.contains(.eofDuringAdditionalCertficiateChainValidation)
+        case .noCertificateToValidate?:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Whether a refused handshake was the host-name check (the certificate verified otherwise).
+    static func isHostNameFailure(_ error: any Error) -> Bool {
+        (error as? PSQLError)?.underlying is NIOSSLExtraError
     }
 
     /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
@@ -525,16 +564,21 @@ final class PostgresSession: Sendable {
     }
 }
 
-/// Runs the jobs of postgres-nio's async-only calls (`COPY`) on a serial Dispatch queue of their
-/// own, never on Swift concurrency's cooperative pool: the synchronous caller waiting for them may
-/// be holding a cooperative thread, and with two cores two such callers would leave none to run
-/// the work they wait for. The jobs only encode and hand messages to the connection's event loop.
-final class CopyExecutor: TaskExecutor {
-    static let shared = CopyExecutor()
-    private let queue = DispatchQueue(label: "SecureRecordsPostgres.copy")
+/// Runs a task's jobs on one event loop. The task of a `COPY` (postgres-nio offers it only as an
+/// `async` call) runs on its connection's event loop: it hands messages to postgres-nio in the same
+/// job as it checks that the connection is open (`Transaction.ensureOpen`), and it never runs on
+/// Swift concurrency's cooperative pool, which a synchronous caller waiting for it may be holding
+/// (with two cores, two such callers would leave no thread to run the work they wait for). The
+/// jobs only hand already encoded messages to the connection.
+final class EventLoopTaskExecutor: TaskExecutor {
+    private let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SFTestSupport
 import Testing
 
 @testable import SecureCore
@@ -97,11 +98,9 @@ import Testing
 }
 
 extension DispatchSemaphore {
-    /// Waits (up to 120 s) on a Dispatch thread: a test's task never blocks one of Swift's few
+    /// Waits (up to 120 s) on a thread of its own: a test's task never blocks one of Swift's few
     /// cooperative threads, which the tasks it waits for need.
     func waitOffThread() async -> DispatchTimeoutResult {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: self.wait(timeout: .now() + 120)) }
-        }
+        (try? await TestSupport.onOwnThread { self.wait(timeout: .now() + 120) }) ?? .timedOut
     }
 }

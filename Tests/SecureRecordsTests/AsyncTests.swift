@@ -90,6 +90,7 @@ import Testing
         let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
         try store.unlock(with: appSealer)
         #expect(store.storage.concurrentCalls == 2)
+        #expect(store.blockingCalls.width == 2)  // two adds run, two wait in the store's queue
         _ = try store.search(in: "gifts")  // the collection is known: an add is then one transaction
 
         configuration.maximumConnections = 1
@@ -106,10 +107,17 @@ import Testing
         }
         // The locker takes the records table, then waits for the holder's lock.
         let lockerDone = DispatchGroup()
-        DispatchQueue.global().async(group: lockerDone) {
-            try? locker.execute(
-                "DO $$ BEGIN LOCK TABLE \(records.tableName("records")) IN EXCLUSIVE MODE; PERFORM pg_advisory_xact_lock(\(key)); END $$")
-        }
+        let lockerError = Locked<String?>(nil)
+        lockerDone.enter()
+        Thread {
+            do {
+                try locker.execute(
+                    "DO $$ BEGIN LOCK TABLE \(records.tableName("records")) IN EXCLUSIVE MODE; PERFORM pg_advisory_xact_lock(\(key)); END $$")
+            } catch {
+                lockerError.withLock { $0 = "\(error)" }
+            }
+            lockerDone.leave()
+        }.start()
         let advisoryWaits = "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = \(UInt32(truncatingIfNeeded: key))"
         try await waitUntil(admin, advisoryWaits, is: "1")
         // The fallback: a broken offload would otherwise wait for the lock forever.
@@ -137,6 +145,7 @@ import Testing
         }
         #expect(events.entries == ["other task", "add", "add", "add", "add"])
         #expect(try await offThread { lockerDone.wait(timeout: .now() + 60) } == .success)
+        #expect(lockerError.withLock { $0 } == nil)
         #expect(Set(try store.search(in: "gifts").map(\.id)) == Set(ids))
     }
 
@@ -154,11 +163,9 @@ import Testing
     }
 }
 
-/// Runs `body` on a Dispatch thread and returns its result.
+/// Runs `body` on a thread of its own and returns its result.
 func offThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
-    }
+    try await TestSupport.onOwnThread(body)
 }
 
 /// Completion order, appended from several tasks.

@@ -318,6 +318,7 @@ import Testing
         let failure = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
         guard case .storage(let storageFailure) = failure else { throw failure }
         #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
+        #expect("\(storageFailure)".contains("EOF during handshake"), "\(storageFailure)")
         #expect(!"\(storageFailure)".contains("sslrootcert"), "a dropped connection is not a certificate to fix: \(storageFailure)")
         #expect(server.accepted >= 2, "not tried again: \(server.accepted) connection")
     }
@@ -487,19 +488,31 @@ final class SSLRequestAnswerer: Sendable {
                 bind(fd, address, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, address, &length) == 0
             }
         }
-        guard fd >= 0, bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        guard fd >= 0, bound else {
+            if fd >= 0 { close(fd) }
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
         let count = count
         DispatchQueue.global().async(group: done) {
             while true {
                 let client = accept(fd, nil, nil)
-                guard client >= 0 else { return }  // the listener was shut down
+                guard client >= 0 else {
+                    if errno == EINTR { continue }
+                    return  // the listener was shut down
+                }
                 count.withLock { $0 += 1 }
-                var request = [UInt8](repeating: 0, count: 8)
-                _ = read(client, &request, 8)
+                // No read waits more than 30 s on a client that sends nothing.
+                var timeout = timeval(tv_sec: 30, tv_usec: 0)
+                _ = setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &buffer, 8)  // the SSLRequest
                 var byte = reply
                 _ = write(client, &byte, 1)
+                // After `S`, take the TLS ClientHello before closing, so that the client meets the
+                // end of the stream in its handshake (not a reset of unread data).
+                if reply == UInt8(ascii: "S") { _ = read(client, &buffer, buffer.count) }
                 close(client)
             }
         }

@@ -39,14 +39,29 @@ struct AsyncTests {
     }
 
     /// The tasks here run on an executor of exactly one thread (not the shared cooperative pool,
-    /// which other tests keep busy): an unlock with a real KDF is awaited there, and another task
-    /// on the same executor still runs to its end before the unlock returns. Had the unlock
-    /// blocked the thread (the synchronous call inside a task), it could only run afterwards.
+    /// which other tests keep busy). The test holds the vault's state-file lock, so an unlock
+    /// awaited there waits for it; the executor runs the unlock's task first (a serial queue), then
+    /// another task, which still runs while the unlock waits, and only then lets the lock go. Had
+    /// the unlock blocked the thread (the synchronous call inside a task), the other task could
+    /// only run after the fallback let the lock go, and the order would be reversed.
     @Test func awaitingAnUnlockLeavesTheThreadFree() async throws {
         let scratch = try VaultScratch()
-        let vault = Vault(keychain: try scratch.keychain(), configuration: Vault.Configuration(kdf: .scrypt(logN: 16, r: 8, p: 1)))
+        let keychain = try scratch.keychain()
+        let vault = Vault(keychain: keychain, configuration: Vault.Configuration(kdf: .scrypt(logN: 10, r: 8, p: 1)))
         try vault.setUp(passcode: secret("passcode"), questions: testQuestions, answers: testAnswers)
         vault.purge()
+
+        let lock = open(keychain.path + ".vault-lock", O_RDWR | O_CREAT, 0o600)
+        try #require(lock >= 0 && flock(lock, LOCK_EX) == 0)
+        let held = Locked(true)
+        @Sendable func release() {
+            held.withLock { (isHeld: inout Bool) in
+                if isHeld { close(lock) }  // closing releases the lock
+                isHeld = false
+            }
+        }
+        // The fallback: a blocked executor thread would otherwise wait for the lock forever.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { release() }
 
         let events = EventLog()
         let executor = SingleThreadExecutor()
@@ -56,9 +71,8 @@ struct AsyncTests {
                 events.append("unlock")
             }
             group.addTask(executorPreference: executor) {
-                // Let the unlock start first.
-                try await Task.sleep(for: .milliseconds(20))
                 events.append("other task")
+                release()
             }
             try await group.waitForAll()
         }

@@ -14,10 +14,13 @@ import CLinuxExtras
 /// serves (a transaction, a KDF, an attempt counter) cannot stop half-way.
 package final class BlockingCallPool: Sendable {
     private let core: Core
+    /// The most threads the pool runs, so the most calls that run at once.
+    package let width: Int
 
     /// A pool of at most `width` threads (at least 1); `name` names them (for a debugger, `perf`).
     package init(width: Int, name: String) {
-        core = Core(width: max(1, width), name: name)
+        self.width = max(1, width)
+        core = Core(width: self.width, name: name)
     }
 
     deinit { core.stop() }
@@ -34,7 +37,7 @@ package final class BlockingCallPool: Sendable {
 
     /// The queue and the threads. The threads hold the core, not the pool, so that releasing the
     /// pool stops them.
-    private final class Core: @unchecked Sendable {
+    private final class Core: @unchecked Sendable {  // its state is read and written under `condition` only
         private let condition = NSCondition()
         // Guarded by `condition`.
         /// The queue: taken jobs are set to nil at once, so that what they hold (a record's fields,
