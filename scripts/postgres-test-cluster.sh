@@ -8,8 +8,8 @@
 # listens on 127.0.0.1 only, on a free port, with its unix socket inside DIR. Authentication: the
 # test user `sf_test` with a password (scram-sha-256) on 127.0.0.1; no other host is allowed. The
 # password is written to DIR/password (mode 0600), never printed. TLS is available (not required)
-# with a certificate for 127.0.0.1 from a throw-away CA in DIR/ca.pem. Environment: PG_BIN (default
-# /usr/lib/postgresql/15/bin).
+# with a certificate for the name localhost (not the address 127.0.0.1) from a throw-away CA in
+# DIR/ca.pem. Environment: PG_BIN (default /usr/lib/postgresql/15/bin).
 set -euo pipefail
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 command=${1:-}
