@@ -57,7 +57,7 @@ final class PostgresSession: Sendable {
 
     /// Closes `connection` without waiting (postgres-nio asserts a connection is closed before it
     /// is released: it keeps itself alive until then).
-    private static func release(_ connection: PostgresConnection) {
+    static func release(_ connection: PostgresConnection) {
         let closing: EventLoopFuture<Void> = connection.close()
         closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
@@ -261,10 +261,11 @@ final class PostgresSession: Sendable {
         }
     }
 
-    /// Forgets `connection` (closing it; it keeps itself alive until closed).
-    private func drop(_ connection: PostgresConnection, from current: inout PostgresConnection?) {
-        if current === connection { current = nil }
-        Self.release(connection)
+    /// Forgets the transaction's connection and closes it (it keeps itself alive until closed), at
+    /// once or, while a `COPY` is sending its data, once the copy has ended (`CopyGuard`).
+    private func drop(_ tx: Transaction, from current: inout PostgresConnection?) {
+        if current === tx.connection { current = nil }
+        tx.copyGuard.close()
     }
 
     /// Whether `error` is a server error with SQLSTATE `state`.
@@ -281,6 +282,8 @@ final class PostgresSession: Sendable {
         let session: PostgresSession
         let deadline: TransactionDeadline
         let failures: FailureLog
+        /// Holds a close of the connection while a `COPY` sends its data.
+        let copyGuard: CopyGuard
 
         /// The statement's deadline, or the transaction's if sooner (then named in a failure).
         private var statementDeadline: (deadline: NIODeadline, transactionTimeout: Int64?) {
@@ -295,14 +298,15 @@ final class PostgresSession: Sendable {
         }
 
         /// Starts `COPY "<table>" ("<column>", ...) FROM STDIN` for each copy whose rows are not
-        /// empty, in order, sending its rows (`COPY` text format) in messages of at most 8 MiB,
+        /// empty, in order, sending its rows (`COPY` text format) in one message (a group is at
+        /// most `PostgresCopyRows.groupBytes`),
         /// after setting `search_path` to the store's schema for the rest of the transaction
         /// (postgres-nio quotes the table name as one identifier, so it cannot be qualified). They
         /// run as one task on the connection's event loop (`EventLoopTaskExecutor`); the call
         /// returns at once, and the completion is waited for with `finish(_:)`, before any other
         /// statement.
         func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> EventLoopFuture<Void> {
-            let connection = self.connection, logger = self.logger
+            let connection = self.connection, logger = self.logger, copyGuard = self.copyGuard
             let searchPath = "SET LOCAL search_path TO \"\(session.configuration.schema)\""
             let done = connection.eventLoop.makePromise(of: Void.self)
             Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
@@ -310,22 +314,27 @@ final class PostgresSession: Sendable {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: searchPath), logger: logger).get()
                     for copy in copies where copy.rows.readableBytes > 0 {
                         // postgres-nio would never answer a copy started on a closed connection.
-                        try await Self.ensureOpen(connection)
+                        try await Self.ensureOpen(connection, copyGuard)
+                        copyGuard.startSending()
+                        defer { copyGuard.stopSending() }  // if copyFrom fails before it calls the closure
                         try await connection.copyFrom(table: copy.table, columns: copy.columns, logger: logger) { writer in
-                            var rows = copy.rows
-                            while let message = rows.readSlice(length: min(rows.readableBytes, 8 << 20)), message.readableBytes > 0 {
-                                try await Self.ensureOpen(connection)
-                                do {
-                                    try await writer.write(message)
-                                } catch {
-                                    // A write failed by the connection's close: copyFrom's CopyFail must
-                                    // wait for the handler's removal too.
-                                    try await Self.ensureOpen(connection)
-                                    throw error
-                                }
+                            // copyFrom ends the copy (CopyDone, or CopyFail if this throws) as this
+                            // returns, in this same job: a close held meanwhile follows in a later one.
+                            defer { copyGuard.stopSending() }
+                            if let pause = CopyGuard.pauseWhileSending.withLock({ $0 }) { await pause(copyGuard) }
+                            try await Self.ensureOpen(connection, copyGuard)
+                            do {
+                                // One message: the channel is writable as a copy starts (the server
+                                // read the previous one), so the write never waits for room, a wait
+                                // postgres-nio may never end once the copy fails.
+                                try await writer.write(copy.rows)
+                            } catch {
+                                // A write failed by the connection's close: copyFrom's CopyFail must
+                                // wait for the handler's removal too.
+                                try await Self.ensureOpen(connection, copyGuard)
+                                throw error
                             }
-                            // copyFrom ends the copy (CopyDone) as this returns, in this same job.
-                            try await Self.ensureOpen(connection)
+                            try await Self.ensureOpen(connection, copyGuard)
                         }
                     }
                     done.succeed()
@@ -342,7 +351,9 @@ final class PostgresSession: Sendable {
         /// its state machine saw the close and before its handler was removed; once removed, those
         /// calls fail with an error. The channel's close and the state machine's move to closed
         /// happen in one event-loop job, so between jobs "open" means the copy may go on.
-        static func ensureOpen(_ connection: PostgresConnection) async throws {
+        /// A close held by `copyGuard` also ends the copy (with CopyFail, then the close).
+        static func ensureOpen(_ connection: PostgresConnection, _ copyGuard: CopyGuard) async throws {
+            if copyGuard.isClosing { throw ConnectionClosed() }
             guard connection.isClosed else { return }
             try? await connection.closeFuture.get()  // completes with the handlers' removal
             throw ConnectionClosed()
@@ -505,7 +516,9 @@ final class PostgresSession: Sendable {
             } catch {
                 throw unconfirmed == nil ? error : unknownOutcome(error)
             }
-            let tx = Transaction(connection: connection, logger: logger, session: self, deadline: deadline, failures: FailureLog())
+            let tx = Transaction(
+                connection: connection, logger: logger, session: self, deadline: deadline, failures: FailureLog(),
+                copyGuard: CopyGuard(connection))
             var committing = false
             var result: R?
             do throws(RecordsError) {
@@ -530,11 +543,11 @@ final class PostgresSession: Sendable {
             } catch {
                 let failure = tx.failures.last
                 if tx.failures.abandoned {
-                    if failure?.isConnectionLost == true || (try? tx.query("ROLLBACK")) == nil { drop(connection, from: &current) }
+                    if failure?.isConnectionLost == true || (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
                     throw error
                 }
                 if failure?.isConnectionLost == true {
-                    drop(connection, from: &current)
+                    drop(tx, from: &current)
                     retriesUntil = min(retriesUntil, deadline.value)
                     if committing && !readOnly {
                         guard wasCommitted != nil else { throw unknownOutcome(error) }
@@ -549,11 +562,11 @@ final class PostgresSession: Sendable {
                 }
                 if unconfirmed != nil {
                     // The check's transaction is still open on it: not given back to the pool.
-                    drop(connection, from: &current)
+                    drop(tx, from: &current)
                     throw unknownOutcome(error)
                 }
                 // A connection that cannot even roll back is not given back to the pool.
-                if (try? tx.query("ROLLBACK")) == nil { drop(connection, from: &current) }
+                if (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
                 if failure?.isTransient == true, transientRetries < 4 {
                     transientRetries += 1
                     continue
@@ -580,5 +593,67 @@ final class EventLoopTaskExecutor: TaskExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// The closes of a transaction's connection, made safe for its `COPY`s. postgres-nio traps (a
+/// precondition) when a connection is closed while a copy sends its data, between the server's
+/// CopyInResponse and the client's CopyDone or CopyFail. So from the moment a copy is started
+/// until its data has ended, a close is held, and done once the copy task has ended the data; the
+/// task, seeing the close asked for, ends its copy with CopyFail and starts no other. A server that
+/// never answers the copy's start holds its connection open until it does. Its state is read and
+/// written on the connection's event loop only (hence unchecked).
+final class CopyGuard: @unchecked Sendable {
+    private enum State { case idle, sending, closeHeld, closed }
+    /// For tests: awaited by every copy task, with its guard, as it starts sending a copy's data
+    /// (nil: no pause), so that a test can close a connection in that state.
+    package static let pauseWhileSending = Locked<(@Sendable (CopyGuard) async -> Void)?>(nil)
+    private let connection: PostgresConnection
+    private var state = State.idle
+
+    init(_ connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    /// Whether a close was asked for: the copy task stops. On the event loop.
+    var isClosing: Bool {
+        connection.eventLoop.preconditionInEventLoop()
+        return state == .closeHeld || state == .closed
+    }
+
+    /// A copy starts (its statement is about to be sent). On the event loop.
+    func startSending() {
+        connection.eventLoop.preconditionInEventLoop()
+        if state == .idle { state = .sending }
+    }
+
+    /// The copy's data ends in this job (or the copy failed before it began); a close held
+    /// meanwhile is done in a later job. On the event loop.
+    func stopSending() {
+        connection.eventLoop.preconditionInEventLoop()
+        switch state {
+        case .sending:
+            state = .idle
+        case .closeHeld:
+            state = .closed
+            connection.eventLoop.execute { PostgresSession.release(self.connection) }
+        case .idle, .closed:
+            break
+        }
+    }
+
+    /// Closes the connection: at once, or once the copy in flight has ended its data.
+    func close() {
+        connection.eventLoop.execute {
+            switch self.state {
+            case .idle:
+                self.state = .closed
+                PostgresSession.release(self.connection)
+            case .sending:
+                self.state = .closeHeld
+            case .closeHeld, .closed:
+                break
+            }
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SFTestSupport
 @testable import SecureRecords
 @testable import SecureRecordsPostgres
@@ -233,5 +234,55 @@ import Testing
             guard Date() < deadline else { throw .storage(StorageFailure(.connectionLost, "backend \(pid) still there after 20 s")) }
             usleep(10_000)
         }
+    }
+}
+
+/// Closing a connection while a `COPY` sends its data: postgres-nio traps (a precondition) on a
+/// close in that state, so `CopyGuard` holds the close until the copy has ended its data.
+@Suite(.serialized) struct CopyCloseTests {
+    /// The copy task pauses as it starts sending (the test hook), the transaction's connection is
+    /// closed then, and the task goes on: the copy ends with an error, the process lives, and the
+    /// connection closes.
+    @Test(.requires(.postgres)) func aCloseWhileACopySendsItsDataIsHeldUntilTheCopyEnds() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let storage = try #require(try scratch.storage() as? PostgresRecordStorage)
+        try storage.execute("CREATE TABLE \"\(scratch.schema)\".copy_probe (v text)")
+        var rows = ByteBuffer()
+        for _ in 0..<1000 { rows.writeString("0123456789abcde\n") }
+        let sending = DispatchSemaphore(value: 0)
+        let closeAsked = DispatchSemaphore(value: 0)
+        defer { CopyGuard.pauseWhileSending.withLock { $0 = nil } }
+        let closing = Locked<EventLoopFuture<Void>?>(nil)
+        let copied = Locked<Bool?>(nil)
+        do throws(RecordsError) {
+            try storage.session.transaction(readOnly: false) { (tx) throws(RecordsError) in
+                // Only this transaction's copy pauses (other suites' copies run meanwhile).
+                let target = tx.copyGuard
+                CopyGuard.pauseWhileSending.withLock {
+                    $0 = { copyGuard in
+                        guard copyGuard === target else { return }
+                        sending.signal()
+                        // Suspend (the event loop stays free to run the close) until it was asked.
+                        await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
+                            Thread {
+                                _ = closeAsked.wait(timeout: .now() + 120)
+                                resume.resume()
+                            }.start()
+                        }
+                    }
+                }
+                let copying = tx.startCopy([(table: "copy_probe", columns: ["v"], rows: rows)])
+                _ = sending.wait(timeout: .now() + 120)
+                tx.copyGuard.close()
+                closing.withLock { $0 = tx.connection.closeFuture }
+                closeAsked.signal()
+                copied.withLock { $0 = (try? tx.finish(copying)) != nil }
+                tx.failures.abandon()
+                throw .storage(StorageFailure(.connectionLost, "stopped"))
+            }
+        } catch {}
+        #expect(copied.withLock { $0 } == false)  // the copy ended with CopyFail, not committed
+        let future = try #require(closing.withLock { $0 })
+        #expect(throws: Never.self) { try PostgresSession.wait(for: future, until: .now() + .seconds(60), doing: "closing") }
     }
 }
