@@ -102,7 +102,17 @@ public final class RecordStore: Sendable {
         var created = false
         if metadata.currentKeyId == nil {
             guard metadata.keys.isEmpty else { throw .storeKeyUnavailable("the store holds keys but names no current key") }
-            try requireNoKeyedRecords()
+            do throws(RecordsError) {
+                try requireNoKeyedRecords()
+            } catch {
+                // Another client may have made the first key, and written under it, since the
+                // metadata was read: then its key is the store's. Only a store that still has no
+                // key holds records under a removed one.
+                guard let now = try storage.loadMetadata(), now.currentKeyId != nil else { throw error }
+                metadata = now
+            }
+        }
+        if metadata.currentKeyId == nil {
             let key = SecretBytes.random(count: Envelope.keyByteCount)
             let wrapped = try wrap(key, id: 1, sealer: sealer)
             created = try storage.addKey(wrapped, makeCurrent: true)

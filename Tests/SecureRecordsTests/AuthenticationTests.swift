@@ -12,6 +12,24 @@ import Testing
     /// The class of rewrites of one store-keyed record's row, each applied to the stored record
     /// through the storage (as a store writer, who has no key, can) and each refused by `record`,
     /// `open` and a search that finds it. The untouched record still reads.
+    /// Two clients unlocking a new store at once: one reads "no key yet", then the other makes the
+    /// first key and writes a record under it before the first looks for keyed records. The first
+    /// takes up the other's key instead of refusing the store as one whose keys were removed
+    /// (found by `clientsInitialisingAtOnceEndWithOneStore`). A store that really has no key left
+    /// is still refused.
+    @Test(arguments: Backend.enabled)
+    func aFirstUnlockOvertakenByAnotherClientsTakesUpItsKey(_ backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let other = try makeStore(scratch)  // unlocked: it made key 1
+        let id = try other.add(["ssn": "1", "description": "under key 1"], to: "gifts")
+        let storage = FailingStorage(try scratch.storage(), failReplaceAfter: .max)
+        let store = try RecordStore(storage: storage, configuration: testConfiguration)
+        storage.staleMetadata.withLock { $0 = StoreMetadata(storeId: store.storeId, currentKeyId: nil, keys: []) }
+        try store.unlock(with: appSealer)
+        #expect(try store.open(id).fields["description"] == "under key 1")
+        #expect(try storage.loadMetadata()?.keys.count == 1)
+    }
+
     @Test(arguments: Backend.enabled)
     func everyRewriteOfAStoreKeyedRecordIsRefused(backend: Backend) throws {
         let scratch = try RecordsScratch(backend)

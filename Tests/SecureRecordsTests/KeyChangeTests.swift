@@ -168,7 +168,16 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
         self.afterReplace = afterReplace
     }
 
-    func loadMetadata() throws(RecordsError) -> StoreMetadata? { try base.loadMetadata() }
+    /// Returned by the next `loadMetadata` instead of what is stored (a read that another client's
+    /// write then overtook).
+    let staleMetadata = Locked<StoreMetadata?>(nil)
+
+    func loadMetadata() throws(RecordsError) -> StoreMetadata? {
+        if let stale = staleMetadata.withLock({ (next: inout StoreMetadata?) -> StoreMetadata? in defer { next = nil }; return next }) {
+            return stale
+        }
+        return try base.loadMetadata()
+    }
     func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata { try base.initialize(metadata) }
     func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool { try base.addKey(key, makeCurrent: makeCurrent) }
     func rewrapKeys(_ keys: [WrappedStoreKey]) throws(RecordsError) { try base.rewrapKeys(keys) }
