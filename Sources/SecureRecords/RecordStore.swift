@@ -104,11 +104,11 @@ public final class RecordStore: Sendable {
             guard metadata.keys.isEmpty else { throw .storeKeyUnavailable("the store holds keys but names no current key") }
             do throws(RecordsError) {
                 try requireNoKeyedRecords()
-            } catch {
+            } catch .storeKeyUnavailable(let reason) {
                 // Another client may have made the first key, and written under it, since the
                 // metadata was read: then its key is the store's. Only a store that still has no
                 // key holds records under a removed one.
-                guard let now = try storage.loadMetadata(), now.currentKeyId != nil else { throw error }
+                guard let now = try storage.loadMetadata(), now.currentKeyId != nil else { throw .storeKeyUnavailable(reason) }
                 metadata = now
             }
         }

@@ -315,7 +315,7 @@ final class PostgresSession: Sendable {
                     for copy in copies where copy.rows.readableBytes > 0 {
                         // postgres-nio would never answer a copy started on a closed connection.
                         try await Self.ensureOpen(connection, copyGuard)
-                        copyGuard.startSending()
+                        guard copyGuard.startSending() else { throw ConnectionClosed() }
                         defer { copyGuard.stopSending() }  // if copyFrom fails before it calls the closure
                         try await connection.copyFrom(table: copy.table, columns: copy.columns, logger: logger) { writer in
                             // copyFrom ends the copy (CopyDone, or CopyFail if this throws) as this
@@ -353,10 +353,11 @@ final class PostgresSession: Sendable {
         /// happen in one event-loop job, so between jobs "open" means the copy may go on.
         /// A close held by `copyGuard` also ends the copy (with CopyFail, then the close).
         static func ensureOpen(_ connection: PostgresConnection, _ copyGuard: CopyGuard) async throws {
+            if connection.isClosed {
+                try? await connection.closeFuture.get()  // completes with the handlers' removal
+                throw ConnectionClosed()
+            }
             if copyGuard.isClosing { throw ConnectionClosed() }
-            guard connection.isClosed else { return }
-            try? await connection.closeFuture.get()  // completes with the handlers' removal
-            throw ConnectionClosed()
         }
 
         /// Waits for a statement's `future` until the statement deadline (or the connection's
@@ -601,8 +602,9 @@ final class EventLoopTaskExecutor: TaskExecutor {
 /// CopyInResponse and the client's CopyDone or CopyFail. So from the moment a copy is started
 /// until its data has ended, a close is held, and done once the copy task has ended the data; the
 /// task, seeing the close asked for, ends its copy with CopyFail and starts no other. A server that
-/// never answers the copy's start holds its connection open until it does. Its state is read and
-/// written on the connection's event loop only (hence unchecked).
+/// never answers the copy's start (it accepted the connection, then stopped) keeps the connection
+/// and the task until it answers or the server's own statement_timeout ends the copy. Its state is
+/// read and written on the connection's event loop only (hence unchecked).
 final class CopyGuard: @unchecked Sendable {
     private enum State { case idle, sending, closeHeld, closed }
     /// For tests: awaited by every copy task, with its guard, as it starts sending a copy's data
@@ -621,10 +623,13 @@ final class CopyGuard: @unchecked Sendable {
         return state == .closeHeld || state == .closed
     }
 
-    /// A copy starts (its statement is about to be sent). On the event loop.
-    func startSending() {
+    /// A copy starts (its statement is about to be sent); false, changing nothing, once a close
+    /// was asked for (the copy must not start). On the event loop.
+    func startSending() -> Bool {
         connection.eventLoop.preconditionInEventLoop()
-        if state == .idle { state = .sending }
+        guard state == .idle else { return false }
+        state = .sending
+        return true
     }
 
     /// The copy's data ends in this job (or the copy failed before it began); a close held

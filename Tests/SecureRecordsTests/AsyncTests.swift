@@ -150,12 +150,18 @@ import Testing
     }
 
     /// Polls `sql` (on a thread outside the cooperative pool) until its one value is `value`, for
-    /// at most 60 s (then records an issue and returns).
+    /// at most 180 s (then records an issue, with what the server's other sessions are waiting
+    /// for, and returns). It takes milliseconds alone; a whole-suite run once took over 60 s.
     func waitUntil(_ storage: PostgresRecordStorage, _ sql: String, is value: String) async throws {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(180)
         while try await offThread({ try storage.queryText(sql) }) != [value] {
             guard Date() < deadline else {
-                Issue.record("\(sql) did not give \(value) within 60 s")
+                let sessions = try await offThread {
+                    try storage.queryText(
+                        "SELECT string_agg(pid || ' ' || state || ' ' || coalesce(wait_event_type, '-') || ' ' || left(query, 60), '; ') "
+                            + "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                }
+                Issue.record("\(sql) did not give \(value) within 180 s; sessions: \(sessions)")
                 return
             }
             try await Task.sleep(for: .milliseconds(10))

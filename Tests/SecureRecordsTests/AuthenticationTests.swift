@@ -9,14 +9,11 @@ import Testing
 /// authentication"): whatever a store writer rewrites, adds, removes or moves is refused with
 /// `recordModified` naming the record, whenever the store is unlocked, on both backends.
 @Suite struct AuthenticationTests {
-    /// The class of rewrites of one store-keyed record's row, each applied to the stored record
-    /// through the storage (as a store writer, who has no key, can) and each refused by `record`,
-    /// `open` and a search that finds it. The untouched record still reads.
     /// Two clients unlocking a new store at once: one reads "no key yet", then the other makes the
     /// first key and writes a record under it before the first looks for keyed records. The first
     /// takes up the other's key instead of refusing the store as one whose keys were removed
     /// (found by `clientsInitialisingAtOnceEndWithOneStore`). A store that really has no key left
-    /// is still refused.
+    /// is still refused (`keysWithoutACurrentKeyAreRefused`).
     @Test(arguments: Backend.enabled)
     func aFirstUnlockOvertakenByAnotherClientsTakesUpItsKey(_ backend: Backend) throws {
         let scratch = try RecordsScratch(backend)
@@ -30,6 +27,9 @@ import Testing
         #expect(try storage.loadMetadata()?.keys.count == 1)
     }
 
+    /// The class of rewrites of one store-keyed record's row, each applied to the stored record
+    /// through the storage (as a store writer, who has no key, can) and each refused by `record`,
+    /// `open` and a search that finds it. The untouched record still reads.
     @Test(arguments: Backend.enabled)
     func everyRewriteOfAStoreKeyedRecordIsRefused(backend: Backend) throws {
         let scratch = try RecordsScratch(backend)

@@ -272,7 +272,7 @@ import Testing
                     }
                 }
                 let copying = tx.startCopy([(table: "copy_probe", columns: ["v"], rows: rows)])
-                _ = sending.wait(timeout: .now() + 120)
+                #expect(sending.wait(timeout: .now() + 120) == .success, "the copy never started sending")
                 tx.copyGuard.close()
                 closing.withLock { $0 = tx.connection.closeFuture }
                 closeAsked.signal()
