@@ -58,7 +58,7 @@ import Testing
 
         // Export, delete everything, and import it back.
         let path = scratch.path("export.jsonl")
-        #expect(try await offThread { try OutputDestination.write(to: path) { try store.export(to: $0) } } == 302)
+        #expect(try await TestSupport.onOwnThread { try OutputDestination.write(to: path) { try store.export(to: $0) } } == 302)
         for record in try await calls.search(in: "gifts") { try await calls.delete(record.id) }
         await #expect(throws: RecordsError.recordNotFound(id)) { try await calls.delete(id) }
         await #expect(throws: RecordsError.recordNotFound(id)) { _ = try await calls.record(id) }
@@ -139,12 +139,12 @@ import Testing
                     """
                 try await waitUntil(admin, waiting, is: "2")
                 events.append("other task")
-                try await offThread { try release() }
+                try await TestSupport.onOwnThread { try release() }
             }
             try await group.waitForAll()
         }
         #expect(events.entries == ["other task", "add", "add", "add", "add"])
-        #expect(try await offThread { lockerDone.wait(timeout: .now() + 60) } == .success)
+        #expect(try await TestSupport.onOwnThread { lockerDone.wait(timeout: .now() + 60) } == .success)
         #expect(lockerError.withLock { $0 } == nil)
         #expect(Set(try store.search(in: "gifts").map(\.id)) == Set(ids))
     }
@@ -154,9 +154,9 @@ import Testing
     /// for, and returns). It takes milliseconds alone; a whole-suite run once took over 60 s.
     func waitUntil(_ storage: PostgresRecordStorage, _ sql: String, is value: String) async throws {
         let deadline = Date().addingTimeInterval(180)
-        while try await offThread({ try storage.queryText(sql) }) != [value] {
+        while try await TestSupport.onOwnThread({ try storage.queryText(sql) }) != [value] {
             guard Date() < deadline else {
-                let sessions = try await offThread {
+                let sessions = try await TestSupport.onOwnThread {
                     try storage.queryText(
                         "SELECT string_agg(pid || ' ' || state || ' ' || coalesce(wait_event_type, '-') || ' ' || left(query, 60), '; ') "
                             + "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
@@ -167,16 +167,4 @@ import Testing
             try await Task.sleep(for: .milliseconds(10))
         }
     }
-}
-
-/// Runs `body` on a thread of its own and returns its result.
-func offThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-    try await TestSupport.onOwnThread(body)
-}
-
-/// Completion order, appended from several tasks.
-private final class EventLog: Sendable {
-    private let log = Locked<[String]>([])
-    func append(_ event: String) { log.withLock { $0.append(event) } }
-    var entries: [String] { log.withLock { $0 } }
 }

@@ -110,24 +110,3 @@ func authenticated(_ row: StoredRecord, by store: RecordStore) throws -> StoredR
     try store.authenticateOrRequireNoStoreKey(&copy)
     return copy
 }
-
-/// A task executor over `width` serial Dispatch queues, each with a thread of its own: for test
-/// tasks that must not wait for Swift's cooperative threads, which the synchronous tests of other
-/// suites running in this process hold while they block.
-final class QueueExecutor: TaskExecutor, Sendable {
-    private let queues: [DispatchQueue]
-    private let next = Locked(0)
-
-    init(width: Int, label: String) {
-        queues = (0..<max(1, width)).map { DispatchQueue(label: "\(label).\($0)") }
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let queue = queues[next.withLock { (n: inout Int) -> Int in
-            defer { n = (n + 1) % queues.count }
-            return n
-        }]
-        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}

@@ -59,7 +59,7 @@ import Testing
             }
         }
         // Each client stops starting operations at `end`; one operation's deadlines bound the rest.
-        #expect(try await offThread { processes.wait(timeout: .now() + Self.seconds + 300) } == .success)
+        #expect(try await TestSupport.onOwnThread { processes.wait(timeout: .now() + Self.seconds + 300) } == .success)
         let failures = ledger.failures.withLock { $0 }
         #expect(failures.isEmpty, "\(failures.prefix(10))")
         let counts = ledger.counts.withLock { $0 }

@@ -64,7 +64,7 @@ struct AsyncTests {
         DispatchQueue.global().asyncAfter(deadline: .now() + 60) { release() }
 
         let events = EventLog()
-        let executor = SingleThreadExecutor()
+        let executor = QueueExecutor(width: 1, label: "AsyncTests.single-thread")
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask(executorPreference: executor) {
                 try await vault.async.unlock(passcode: secret("passcode"))
@@ -79,22 +79,4 @@ struct AsyncTests {
         #expect(events.entries == ["other task", "unlock"])
         #expect(!vault.isLocked)
     }
-}
-
-/// A task executor that runs jobs one at a time on a serial Dispatch queue.
-private final class SingleThreadExecutor: TaskExecutor, @unchecked Sendable {
-    private let queue = DispatchQueue(label: "AsyncTests.single-thread")
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
-
-/// Completion order, appended from several tasks.
-private final class EventLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var events: [String] = []
-    func append(_ event: String) { lock.withLock { events.append(event) } }
-    var entries: [String] { lock.withLock { events } }
 }

@@ -1,0 +1,45 @@
+import Foundation
+import SecureCore
+
+extension TestSupport {
+    /// Runs `body` on a new thread of its own and returns its result: for a test's blocking wait
+    /// (a semaphore, a poll of the server) from async code. Not Dispatch's global queue, whose few
+    /// threads other tests may hold blocked, nor one of Swift's cooperative threads.
+    public static func onOwnThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+}
+
+/// A task executor over `width` serial Dispatch queues, each with a thread of its own: for test
+/// tasks that must not wait for Swift's cooperative threads, which the synchronous tests of other
+/// suites running in the process hold while they block. With width 1, the tasks' jobs run one at
+/// a time in the order they were enqueued.
+public final class QueueExecutor: TaskExecutor, Sendable {
+    private let queues: [DispatchQueue]
+    private let next = Locked(0)
+
+    public init(width: Int, label: String) {
+        queues = (0..<max(1, width)).map { DispatchQueue(label: "\(label).\($0)") }
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let queue = queues[next.withLock { (n: inout Int) -> Int in
+            defer { n = (n + 1) % queues.count }
+            return n
+        }]
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// Events in the order they happened, appended from several tasks or threads.
+public final class EventLog: Sendable {
+    private let events = Locked<[String]>([])
+
+    public init() {}
+
+    public func append(_ event: String) { events.withLock { $0.append(event) } }
+    public var entries: [String] { events.withLock { $0 } }
+}
