@@ -18,9 +18,12 @@ import Testing
         let started = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)
         let calls = 12
+        // The calling tasks run on threads of their own: other suites' synchronous tests may hold
+        // every one of Swift's cooperative threads for minutes.
+        let executor = QueueExecutor(width: 2, label: "BlockingCallPoolTests")
         try await withThrowingTaskGroup(of: Int.self) { group in
             for i in 0..<calls {
-                group.addTask {
+                group.addTask(executorPreference: executor) {
                     try await pool.run { () throws(Refusal) -> Int in
                         let now = active.withLock { $0 += 1; return $0 }
                         mostActive.withLock { $0 = max($0, now) }
@@ -72,11 +75,12 @@ import Testing
             }.count
         }
         var pool: BlockingCallPool? = BlockingCallPool(width: 3, name: name)
+        let executor = QueueExecutor(width: 2, label: "BlockingCallPoolTests")  // as above
         let gate = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<3 {
-                group.addTask { [pool] in
+                group.addTask(executorPreference: executor) { [pool] in
                     await pool!.run { () throws(Never) in
                         started.signal()
                         _ = gate.wait(timeout: .now() + 120)
