@@ -163,6 +163,14 @@ public protocol RecordStorage: Sendable {
     func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema
     /// Inserts new records; `duplicateRecord` if an id exists (then nothing is inserted).
     func insert(_ records: [StoredRecord]) throws(RecordsError)
+    /// Inserts new records as `insert(_:)` does, in one transaction that first reads the store's
+    /// metadata and hands it to `accept`: when `accept` returns false or throws, nothing is inserted
+    /// (false, or its error), whatever the insert itself would have met (an id that exists, say;
+    /// an id given twice in `records` may be refused first). A write whose keys are checked against
+    /// the store as it stands, in one transaction rather than a read and then a write (so that a
+    /// single add costs the server one transaction). `accept` only decides: it may run more than
+    /// once (a transaction run again). The default reads the metadata, then inserts, in two.
+    func insert(_ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool) throws(RecordsError) -> Bool
     /// Runs `body` with an `insert` function, and stores everything `insert` was given in one
     /// transaction: all or none (an error from `body` or from `insert` inserts nothing;
     /// `duplicateRecord` if an id exists). `insert` may be called from another thread than the
@@ -213,6 +221,15 @@ public protocol RecordStorage: Sendable {
 extension RecordStorage {
     /// One per core: the sealing and opening around each storage call keep a core busy.
     public var concurrentCalls: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    /// Reads the metadata, then inserts: two transactions.
+    public func insert(
+        _ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Bool {
+        guard try accept(try loadMetadata()) else { return false }
+        try insert(records)
+        return true
+    }
 
     /// Collects every batch `body` inserts, then inserts them with `insert(_:)`.
     public func insertInOneTransaction(

@@ -8,7 +8,12 @@ extension RecordStore {
     /// Throws `storeKeyRequired` unless the store has no key yet: once it has one, every
     /// store-keyed record is written with a MAC, which needs the unlocked store.
     func requireNoStoreKey() throws(RecordsError) {
-        if try storage.loadMetadata()?.currentKeyId != nil { throw .storeKeyRequired }
+        try Self.requireNoStoreKey(in: try storage.loadMetadata())
+    }
+
+    /// `requireNoStoreKey()` for the store `metadata` describes.
+    static func requireNoStoreKey(in metadata: StoreMetadata?) throws(RecordsError) {
+        if metadata?.currentKeyId != nil { throw .storeKeyRequired }
     }
 
     /// Throws `storeKeyUnavailable` when a record carries a key id or a MAC: a store with no key

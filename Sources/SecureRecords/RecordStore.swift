@@ -210,16 +210,24 @@ public final class RecordStore: Sendable {
     private func freshKeyring(writing: Bool) throws(RecordsError) -> Keyring {
         let ring = try currentKeyring()
         guard let metadata = try storage.loadMetadata(), let current = metadata.currentKeyId else { return ring }
-        // A store that no longer holds the key this handle writes under was rolled back or changed.
-        guard metadata.keys.contains(where: { $0.id == ring.current }) else {
-            throw .storeKeyUnavailable("the store no longer holds store key \(ring.current), which this handle was unlocked with: unlock it again")
-        }
-        guard current > ring.current || metadata.keys.contains(where: { ring.keys[$0.id] == nil }) else { return ring }
+        let superseded = try isSuperseded(ring.current, in: metadata)
+        guard superseded || metadata.keys.contains(where: { ring.keys[$0.id] == nil }) else { return ring }
         do throws(RecordsError) {
             return try refreshed(ring, from: metadata)
         } catch .storeKeyUnavailable(_) where writing && current == ring.current {
             return ring
         }
+    }
+
+    /// Whether the store, as `metadata` describes it, names a later current key than `keyId` (then
+    /// a write goes under that one). Throws `storeKeyUnavailable` when a store that names a current
+    /// key no longer holds `keyId`: it was rolled back or changed.
+    func isSuperseded(_ keyId: UInt32, in metadata: StoreMetadata?) throws(RecordsError) -> Bool {
+        guard let metadata, let current = metadata.currentKeyId else { return false }
+        guard metadata.keys.contains(where: { $0.id == keyId }) else {
+            throw .storeKeyUnavailable("the store no longer holds store key \(keyId), which this handle was unlocked with: unlock it again")
+        }
+        return current > keyId
     }
 
     /// `ring` with `metadata`'s keys unwrapped by its sealer, installed unless the store was locked
@@ -372,12 +380,38 @@ public final class RecordStore: Sendable {
         _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
     ) throws(RecordsError) -> UUID {
         let (collection, schema) = try resolve(collection)
-        if isUnlocked { _ = try keyringForWriting() }  // under the current key, if another client rotated
-        let record = try seal(id: id, collection: collection, schema: schema, fields: schema.respelled(fields), sealing: sealing)
-        if record.keying == .storeKey, record.mac == nil { try requireNoStoreKey() }
-        try storage.insert([record])
-        return id
+        let fields = schema.respelled(fields)
+        // One transaction: the record is sealed under the key this handle holds, and the insert
+        // checks the store's keys as it writes. When another client rotated meanwhile, it is
+        // sealed again under the new current key (once per rotation met, a few times at most).
+        for _ in 0..<Self.writeAttempts {
+            let held = isUnlocked ? try currentKeyring().current : nil
+            let record = try seal(id: id, collection: collection, schema: schema, fields: fields, sealing: sealing)
+            let inserted = try storage.insert([record]) { (metadata) throws(RecordsError) -> Bool in
+                // Clear fields alone, without key or MAC: only in a store with no key.
+                if record.keying == .storeKey, record.mac == nil {
+                    try Self.requireNoStoreKey(in: metadata)
+                    return true
+                }
+                guard let keyId = record.keyId else {
+                    // A password record holds nothing under the store key, but an unlocked handle
+                    // still refuses a store that no longer holds its key.
+                    if let held { _ = try self.isSuperseded(held, in: metadata) }
+                    return true
+                }
+                return try !self.isSuperseded(keyId, in: metadata)
+            }
+            if inserted { return id }
+            // Refused: the store names a later key. Take it up, or fail if this handle cannot.
+            if let sealedUnder = record.keyId, try keyringForWriting().current <= sealedUnder {
+                throw .storeKeyUnavailable("the store's current key is one this handle cannot take up: unlock it again")
+            }
+        }
+        throw .storeKeyUnavailable("the store's current key changed at each of \(Self.writeAttempts) attempts to write the record")
     }
+
+    /// How many times an add seals its record again under a key another client made current.
+    static let writeAttempts = 8
 
     /// Adds several records to `collection` in one transaction (all or none); returns their ids in
     /// order. Large batches are sealed on every core, a group of chunks at a time, while the storage

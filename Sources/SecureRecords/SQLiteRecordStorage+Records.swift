@@ -123,6 +123,18 @@ extension SQLiteRecordStorage {
         try transaction(write: true) { (c) throws(RecordsError) in try Self.insertRecords(records, c) }
     }
 
+    /// `RecordStorage.insert(_:ifAccepted:)`, in one SQLite transaction (writers are serialised,
+    /// so the metadata `accept` sees is the store's until the insert commits).
+    public func insert(
+        _ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Bool {
+        try transaction(write: true) { (c) throws(RecordsError) -> Bool in
+            guard try accept(try Self.loadMetadata(c)) else { return false }
+            try Self.insertRecords(records, c)
+            return true
+        }
+    }
+
     /// `RecordStorage.insertInOneTransaction`, in one SQLite transaction: each batch is written
     /// when it is inserted, while the caller prepares the next. (The connection is used by one
     /// thread at a time: the caller is blocked in `body` while another thread inserts.)

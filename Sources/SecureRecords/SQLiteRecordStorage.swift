@@ -54,7 +54,7 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
         try transaction(write: false) { (c) throws(RecordsError) in try Self.loadMetadata(c) }
     }
 
-    private static func loadMetadata(_ c: SQLiteConnection) throws(RecordsError) -> StoreMetadata? {
+    static func loadMetadata(_ c: SQLiteConnection) throws(RecordsError) -> StoreMetadata? {
         try sql { () throws(SQLiteError) -> StoreMetadata? in
             let meta = try c.statement("SELECT name, value FROM meta")
             var storeId: Data?

@@ -107,8 +107,19 @@ extension PostgresRecordStorage {
 
     /// Inserts new records: the record rows, then the field rows, pipelined (four statements).
     func insertRecords(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) {
-        guard !records.isEmpty else { return }
-        if let duplicate = Self.firstDuplicate(records.map(\.id)) { throw .duplicateRecord(duplicate) }
+        let statements = try insertStatements(records)
+        guard !statements.isEmpty else { return }
+        do throws(PostgresSession.PostgresFailure) {
+            _ = try tx.pipeline(statements)
+        } catch {
+            throw Self.insertFailure(error, firstId: records[0].id, tx)
+        }
+    }
+
+    /// The statements of `insertRecords` (none for no records); `duplicateRecord` for an id given twice.
+    func insertStatements(_ records: [StoredRecord]) throws(RecordsError) -> [(String, PostgresBindings)] {
+        guard !records.isEmpty else { return [] }
+        try Self.checkUniqueIds(records)
         let c = Columns(records)
         let insert = """
             INSERT INTO \(tables.records) (id, collection, keying, key_id, fts, mac)
@@ -117,11 +128,7 @@ extension PostgresRecordStorage {
                 WITH ORDINALITY AS u(id, collection, keying, key_id, fts, mac, ord)
             ORDER BY u.ord
             """
-        do throws(PostgresSession.PostgresFailure) {
-            _ = try tx.pipeline([(insert, Self.recordBinds(c))] + fieldInserts(c))
-        } catch {
-            throw Self.insertFailure(error, firstId: records[0].id, tx)
-        }
+        return [(insert, Self.recordBinds(c))] + fieldInserts(c)
     }
 
     /// The error of an insert that failed: `duplicateRecord` for a unique violation (the only
@@ -200,6 +207,35 @@ extension PostgresRecordStorage {
         // says whether the insert was stored (all of them or none: one transaction).
         try session.transaction(readOnly: false, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }) {
             (tx) throws(RecordsError) in try insertRecords(records, tx)
+        }
+    }
+
+    /// `RecordStorage.insert(_:ifAccepted:)`, in one transaction: after BEGIN, the metadata's read
+    /// and the inserts are sent at once, then the transaction is committed if `accept` takes the
+    /// metadata, else rolled back (three round trips). At READ COMMITTED, a key rotation that
+    /// commits between the read and this commit is not seen (docs/SECURITY.md says what follows).
+    public func insert(
+        _ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Bool {
+        let inserts = try insertStatements(records)
+        return try session.transaction(
+            readOnly: false, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }
+        ) { (tx) throws(RecordsError) -> Bool in
+            let results = tx.pipelineResults(metadataStatements + inserts)
+            let rows: (store: [PostgresRow], keys: [PostgresRow])
+            do throws(PostgresSession.PostgresFailure) {
+                rows = (try results[0].get(), try results[1].get())
+            } catch {
+                throw tx.map(error)
+            }
+            let metadata = try decodeMetadata(rows.store, rows.keys)
+            // The check's verdict comes first: a store that refuses the write is not asked about
+            // the inserts' own failure (a duplicate id, say).
+            guard try accept(metadata) else { return false }
+            for result in results.dropFirst(2) {
+                if case .failure(let error) = result { throw Self.insertFailure(error, firstId: records[0].id, tx) }
+            }
+            return true
         }
     }
 

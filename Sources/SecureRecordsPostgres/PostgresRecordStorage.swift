@@ -126,12 +126,31 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         try read { (tx) throws(RecordsError) in try loadMetadata(tx) }
     }
 
+    /// The metadata, read in `tx` (both statements sent at once).
     func loadMetadata(_ tx: Transaction) throws(RecordsError) -> StoreMetadata? {
-        let t = tables
-        guard let row = try run(tx, "SELECT store_id, current_key_id FROM \(t.store)").first else { return nil }
+        let results: [[PostgresRow]]
+        do throws(PostgresSession.PostgresFailure) {
+            results = try tx.pipeline(metadataStatements)
+        } catch {
+            throw tx.map(error)
+        }
+        return try decodeMetadata(results[0], results[1])
+    }
+
+    /// The statements reading the metadata: the store row, then its keys.
+    var metadataStatements: [(String, PostgresBindings)] {
+        [
+            ("SELECT store_id, current_key_id FROM \(tables.store)", PostgresBindings()),
+            ("SELECT id, wrapped FROM \(tables.storeKeys) ORDER BY id", PostgresBindings()),
+        ]
+    }
+
+    /// The metadata in the rows of `metadataStatements`.
+    func decodeMetadata(_ store: [PostgresRow], _ storeKeys: [PostgresRow]) throws(RecordsError) -> StoreMetadata? {
+        guard let row = store.first else { return nil }
         let (storeId, current) = try decode(row, (ByteBuffer, Int64?).self)
         var keys: [WrappedStoreKey] = []
-        for key in try run(tx, "SELECT id, wrapped FROM \(t.storeKeys) ORDER BY id") {
+        for key in storeKeys {
             let (id, wrapped) = try decode(key, (Int64, ByteBuffer).self)
             keys.append(WrappedStoreKey(id: UInt32(truncatingIfNeeded: id), wrapped: Self.data(wrapped)))
         }

@@ -379,23 +379,30 @@ final class PostgresSession: Sendable {
         /// runs one while the next is encoded and sent), then waits for all; throws the first failure
         /// (later statements of a failed transaction fail too, and are drained first).
         func pipeline(_ statements: [(String, PostgresBindings)]) throws(PostgresFailure) -> [[PostgresRow]] {
+            var rows: [[PostgresRow]] = []
+            for result in pipelineResults(statements) { rows.append(try result.get()) }
+            return rows
+        }
+
+        /// `pipeline`, with each statement's rows or failure (the first failure is recorded).
+        func pipelineResults(_ statements: [(String, PostgresBindings)]) -> [Result<[PostgresRow], PostgresFailure>] {
             let futures = statements.map { connection.query(PostgresQuery(unsafeSQL: $0.0, binds: $0.1), logger: logger) }
-            var results: [[PostgresRow]] = []
-            var failure: PostgresFailure?
+            var results: [Result<[PostgresRow], PostgresFailure>] = []
+            var failed = false
             let bound = statementDeadline
             for future in futures {
                 do throws(PostgresFailure) {
-                    results.append(try PostgresSession.wait(
+                    results.append(.success(try PostgresSession.wait(
                         for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout,
                         on: connection
-                    ).rows)
+                    ).rows))
                 } catch {
-                    if failure == nil { failure = error }
-                    results.append([])
+                    if !failed { _ = failures.record(error) }
+                    failed = true
+                    results.append(.failure(error))
                 }
             }
-            if let failure { throw failures.record(failure) }
-            deadline.progressed()
+            if !failed { deadline.progressed() }
             return results
         }
 
@@ -477,10 +484,11 @@ final class PostgresSession: Sendable {
     /// must only read and write through `Transaction`. A `bulk` transaction (an import, whose
     /// length grows with its input) has its deadline renewed by each statement that completes:
     /// it bounds the time without progress, not the whole run; its retries after a lost connection
-    /// are bounded by the deadline as it stood at the first loss.
+    /// are bounded by the deadline as it stood at the first loss. With `commitIf`, a result it
+    /// refuses is returned after a ROLLBACK instead of a COMMIT.
     func transaction<R>(
-        readOnly: Bool, bulk: Bool = false, wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil,
-        _ body: (Transaction) throws(RecordsError) -> R
+        readOnly: Bool, bulk: Bool = false, commitIf: ((R) -> Bool)? = nil,
+        wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil, _ body: (Transaction) throws(RecordsError) -> R
     ) throws(RecordsError) -> R {
         let deadline = TransactionDeadline(timeout: .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000)), renewed: bulk)
         var current: PostgresConnection?
@@ -538,6 +546,12 @@ final class PostgresSession: Sendable {
                     continue
                 }
                 result = try body(tx)
+                if let commitIf, !commitIf(result!) {
+                    // Its writes are not kept; a connection that cannot roll back is dropped (the
+                    // server rolls back what it held).
+                    if (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
+                    return result!
+                }
                 committing = true
                 do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
                 return result!

@@ -89,4 +89,86 @@ import Testing
         #expect(throws: RecordsError.recordNotFound(ids[2])) { try reopened.open(ids[2]) }
         for id in [ids[0], ids[1], ids[3], ids[4]] { #expect(try reopened.storage.record(id)?.keyId == 2) }
     }
+
+    /// The conditional insert hands the store's metadata, read in its own transaction, to the
+    /// caller's check, and inserts only when the check accepts: a refusal or an error from the
+    /// check stores nothing (on PostgreSQL, where the inserts were sent with the reads, they are
+    /// rolled back).
+    @Test(arguments: Backend.enabled)
+    func aConditionalInsertStoresOnlyWhatItsCheckAccepts(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let storage = store.storage
+        let id = try store.add(["toWhom": "A", "description": "d", "ssn": "1"], to: "gifts")
+        let row = try #require(try storage.record(id))
+        #expect(try storage.delete(id))
+        let stored = try storage.loadMetadata()
+        var seen: [StoreMetadata?] = []
+        #expect(try !storage.insert([row]) { (metadata) throws(RecordsError) -> Bool in
+            seen.append(metadata)
+            return false
+        })
+        #expect(seen == [stored])
+        #expect(try storage.record(id) == nil)
+        #expect(throws: RecordsError.storeKeyRequired) {
+            try storage.insert([row]) { (_) throws(RecordsError) -> Bool in throw .storeKeyRequired }
+        }
+        #expect(try storage.record(id) == nil)
+        #expect(try storage.insert([row]) { (_) throws(RecordsError) -> Bool in true })
+        #expect(try storage.record(id)?.isIdentical(to: row) == true)
+        #expect(throws: RecordsError.duplicateRecord(id)) { try storage.insert([row]) { (_) throws(RecordsError) -> Bool in true } }
+        // The check's verdict comes before the insert's own failure.
+        #expect(try !storage.insert([row]) { (_) throws(RecordsError) -> Bool in false })
+        #expect(try storage.record(id)?.isIdentical(to: row) == true)
+    }
+
+    /// An add is one transaction: the record is sealed under the key the handle holds, and the
+    /// insert checks the store's keys as it writes (no separate read of them). After another
+    /// client's rotation, the insert refuses the record, and the add seals it again under the
+    /// new key. A locked handle's clear-only add in a store with a key stores nothing.
+    @Test(arguments: Backend.enabled)
+    func anAddChecksTheStoreKeysInItsOwnTransaction(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        _ = try makeStore(scratch)
+        let counting = FailingStorage(try scratch.storage(), failReplaceAfter: .max)
+        let store = try RecordStore(storage: counting, configuration: testConfiguration)
+        try store.unlock(with: appSealer)
+        _ = try store.collections()
+        counting.metadataReads.withLock { $0 = 0 }
+        var ids: [UUID] = []
+        for i in 0..<3 { ids.append(try store.add(["toWhom": .string("t\(i)"), "description": "d", "ssn": "1"], to: "gifts")) }
+        ids.append(try store.add(["toWhom": "p", "description": "d"], to: "gifts", sealing: .password(SecretBytes(Data("pw".utf8)))))
+        #expect(counting.metadataReads.withLock { $0 } == 0)
+        let other = try scratch.reopen()
+        #expect(try other.rotateStoreKey(with: appSealer).keyId == 2)
+        let afterRotation = try store.add(["toWhom": "after", "description": "d", "ssn": "1"], to: "gifts")
+        #expect(counting.metadataReads.withLock { $0 } == 1)  // the refresh that took up key 2
+        #expect(try counting.record(afterRotation)?.keyId == 2)
+        #expect(try other.open(afterRotation).fields["description"] == "d")
+        let locked = try RecordStore(storage: counting, configuration: testConfiguration)
+        #expect(throws: RecordsError.storeKeyRequired) { try locked.add(["toWhom": "clear only"], to: "gifts") }
+        #expect(try other.search(in: "gifts").count == ids.count + 1)
+    }
+
+    /// An add refused for a later key, by a handle that cannot take that key up (the store's keys
+    /// changed under it: here it reads a key list without a key the handle holds), fails at once
+    /// with `storeKeyUnavailable` and stores nothing, instead of sealing under the older key again.
+    @Test(arguments: Backend.enabled)
+    func anAddThatCannotTakeUpTheNewKeyFailsAndStoresNothing(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let first = try makeStore(scratch)
+        try first.rotateStoreKey(with: appSealer)  // keys 1 and 2
+        let storage = FailingStorage(try scratch.storage(), failReplaceAfter: .max)
+        let store = try RecordStore(storage: storage, configuration: testConfiguration)
+        try store.unlock(with: appSealer)
+        let other = try scratch.reopen()
+        try other.rotateStoreKey(with: appSealer)  // key 3
+        var metadata = try #require(try storage.loadMetadata())
+        metadata.keys.removeAll { $0.id == 1 }
+        storage.staleMetadata.withLock { $0 = metadata }
+        #expect(throws: RecordsError.storeKeyUnavailable("the store's current key is one this handle cannot take up: unlock it again")) {
+            try store.add(["toWhom": "refused", "description": "d"], to: "gifts")
+        }
+        #expect(try other.search(in: "gifts").isEmpty)
+    }
 }

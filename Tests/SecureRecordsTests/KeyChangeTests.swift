@@ -172,7 +172,11 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
     /// write then overtook).
     let staleMetadata = Locked<StoreMetadata?>(nil)
 
+    /// How many times the metadata was read by `loadMetadata` (not inside a conditional insert).
+    let metadataReads = Locked(0)
+
     func loadMetadata() throws(RecordsError) -> StoreMetadata? {
+        metadataReads.withLock { $0 += 1 }
         if let stale = staleMetadata.withLock({ (next: inout StoreMetadata?) -> StoreMetadata? in defer { next = nil }; return next }) {
             return stale
         }
@@ -186,6 +190,9 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
         try base.createCollection(collection, schema: schema)
     }
     func insert(_ records: [StoredRecord]) throws(RecordsError) { try base.insert(records) }
+    func insert(_ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool) throws(RecordsError) -> Bool {
+        try base.insert(records, ifAccepted: accept)
+    }
     func replace(_ records: [StoredRecord]) throws(RecordsError) { try base.replace(records) }
     func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
         let count = lock.withLock { replaces += 1; return replaces }
