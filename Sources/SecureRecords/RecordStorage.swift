@@ -82,13 +82,23 @@ public struct StoredRecord: Sendable, Hashable {
     /// (an NFC and an NFD spelling of a value are equal to it); a conditional write must not take
     /// a record whose only change is such a respelling for unchanged.
     public func isIdentical(to other: StoredRecord) -> Bool {
+        self == other && collection.utf8.elementsEqual(other.collection.utf8) && Self.identical(clear, other.clear)
+            && Self.identical(sealed, other.sealed) && Self.identical(blindIndexes, other.blindIndexes)
+    }
+
+    /// Whether two clear field maps hold exactly the same bytes (names and values, not up to
+    /// canonical equivalence as `==`).
+    package static func identical(_ a: [String: FieldValue], _ b: [String: FieldValue]) -> Bool {
+        identical(a.mapValues { Data([$0.kindByte]) + $0.payload }, b.mapValues { Data([$0.kindByte]) + $0.payload })
+    }
+
+    /// Whether two maps of sealed values or tokens hold exactly the same bytes, names included.
+    package static func identical(_ a: [String: Data], _ b: [String: Data]) -> Bool {
         // The byte form of each name and value, in a canonical order.
         func bytes(_ fields: [String: Data]) -> [[UInt8]] {
             fields.map { Array($0.key.utf8) + [0xFF] + Array($0.value) }.sorted { $0.lexicographicallyPrecedes($1) }
         }
-        return self == other && collection.utf8.elementsEqual(other.collection.utf8)
-            && bytes(clear.mapValues { Data([$0.kindByte]) + $0.payload }) == bytes(other.clear.mapValues { Data([$0.kindByte]) + $0.payload })
-            && bytes(sealed) == bytes(other.sealed) && bytes(blindIndexes) == bytes(other.blindIndexes)
+        return a.count == b.count && bytes(a) == bytes(b)
     }
 
     /// Whether this password record's sealed values bind its clear fields (`SFR2` contexts).

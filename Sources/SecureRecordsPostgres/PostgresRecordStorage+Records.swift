@@ -17,8 +17,12 @@ extension PostgresRecordStorage {
         var clearIds: [UUID] = [], clearNames: [String] = [], clearKinds: [Int16] = [], clearValues: [ByteBuffer] = []
         var sealedIds: [UUID] = [], sealedNames: [String] = [], sealedValues: [ByteBuffer] = []
         var indexIds: [UUID] = [], indexNames: [String] = [], indexKeyIds: [Int64] = [], indexTokens: [ByteBuffer] = []
+        /// Per field table, the records whose rows there are (re)written: all of them, except those
+        /// whose rows there are byte for byte the ones `previous` holds.
+        var rewritten: (clear: [UUID], sealed: [UUID], indexes: [UUID]) = ([], [], [])
 
-        init(_ records: [StoredRecord]) {
+        /// The columns of `records`; `previous`, the rows as they are stored, for a rewrite.
+        init(_ records: [StoredRecord], previous: [UUID: StoredRecord] = [:]) {
             ids.reserveCapacity(records.count)
             for record in records {
                 ids.append(record.id)
@@ -27,29 +31,49 @@ extension PostgresRecordStorage {
                 keyIds.append(record.keyId.map { Int64($0) } ?? -1)
                 fts.append(PostgresFullText.tsvector(record.fullText))
                 macs.append(record.mac.map { PostgresRecordStorage.buffer(Data([1]) + $0) } ?? ByteBuffer())
-                for (name, value) in record.clear {
-                    clearIds.append(record.id)
-                    clearNames.append(name)
-                    switch value {
-                    case .string(let s):
-                        clearKinds.append(1)
-                        clearValues.append(ByteBuffer(string: s))
-                    case .bytes(let b):
-                        clearKinds.append(2)
-                        clearValues.append(PostgresRecordStorage.buffer(b))
-                    }
+                let old = previous[record.id]
+                func kept(_ same: (StoredRecord) -> Bool) -> Bool { old.map(same) ?? false }
+                if !kept({ StoredRecord.identical(record.clear, $0.clear) }) { appendClear(record) }
+                if !kept({ StoredRecord.identical(record.sealed, $0.sealed) }) { appendSealed(record) }
+                // Index rows carry the record's key id too.
+                if !kept({ ($0.keyId == record.keyId || record.blindIndexes.isEmpty) && StoredRecord.identical(record.blindIndexes, $0.blindIndexes) }) {
+                    appendIndexes(record)
                 }
-                for (name, value) in record.sealed {
-                    sealedIds.append(record.id)
-                    sealedNames.append(name)
-                    sealedValues.append(PostgresRecordStorage.buffer(value))
+            }
+        }
+
+        private mutating func appendClear(_ record: StoredRecord) {
+            rewritten.clear.append(record.id)
+            for (name, value) in record.clear {
+                clearIds.append(record.id)
+                clearNames.append(name)
+                switch value {
+                case .string(let s):
+                    clearKinds.append(1)
+                    clearValues.append(ByteBuffer(string: s))
+                case .bytes(let b):
+                    clearKinds.append(2)
+                    clearValues.append(PostgresRecordStorage.buffer(b))
                 }
-                for (name, token) in record.blindIndexes {
-                    indexIds.append(record.id)
-                    indexNames.append(name)
-                    indexKeyIds.append(Int64(record.keyId ?? 0))
-                    indexTokens.append(PostgresRecordStorage.buffer(token))
-                }
+            }
+        }
+
+        private mutating func appendSealed(_ record: StoredRecord) {
+            rewritten.sealed.append(record.id)
+            for (name, value) in record.sealed {
+                sealedIds.append(record.id)
+                sealedNames.append(name)
+                sealedValues.append(PostgresRecordStorage.buffer(value))
+            }
+        }
+
+        private mutating func appendIndexes(_ record: StoredRecord) {
+            rewritten.indexes.append(record.id)
+            for (name, token) in record.blindIndexes {
+                indexIds.append(record.id)
+                indexNames.append(name)
+                indexKeyIds.append(Int64(record.keyId ?? 0))
+                indexTokens.append(PostgresRecordStorage.buffer(token))
             }
         }
     }
@@ -305,13 +329,31 @@ extension PostgresRecordStorage {
                 throw failure
             }
         }
+        analyze(afterLoading: batches.reduce(0) { $0 + $1.count })
     }
 
-    /// The statements deleting the field rows of the records `ids`.
-    func fieldDeletes(_ ids: [UUID]) -> [(String, PostgresBindings)] {
-        [tables.clearFields, tables.sealedFields, tables.blindIndexes].map { table in
-            ("DELETE FROM \(table) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) })
+    /// After a bulk load of `count` records, runs ANALYZE on the record tables when the load is
+    /// large against what the planner last knew of them (autovacuum's own rule: more than 50 rows
+    /// plus a tenth of the table), as PostgreSQL's documentation advises after a bulk load: until
+    /// autovacuum's next analyze, a minute or more later, the planner guesses, and looks records up
+    /// by id with scans of whole field tables (a key rotation of 100,000 records just loaded took
+    /// 17–52 s, depending on when that analyze came). Best effort: a failure leaves it to
+    /// autovacuum, and a role that does not own the tables only gets a warning.
+    func analyze(afterLoading count: Int) {
+        guard count > 50 else { return }
+        _ = try? write { (tx) throws(RecordsError) in
+            let rows = try run(tx, "SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)", Self.binds { $0.append(tables.records) })
+            let known: Float = try rows.first.map { (row) throws(RecordsError) -> Float in try decode(row, Float.self) } ?? -1  // -1: never analyzed
+            guard known < 0 || Double(count) > 50 + Double(known) / 10 else { return }
+            for table in [tables.records, tables.clearFields, tables.sealedFields, tables.blindIndexes] { try run(tx, "ANALYZE \(table)") }
         }
+    }
+
+    /// The statements deleting the field rows of the records `ids` in each field table.
+    func fieldDeletes(_ ids: (clear: [UUID], sealed: [UUID], indexes: [UUID])) -> [(String, PostgresBindings)] {
+        [(tables.clearFields, ids.clear), (tables.sealedFields, ids.sealed), (tables.blindIndexes, ids.indexes)]
+            .filter { !$0.1.isEmpty }
+            .map { table, ids in ("DELETE FROM \(table) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }) }
     }
 
     /// `RecordStorage.replace`, in one transaction: the record rows are updated first (taking their
@@ -339,16 +381,21 @@ extension PostgresRecordStorage {
             let rows = try run(
                 tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = ANY($1::uuid[]) ORDER BY r.id FOR UPDATE",
                 Self.binds { $0.append(ids) })
-            let unchanged = try load(rows, tx).filter { expected[$0.id]?.isIdentical(to: $0) == true }.compactMap { candidates[$0.id] }
-            _ = try replaceRows(unchanged, tx)
+            let stored = try load(rows, tx).filter { expected[$0.id]?.isIdentical(to: $0) == true }
+            let unchanged = stored.compactMap { candidates[$0.id] }
+            // Field rows that stay as they are (a rotation's clear fields) are not rewritten.
+            _ = try replaceRows(unchanged, previous: Dictionary(stored.map { ($0.id, $0) }) { first, _ in first }, tx)
             return Set(records.map(\.id)).subtracting(unchanged.map(\.id))
         }
     }
 
-    /// Rewrites the rows of `records` (ids unique) in `tx`; returns the ids that exist.
-    private func replaceRows(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) -> Set<UUID> {
+    /// Rewrites the rows of `records` (ids unique) in `tx`, leaving the field rows that are
+    /// byte for byte those of `previous` (the rows as stored); returns the ids that exist.
+    private func replaceRows(
+        _ records: [StoredRecord], previous: [UUID: StoredRecord] = [:], _ tx: Transaction
+    ) throws(RecordsError) -> Set<UUID> {
         guard !records.isEmpty else { return [] }
-        let c = Columns(records)
+        let c = Columns(records, previous: previous)
         let update = """
             UPDATE \(tables.records) AS r
             SET collection = u.collection, keying = u.keying, key_id = NULLIF(u.key_id, -1), fts = u.fts::tsvector, mac = \(Self.macColumn)
@@ -358,7 +405,7 @@ extension PostgresRecordStorage {
             """
         let results: [[PostgresRow]]
         do throws(PostgresSession.PostgresFailure) {
-            results = try tx.pipeline([(update, Self.recordBinds(c))] + fieldDeletes(c.ids) + fieldInserts(c))
+            results = try tx.pipeline([(update, Self.recordBinds(c))] + fieldDeletes(c.rewritten) + fieldInserts(c))
         } catch {
             throw tx.map(error)
         }
@@ -372,7 +419,7 @@ extension PostgresRecordStorage {
         try write { (tx) throws(RecordsError) in
             let deleted = try run(tx, "DELETE FROM \(tables.records) WHERE id = $1 RETURNING 1", Self.binds { $0.append(id) })
             guard !deleted.isEmpty else { return false }
-            do throws(PostgresSession.PostgresFailure) { _ = try tx.pipeline(fieldDeletes([id])) } catch { throw tx.map(error) }
+            do throws(PostgresSession.PostgresFailure) { _ = try tx.pipeline(fieldDeletes(([id], [id], [id]))) } catch { throw tx.map(error) }
             return true
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import PostgresNIO
+import SecureCore
 import SecureRecords
 
 /// `RecordStorage` in a PostgreSQL database, for a store shared by many machines and users.
@@ -269,13 +270,19 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
     /// connection, as every write is), whose deadline is renewed by each batch inserted: an import
     /// of any size runs to its end while the server keeps answering.
     public func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) {
-        try session.transaction(readOnly: false, bulk: true) { (tx) throws(RecordsError) in try body(ImportWriter(storage: self, transaction: tx)) }
+        let inserted = Locked(0)
+        try session.transaction(readOnly: false, bulk: true) { (tx) throws(RecordsError) in
+            inserted.withLock { $0 = 0 }  // the body runs again after a lost connection
+            try body(ImportWriter(storage: self, transaction: tx, inserted: inserted))
+        }
+        analyze(afterLoading: inserted.withLock { $0 })
     }
 
-    /// Writes into the transaction `transaction`.
+    /// Writes into the transaction `transaction`, counting the records in `inserted`.
     private struct ImportWriter: RecordImportWriter {
         let storage: PostgresRecordStorage
         let transaction: Transaction
+        let inserted: Locked<Int>
 
         func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
             let (s, tx) = (storage, transaction)
@@ -296,6 +303,7 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
 
         func insert(_ records: [StoredRecord]) throws(RecordsError) {
             try storage.copyRecords(records, transaction)
+            inserted.withLock { $0 += records.count }
         }
     }
 }

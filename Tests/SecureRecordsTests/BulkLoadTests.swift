@@ -124,6 +124,33 @@ import Testing
         }
     }
 
+    /// After a bulk load (`add(contentsOf:)` of several batches, an import), the planner knows the
+    /// tables' sizes at once (ANALYZE, as PostgreSQL advises after a bulk load), so lookups by id
+    /// use their indexes instead of scanning whole field tables until autovacuum's next analyze.
+    /// A small add into a table the planner knows does not analyze again.
+    @Test(.requires(.postgres)) func aBulkLoadLeavesThePlannerKnowingTheTables() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let store = try makeStore(scratch)
+        let storage = try #require(store.storage as? PostgresRecordStorage)
+        func planned(_ table: String) throws -> [String?] {
+            try storage.queryText("SELECT reltuples::bigint::text FROM pg_class WHERE oid = '\(storage.tableName(table))'::regclass")
+        }
+        #expect(try planned("records") == ["-1"])  // never analyzed
+        let fields = (0..<1_000).map { i -> [String: FieldValue] in ["toWhom": .string("t\(i)"), "description": "d", "ssn": .string("\(i)")] }
+        _ = try store.add(contentsOf: fields, to: "gifts")
+        #expect(try planned("records") == ["1000"])
+        #expect(try planned("clear_fields") == ["1000"])
+        #expect(try planned("sealed_fields") == ["2000"])
+        #expect(try planned("blind_indexes") == ["1000"])
+        _ = try store.add(contentsOf: Array(fields.prefix(60)), to: "gifts")  // 60 < 50 + 1000 / 10
+        #expect(try planned("records") == ["1000"])
+        let export = scratch.path("export.jsonl")
+        #expect(try OutputDestination.write(to: export) { try store.export(to: $0) } == 1_060)
+        let importedStorage = try #require(try scratch.storage("imported.db") as? PostgresRecordStorage)
+        _ = try RecordStore(storage: importedStorage, importingFile: export, configuration: testConfiguration)
+        #expect(try importedStorage.queryText("SELECT reltuples::bigint::text FROM pg_class WHERE oid = '\(importedStorage.tableName("records"))'::regclass") == ["1060"])
+    }
+
     /// A caller slower than the transaction deadline between its batches (sealing with a
     /// password, say) still loads: each batch it hands over counts as progress.
     @Test(.requires(.postgres)) func aCallerSlowerThanTheDeadlineBetweenBatchesStillLoads() throws {

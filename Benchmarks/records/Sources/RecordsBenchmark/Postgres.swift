@@ -39,6 +39,13 @@ func createPlainTable(_ table: String, url: String, password: String?) throws {
         """)
 }
 
+/// The one value `sql` selects on the benchmark server, as text; fails loudly.
+func psqlValue(_ url: String, password: String?, _ sql: String) throws -> String {
+    let (status, output) = try postgresTool("/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q", "-At", "-c", sql], password: password)
+    guard status == 0 else { fatalError("psql failed (\(status))") }
+    return output.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
 /// Runs `psql` on the benchmark server with `sql` on standard input; fails loudly.
 func psql(_ url: String, password: String?, _ sql: String) throws {
     let status = try postgresTool("/usr/bin/psql", [url, "-v", "ON_ERROR_STOP=1", "-q"], password: password, input: sql).status
@@ -85,9 +92,13 @@ func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSeale
         copy, ours / copy))
     print(String(format: "PostgreSQL: COPY through psql of the rows SecureRecords stored (sealed; its four tables and indexes), one transaction: %.2f s "
         + "(the server's floor for this schema: %.1fx the unencrypted COPY); SecureRecords / floor = %.1fx", floor, floor / copy, ours / floor))
+    // The WAL the rotation writes: its time varies with the checkpoints it meets (each page's first
+    // change after one is logged whole), its WAL much less.
+    let walBefore = try psqlValue(url, password: password, "SELECT pg_current_wal_lsn()")
     let rotateTime = try seconds { try store.rotateStoreKey(with: sealer) }
-    print(String(format: "PostgreSQL: rotate the store key over %d records (batches of 256): %.2f s (%.0f records/s)",
-        count, rotateTime, Double(count) / rotateTime))
+    let wal = try psqlValue(url, password: password, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '\(walBefore)')")
+    print(String(format: "PostgreSQL: rotate the store key over %d records (batches of 256): %.2f s (%.0f records/s), %.0f MB of WAL",
+        count, rotateTime, Double(count) / rotateTime, (Double(wal) ?? 0) / 1e6))
     try concurrentClientsBenchmark(url: url, password: password, configuration: configuration, sealer: sealer, directory: directory)
     guard big else { return }
 
