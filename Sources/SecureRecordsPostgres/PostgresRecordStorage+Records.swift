@@ -338,14 +338,16 @@ extension PostgresRecordStorage {
     /// autovacuum's next analyze, a minute or more later, the planner guesses, and looks records up
     /// by id with scans of whole field tables (a key rotation of 100,000 records just loaded took
     /// 17–52 s, depending on when that analyze came). Best effort: a failure leaves it to
-    /// autovacuum, and a role that does not own the tables only gets a warning.
+    /// autovacuum, a role that does not own the tables only gets a warning, and a table another
+    /// session holds (a VACUUM, an index build) is skipped rather than waited for.
     func analyze(afterLoading count: Int) {
         guard count > 50 else { return }
         _ = try? write { (tx) throws(RecordsError) in
             let rows = try run(tx, "SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)", Self.binds { $0.append(tables.records) })
             let known: Float = try rows.first.map { (row) throws(RecordsError) -> Float in try decode(row, Float.self) } ?? -1  // -1: never analyzed
             guard known < 0 || Double(count) > 50 + Double(known) / 10 else { return }
-            for table in [tables.records, tables.clearFields, tables.sealedFields, tables.blindIndexes] { try run(tx, "ANALYZE \(table)") }
+            let t = tables
+            try run(tx, "ANALYZE (SKIP_LOCKED) \(t.records), \(t.clearFields), \(t.sealedFields), \(t.blindIndexes)")
         }
     }
 
