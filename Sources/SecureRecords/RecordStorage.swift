@@ -177,9 +177,12 @@ public protocol RecordStorage: Sendable {
     /// metadata and hands it to `accept`: when `accept` returns false or throws, nothing is inserted
     /// (false, or its error), whatever the insert itself would have met (an id that exists, say;
     /// an id given twice in `records` may be refused first). A write whose keys are checked against
-    /// the store as it stands, in one transaction rather than a read and then a write (so that a
-    /// single add costs the server one transaction). `accept` only decides: it may run more than
-    /// once (a transaction run again). The default reads the metadata, then inserts, in two.
+    /// the store as the transaction reads it (SQLite: as it stands until the commit; PostgreSQL, at
+    /// READ COMMITTED: a change committed after the read is not seen), in one transaction rather
+    /// than a read and then a write (so that a single add costs the server one transaction).
+    /// `accept` only decides: it may run more than once (a transaction run again). The default
+    /// reads the metadata, then inserts, in two transactions: a storage that wraps another should
+    /// forward this call.
     func insert(_ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool) throws(RecordsError) -> Bool
     /// Runs `body` with an `insert` function, and stores everything `insert` was given in one
     /// transaction: all or none (an error from `body` or from `insert` inserts nothing;

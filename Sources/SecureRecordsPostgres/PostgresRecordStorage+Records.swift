@@ -252,10 +252,15 @@ extension PostgresRecordStorage {
             } catch {
                 throw tx.map(error)
             }
-            let metadata = try decodeMetadata(rows.store, rows.keys)
             // The check's verdict comes first: a store that refuses the write is not asked about
-            // the inserts' own failure (a duplicate id, say).
-            guard try accept(metadata) else { return false }
+            // the inserts' own failure (a duplicate id, say). Its error is final: the transaction
+            // is not run again for a failure an insert met meanwhile (a deadlock, say).
+            do throws(RecordsError) {
+                guard try accept(try decodeMetadata(rows.store, rows.keys)) else { return false }
+            } catch {
+                tx.failures.abandon()
+                throw error
+            }
             for result in results.dropFirst(2) {
                 if case .failure(let error) = result { throw Self.insertFailure(error, firstId: records[0].id, tx) }
             }

@@ -547,9 +547,9 @@ final class PostgresSession: Sendable {
                 }
                 result = try body(tx)
                 if let commitIf, !commitIf(result!) {
-                    // Its writes are not kept; a connection that cannot roll back is dropped (the
-                    // server rolls back what it held).
-                    if (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
+                    // Its writes are not kept; a connection lost or silent, or that cannot roll
+                    // back, is dropped (the server rolls back what it held).
+                    if tx.failures.last?.isConnectionLost == true || (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
                     return result!
                 }
                 committing = true
