@@ -177,22 +177,28 @@ public protocol RecordStorage: Sendable {
     /// metadata and hands it to `accept`: when `accept` returns false or throws, nothing is inserted
     /// (false, or its error), whatever the insert itself would have met (an id that exists, say;
     /// an id given twice in `records` may be refused first). A write whose keys are checked against
-    /// the store as the transaction reads it (SQLite: as it stands until the commit; PostgreSQL, at
-    /// READ COMMITTED: a change committed after the read is not seen), in one transaction rather
-    /// than a read and then a write (so that a single add costs the server one transaction).
-    /// `accept` only decides: it may run more than once (a transaction run again). The default
-    /// reads the metadata, then inserts, in two transactions: a storage that wraps another should
-    /// forward this call.
+    /// the store in its own transaction, and the store's keys cannot change between that read and
+    /// the commit (SQLite serialises writers; PostgreSQL reads the store row `FOR SHARE`, which a
+    /// key rotation's switch to a new key waits for), so that a rotation that has finished finds
+    /// every record written under an older key. `accept` only decides: it may run more than once
+    /// (a transaction run again). The default reads the metadata, then inserts, in two
+    /// transactions: a storage that wraps another should forward this call and its kin
+    /// (`insertInOneTransaction`, `replace(_:ifUnchangedFrom:ifAccepted:)`).
     func insert(_ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool) throws(RecordsError) -> Bool
     /// Runs `body` with an `insert` function, and stores everything `insert` was given in one
     /// transaction: all or none (an error from `body` or from `insert` inserts nothing;
-    /// `duplicateRecord` if an id exists). `insert` may be called from another thread than the
-    /// caller's while the caller is blocked in `body` (a fork-join), never from two at once. A
-    /// backend that can write a batch while the caller prepares the next one should; the default
-    /// collects every batch and calls `insert(_:)` when `body` returns.
+    /// `duplicateRecord` if an id exists). The transaction first reads the store's metadata and
+    /// hands it to `accept`, as `insert(_:ifAccepted:)` does, before `body` runs: when `accept`
+    /// returns false or throws, `body` does not run and nothing is inserted (false, or its error).
+    /// The metadata `accept` took holds until the commit (see `insert(_:ifAccepted:)`). `insert`
+    /// may be called from another thread than the caller's while the caller is blocked in `body`
+    /// (a fork-join), never from two at once. A backend that can write a batch while the caller
+    /// prepares the next one should; the default reads the metadata, collects every batch and calls
+    /// `insert(_:)` when `body` returns.
     func insertInOneTransaction(
+        ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool,
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
-    ) throws(RecordsError)
+    ) throws(RecordsError) -> Bool
     /// Replaces existing records (all or none); `recordNotFound` if one is missing.
     func replace(_ records: [StoredRecord]) throws(RecordsError)
     /// Replaces each of `records` whose stored row is still exactly its namesake in `expected` (as
@@ -201,6 +207,13 @@ public protocol RecordStorage: Sendable {
     /// or was deleted since `expected` was read. A read-modify-write through it (an update, a key
     /// rotation) never overwrites another client's write.
     func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID>
+    /// `replace(_:ifUnchangedFrom:)` in a transaction that first reads the store's metadata and
+    /// hands it to `accept`, as `insert(_:ifAccepted:)` does (for a write under the store's current
+    /// key: an update): when `accept` returns false (then nil is returned) or throws, nothing is
+    /// replaced. The default reads the metadata, then replaces, in two transactions.
+    func replace(
+        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Set<UUID>?
     /// Deletes a record; false when it did not exist.
     func delete(_ id: UUID) throws(RecordsError) -> Bool
     /// The record with `id`.
@@ -244,13 +257,32 @@ extension RecordStorage {
         return true
     }
 
-    /// Collects every batch `body` inserts, then inserts them with `insert(_:)`.
+    /// Reads the metadata, then collects every batch `body` inserts and inserts them with
+    /// `insert(_:)`: two transactions.
     public func insertInOneTransaction(
+        ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool,
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
-    ) throws(RecordsError) {
+    ) throws(RecordsError) -> Bool {
+        guard try accept(try loadMetadata()) else { return false }
         var all: [StoredRecord] = []
         try body { (batch) throws(RecordsError) in all += batch }
         try insert(all)
+        return true
+    }
+
+    /// `insertInOneTransaction(ifAccepted:_:)` whatever the store's metadata.
+    public func insertInOneTransaction(
+        _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
+    ) throws(RecordsError) {
+        _ = try insertInOneTransaction(ifAccepted: { _ in true }, body)
+    }
+
+    /// Reads the metadata, then replaces with `replace(_:ifUnchangedFrom:)`: two transactions.
+    public func replace(
+        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Set<UUID>? {
+        guard try accept(try loadMetadata()) else { return nil }
+        return try replace(records, ifUnchangedFrom: expected)
     }
 }
 

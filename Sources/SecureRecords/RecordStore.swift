@@ -262,8 +262,8 @@ public final class RecordStore: Sendable {
 
     /// A sealer for store-keyed records of `collection` under the current store key, with the blind
     /// index keys of the fields `schema` indexes; `storeKeyRequired` when locked.
-    func storeKeySealer(collection: String, schema: RecordSchema, expectedCount: Int) throws(RecordsError) -> StoreKeySealer {
-        let ring = try currentKeyring()
+    func storeKeySealer(collection: String, schema: RecordSchema, ring: Keyring? = nil, expectedCount: Int) throws(RecordsError) -> StoreKeySealer {
+        guard let ring = ring ?? keyring.withLock({ $0 }) else { throw .storeKeyRequired }
         guard let key = ring.keys[ring.current], let macKey = ring.macKeys[ring.current] else { throw .storeKeyRequired }
         var indexKeys: [String: SymmetricKey] = [:]
         for (name, protection) in schema.fields where protection == .sealedIndexed {
@@ -387,31 +387,46 @@ public final class RecordStore: Sendable {
         for _ in 0..<Self.writeAttempts {
             let held = isUnlocked ? try currentKeyring().current : nil
             let record = try seal(id: id, collection: collection, schema: schema, fields: fields, sealing: sealing)
-            let inserted = try storage.insert([record]) { (metadata) throws(RecordsError) -> Bool in
-                // Clear fields alone, without key or MAC: only in a store with no key.
-                if record.keying == .storeKey, record.mac == nil {
-                    try Self.requireNoStoreKey(in: metadata)
-                    return true
-                }
-                guard let keyId = record.keyId else {
-                    // A password record holds nothing under the store key, but an unlocked handle
-                    // still refuses a store that no longer holds its key.
-                    if let held { _ = try self.isSuperseded(held, in: metadata) }
-                    return true
-                }
-                return try !self.isSuperseded(keyId, in: metadata)
-            }
-            if inserted { return id }
-            // Refused: the store names a later key. Take it up, or fail if this handle cannot.
-            if let sealedUnder = record.keyId, try keyringForWriting().current <= sealedUnder {
-                throw .storeKeyUnavailable("the store's current key is one this handle cannot take up: unlock it again")
-            }
+            if try storage.insert([record], ifAccepted: keyCheck(for: record, held: held)) { return id }
+            try takeUpCurrentKey(refusedUnder: record.keyId)
         }
-        throw .storeKeyUnavailable("the store's current key changed at each of \(Self.writeAttempts) attempts to write the record")
+        throw Self.keyChangedAtEveryAttempt
     }
 
-    /// How many times an add seals its record again under a key another client made current.
+    /// How many times a write seals its records again under a key another client made current.
     static let writeAttempts = 8
+
+    static let keyChangedAtEveryAttempt = RecordsError.storeKeyUnavailable(
+        "the store's current key changed at each of \(writeAttempts) attempts to write; nothing was written")
+
+    /// The check a write makes of the store's keys in its own transaction (the `ifAccepted` of
+    /// `RecordStorage`'s conditional writes), so that what it writes under a store key goes under
+    /// the current one: records sealed or authenticated under `keyId` are refused (false) when
+    /// the store names a later current key. Records without key or MAC (`withoutKey`: a locked
+    /// handle's clear fields) go only into a store with no key (`storeKeyRequired`). An unlocked
+    /// handle (`held`: the key it writes under) refuses a store that no longer holds its key
+    /// (`storeKeyUnavailable`), even for password records, which hold nothing under it.
+    func keyCheck(under keyId: UInt32?, withoutKey: Bool, held: UInt32?) -> (StoreMetadata?) throws(RecordsError) -> Bool {
+        { (metadata) throws(RecordsError) -> Bool in
+            if withoutKey { try Self.requireNoStoreKey(in: metadata) }
+            if let keyId { return try !self.isSuperseded(keyId, in: metadata) }
+            if let held { _ = try self.isSuperseded(held, in: metadata) }
+            return true
+        }
+    }
+
+    /// `keyCheck(under:withoutKey:held:)` for writing `record` as sealed.
+    func keyCheck(for record: StoredRecord, held: UInt32?) -> (StoreMetadata?) throws(RecordsError) -> Bool {
+        keyCheck(under: record.keyId, withoutKey: record.keying == .storeKey && record.mac == nil, held: held)
+    }
+
+    /// After a write under `keyId` was refused because the store names a later current key (see
+    /// `keyCheck`): takes that key up, or fails (`storeKeyUnavailable`) when this handle cannot.
+    func takeUpCurrentKey(refusedUnder keyId: UInt32?) throws(RecordsError) {
+        if let keyId, try keyringForWriting().current <= keyId {
+            throw .storeKeyUnavailable("the store's current key is one this handle cannot take up: unlock it again")
+        }
+    }
 
     /// Adds several records to `collection` in one transaction (all or none); returns their ids in
     /// order. Large batches are sealed on every core, a group of chunks at a time, while the storage
@@ -427,48 +442,59 @@ public final class RecordStore: Sendable {
         // Under the current key, if another client rotated; `storeKeyRequired` when locked and needed.
         if sealsWithStoreKey || isUnlocked { _ = try keyringForWriting() }
         let unlocked = isUnlocked
-        if !unlocked, case .storeKey = sealing { try requireNoStoreKey() }
-        if !unlocked, records.contains(where: { !hasSealedField($0) }) { try requireNoStoreKey() }
+        // Store-keyed records: all of them when sealing with the store key, and those with nothing
+        // to seal (a password would protect nothing in them).
+        var storeKeyed = true
+        if case .password = sealing { storeKeyed = records.contains(where: { !hasSealedField($0) }) }
+        if !unlocked, storeKeyed { try requireNoStoreKey() }
         let ids = Self.randomUUIDs(records.count)
         let chunk = 256
-        let sealedFields = schema.fields.values.filter(\.isSealed).count
-        let sealChunk = { @Sendable (index: Int) throws(RecordsError) -> [StoredRecord] in
-            let range = index * chunk..<min(records.count, (index + 1) * chunk)
-            var sealer: StoreKeySealer?
-            if case .storeKey = sealing, unlocked {
-                sealer = try self.storeKeySealer(collection: collection, schema: schema, expectedCount: max(1, range.count * sealedFields))
-            }
-            var rows: [StoredRecord] = []
-            rows.reserveCapacity(range.count)
-            for i in range {
-                rows.append(try self.seal(
-                    id: ids[i], collection: collection, schema: schema, fields: schema.respelled(records[i]), sealing: sealing,
-                    sealer: &sealer))
-            }
-            return rows
-        }
         let chunks = (records.count + chunk - 1) / chunk
-        if chunks <= 1 {
-            try storage.insert(chunks == 0 ? [] : try sealChunk(0))
-            return ids
-        }
-        // Groups of one chunk per core are sealed in a fork-join, while the group before is
-        // inserted alongside (the storage writes on one core's turn).
-        let width = ProcessInfo.processInfo.activeProcessorCount
-        try storage.insertInOneTransaction { (insert) throws(RecordsError) in
-            var sealed: [[StoredRecord]] = []
-            for first in stride(from: 0, to: chunks, by: width) {
-                let group = first..<min(chunks, first + width)
-                let slots = ResultSlots<Result<[StoredRecord], RecordsError>?>(count: group.count, initialValue: nil)
-                let ready = sealed
-                try ForkJoin.run(group.count, alongside: { () throws(RecordsError) in for batch in ready { try insert(batch) } }) { i in
-                    slots[i] = Result { () throws(RecordsError) in try sealChunk(group.lowerBound + i) }
+        let sealedFields = schema.fields.values.filter(\.isSealed).count
+        for _ in 0..<Self.writeAttempts {
+            // Every chunk is sealed under this keyring's current key, the one the write checks.
+            let ring = unlocked ? try currentKeyring() : nil
+            let sealChunk = { @Sendable (index: Int) throws(RecordsError) -> [StoredRecord] in
+                let range = index * chunk..<min(records.count, (index + 1) * chunk)
+                var sealer = try ring.map { (ring) throws(RecordsError) in
+                    try self.storeKeySealer(collection: collection, schema: schema, ring: ring, expectedCount: max(1, range.count * sealedFields))
                 }
-                sealed = try (0..<slots.count).map { (i) throws(RecordsError) in try slots[i]!.get() }
+                var rows: [StoredRecord] = []
+                rows.reserveCapacity(range.count)
+                for i in range {
+                    rows.append(try self.seal(
+                        id: ids[i], collection: collection, schema: schema, fields: schema.respelled(records[i]), sealing: sealing,
+                        sealer: &sealer))
+                }
+                return rows
             }
-            for batch in sealed { try insert(batch) }
+            let keyId = storeKeyed ? ring?.current : nil
+            let check = keyCheck(under: keyId, withoutKey: storeKeyed && !unlocked, held: ring?.current)
+            if chunks <= 1 {
+                if try storage.insert(chunks == 0 ? [] : try sealChunk(0), ifAccepted: check) { return ids }
+                try takeUpCurrentKey(refusedUnder: keyId)
+                continue
+            }
+            // Groups of one chunk per core are sealed in a fork-join, while the group before is
+            // inserted alongside (the storage writes on one core's turn).
+            let width = ProcessInfo.processInfo.activeProcessorCount
+            let inserted = try storage.insertInOneTransaction(ifAccepted: check) { (insert) throws(RecordsError) in
+                var sealed: [[StoredRecord]] = []
+                for first in stride(from: 0, to: chunks, by: width) {
+                    let group = first..<min(chunks, first + width)
+                    let slots = ResultSlots<Result<[StoredRecord], RecordsError>?>(count: group.count, initialValue: nil)
+                    let ready = sealed
+                    try ForkJoin.run(group.count, alongside: { () throws(RecordsError) in for batch in ready { try insert(batch) } }) { i in
+                        slots[i] = Result { () throws(RecordsError) in try sealChunk(group.lowerBound + i) }
+                    }
+                    sealed = try (0..<slots.count).map { (i) throws(RecordsError) in try slots[i]!.get() }
+                }
+                for batch in sealed { try insert(batch) }
+            }
+            if inserted { return ids }
+            try takeUpCurrentKey(refusedUnder: keyId)
         }
-        return ids
+        throw Self.keyChangedAtEveryAttempt
     }
 
     /// `count` random (version 4) UUIDs from one read of the system generator.
@@ -604,8 +630,19 @@ public final class RecordStore: Sendable {
     /// when it changed meanwhile, reads it again and starts over (`recordNotFound` once deleted).
     private func readModifyWrite(_ id: UUID, _ change: (StoredRecord) throws(RecordsError) -> StoredRecord) throws(RecordsError) {
         for _ in 0..<Self.readModifyWriteAttempts {
+            let held = isUnlocked ? try currentKeyring().current : nil
             let current = try stored(id)
-            if try storage.replace([try change(current)], ifUnchangedFrom: [current]).isEmpty { return }
+            let updated = try change(current)
+            // Only a record moved to another key than the one it was read under needs the store's
+            // current key checked: one that stays under its key is covered by the comparison (a
+            // rotation that has finished since rewrote it).
+            let movedTo = updated.keyId != current.keyId ? updated.keyId : nil
+            let check = keyCheck(under: movedTo, withoutKey: updated.keying == .storeKey && updated.mac == nil, held: held)
+            guard let skipped = try storage.replace([updated], ifUnchangedFrom: [current], ifAccepted: check) else {
+                try takeUpCurrentKey(refusedUnder: movedTo)
+                continue
+            }
+            if skipped.isEmpty { return }
         }
         throw .storage(StorageFailure(
             .server(sqlState: "40001"),

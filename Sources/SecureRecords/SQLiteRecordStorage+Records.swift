@@ -135,13 +135,16 @@ extension SQLiteRecordStorage {
         }
     }
 
-    /// `RecordStorage.insertInOneTransaction`, in one SQLite transaction: each batch is written
-    /// when it is inserted, while the caller prepares the next. (The connection is used by one
-    /// thread at a time: the caller is blocked in `body` while another thread inserts.)
+    /// `RecordStorage.insertInOneTransaction`, in one SQLite transaction: `accept` is asked first,
+    /// then each batch is written when it is inserted, while the caller prepares the next. (The
+    /// connection is used by one thread at a time: the caller is blocked in `body` while another
+    /// thread inserts.)
     public func insertInOneTransaction(
+        ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool,
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
-    ) throws(RecordsError) {
-        try transaction(write: true) { (c) throws(RecordsError) in
+    ) throws(RecordsError) -> Bool {
+        try transaction(write: true) { (c) throws(RecordsError) -> Bool in
+            guard try accept(try Self.loadMetadata(c)) else { return false }
             // An insert that failed fails the load, even if `body` caught its error and went on.
             var insertFailure: RecordsError?
             try body { (batch) throws(RecordsError) in
@@ -152,6 +155,7 @@ extension SQLiteRecordStorage {
                 }
             }
             if let insertFailure { throw insertFailure }
+            return true
         }
     }
 
@@ -165,17 +169,31 @@ extension SQLiteRecordStorage {
     /// `RecordStorage.replace(_:ifUnchangedFrom:)`, in one SQLite write transaction (which excludes
     /// every other writer of the file).
     public func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
-        let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
-        return try transaction(write: true) { (c) throws(RecordsError) in
-            var skipped = Set<UUID>()
-            for record in records {
-                guard let previous = expected[record.id], try Self.replace(record, ifUnchangedFrom: previous, c) else {
-                    skipped.insert(record.id)
-                    continue
-                }
-            }
-            return skipped
+        try transaction(write: true) { (c) throws(RecordsError) in try Self.replace(records, ifUnchangedFrom: expected, c) }
+    }
+
+    /// `RecordStorage.replace(_:ifUnchangedFrom:ifAccepted:)`, in one SQLite write transaction that
+    /// asks `accept` first.
+    public func replace(
+        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Set<UUID>? {
+        try transaction(write: true) { (c) throws(RecordsError) -> Set<UUID>? in
+            guard try accept(try Self.loadMetadata(c)) else { return nil }
+            return try Self.replace(records, ifUnchangedFrom: expected, c)
         }
+    }
+
+    /// Replaces each of `records` whose row is still its namesake in `expected`; the ids left alone.
+    private static func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], _ c: SQLiteConnection) throws(RecordsError) -> Set<UUID> {
+        let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
+        var skipped = Set<UUID>()
+        for record in records {
+            guard let previous = expected[record.id], try replace(record, ifUnchangedFrom: previous, c) else {
+                skipped.insert(record.id)
+                continue
+            }
+        }
+        return skipped
     }
 
     /// Replaces the row of `record` when it exists and, if `expected` is given, equals it; whether it did.

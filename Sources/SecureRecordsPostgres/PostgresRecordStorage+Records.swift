@@ -235,9 +235,9 @@ extension PostgresRecordStorage {
     }
 
     /// `RecordStorage.insert(_:ifAccepted:)`, in one transaction: after BEGIN, the metadata's read
-    /// and the inserts are sent at once, then the transaction is committed if `accept` takes the
-    /// metadata, else rolled back (three round trips). At READ COMMITTED, a key rotation that
-    /// commits between the read and this commit is not seen (docs/SECURITY.md says what follows).
+    /// (holding the store row, `metadataStatements(holding:)`) and the inserts are sent at once,
+    /// then the transaction is committed if `accept` takes the metadata, else rolled back (three
+    /// round trips).
     public func insert(
         _ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
     ) throws(RecordsError) -> Bool {
@@ -245,7 +245,7 @@ extension PostgresRecordStorage {
         return try session.transaction(
             readOnly: false, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }
         ) { (tx) throws(RecordsError) -> Bool in
-            let results = tx.pipelineResults(metadataStatements + inserts)
+            let results = tx.pipelineResults(metadataStatements(holding: true) + inserts)
             let rows: (store: [PostgresRow], keys: [PostgresRow])
             do throws(PostgresSession.PostgresFailure) {
                 rows = (try results[0].get(), try results[1].get())
@@ -268,9 +268,10 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// `RecordStorage.insertInOneTransaction`, in one transaction: each batch is handed to a
-    /// `CopySender` thread when it is inserted, which encodes and copies it to the server while the
-    /// caller seals the next.
+    /// `RecordStorage.insertInOneTransaction`, in one transaction: the metadata is read first
+    /// (holding the store row until the commit, `metadataStatements(holding:)`) and handed to
+    /// `accept`, then each batch is handed to a `CopySender` thread when it is inserted, which
+    /// encodes and copies it to the server while the caller seals the next.
     /// The batches are kept, so that when the transaction must run again (a lost connection, a
     /// serialization failure) it does so with every batch, and `body` runs once: such a failure
     /// while `body` is still inserting is held until it ends (each batch it inserts meanwhile
@@ -278,18 +279,21 @@ extension PostgresRecordStorage {
     /// Ids are the client's, so a connection lost while committing is settled by whether the
     /// records are stored, as for `insert(_:)`.
     public func insertInOneTransaction(
+        ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool,
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
-    ) throws(RecordsError) {
+    ) throws(RecordsError) -> Bool {
         var batches: [[StoredRecord]] = []
         var outcome: Result<Void, RecordsError>?  // the body's, once it has run
-        try session.transaction(
+        let accepted = try session.transaction(
             readOnly: false, bulk: true, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(batches.flatMap { $0 }, tx) }
-        ) { (tx) throws(RecordsError) in
+        ) { (tx) throws(RecordsError) -> Bool in
+            // Asked again when the transaction runs again: the keys may have changed meanwhile.
+            guard try accepts(accept, tx) else { return false }
             switch outcome {
             case .failure(let error): throw error
             case .success:
                 for batch in batches { try copyRecords(batch, tx) }
-                return
+                return true
             case nil: break
             }
             let sender = CopySender(storage: self, transaction: tx)
@@ -333,8 +337,10 @@ extension PostgresRecordStorage {
                 if !retried() { outcome = .failure(failure) }
                 throw failure
             }
+            return true
         }
-        analyze(afterLoading: batches.reduce(0) { $0 + $1.count })
+        if accepted { analyze(afterLoading: batches.reduce(0) { $0 + $1.count }) }
+        return accepted
     }
 
     /// After a bulk load of `count` records, runs ANALYZE on the record tables when the load is
@@ -381,19 +387,36 @@ extension PostgresRecordStorage {
     /// (`FOR UPDATE`, in id order) before they are read and compared, so no other writer changes
     /// them between the comparison and the write.
     public func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
+        try write { (tx) throws(RecordsError) in try replace(records, ifUnchangedFrom: expected, tx) }
+    }
+
+    /// `RecordStorage.replace(_:ifUnchangedFrom:ifAccepted:)`, in one transaction that reads the
+    /// metadata first (holding the store row until the commit, `metadataStatements(holding:)`,
+    /// before the records' rows are locked, as every writer that holds both takes them).
+    public func replace(
+        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Set<UUID>? {
+        try write { (tx) throws(RecordsError) -> Set<UUID>? in
+            guard try accepts(accept, tx) else { return nil }
+            return try replace(records, ifUnchangedFrom: expected, tx)
+        }
+    }
+
+    /// Replaces, in `tx`, each of `records` whose row is still its namesake in `expected`: the
+    /// record rows are locked (`FOR UPDATE`, in id order) before they are read and compared, so no
+    /// other writer changes them between the comparison and the write. Returns the ids left alone.
+    private func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], _ tx: Transaction) throws(RecordsError) -> Set<UUID> {
         let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
         let candidates = Dictionary(records.filter { expected[$0.id] != nil }.map { ($0.id, $0) }) { _, last in last }
         let ids = candidates.keys.sorted { $0.uuidString < $1.uuidString }
-        return try write { (tx) throws(RecordsError) in
-            let rows = try run(
-                tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = ANY($1::uuid[]) ORDER BY r.id FOR UPDATE",
-                Self.binds { $0.append(ids) })
-            let stored = try load(rows, tx).filter { expected[$0.id]?.isIdentical(to: $0) == true }
-            let unchanged = stored.compactMap { candidates[$0.id] }
-            // Field rows that stay as they are (a rotation's clear fields) are not rewritten.
-            _ = try replaceRows(unchanged, previous: Dictionary(stored.map { ($0.id, $0) }) { first, _ in first }, tx)
-            return Set(records.map(\.id)).subtracting(unchanged.map(\.id))
-        }
+        let rows = try run(
+            tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = ANY($1::uuid[]) ORDER BY r.id FOR UPDATE",
+            Self.binds { $0.append(ids) })
+        let stored = try load(rows, tx).filter { expected[$0.id]?.isIdentical(to: $0) == true }
+        let unchanged = stored.compactMap { candidates[$0.id] }
+        // Field rows that stay as they are (a rotation's clear fields) are not rewritten.
+        _ = try replaceRows(unchanged, previous: Dictionary(stored.map { ($0.id, $0) }) { first, _ in first }, tx)
+        return Set(records.map(\.id)).subtracting(unchanged.map(\.id))
     }
 
     /// Rewrites the rows of `records` (ids unique) in `tx`, leaving the field rows that are

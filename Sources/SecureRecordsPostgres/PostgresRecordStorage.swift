@@ -127,21 +127,39 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         try read { (tx) throws(RecordsError) in try loadMetadata(tx) }
     }
 
-    /// The metadata, read in `tx` (both statements sent at once).
-    func loadMetadata(_ tx: Transaction) throws(RecordsError) -> StoreMetadata? {
+    /// The metadata, read in `tx` (both statements sent at once); with `holding`, the store row is
+    /// held until `tx` ends (`metadataStatements(holding:)`).
+    func loadMetadata(_ tx: Transaction, holding: Bool = false) throws(RecordsError) -> StoreMetadata? {
         let results: [[PostgresRow]]
         do throws(PostgresSession.PostgresFailure) {
-            results = try tx.pipeline(metadataStatements)
+            results = try tx.pipeline(metadataStatements(holding: holding))
         } catch {
             throw tx.map(error)
         }
         return try decodeMetadata(results[0], results[1])
     }
 
-    /// The statements reading the metadata: the store row, then its keys.
-    var metadataStatements: [(String, PostgresBindings)] {
+    /// `loadMetadata(_:holding: true)` handed to `accept`: its verdict, or its error, after which
+    /// the transaction is not run again (a check's error is final).
+    func accepts(_ accept: (StoreMetadata?) throws(RecordsError) -> Bool, _ tx: Transaction) throws(RecordsError) -> Bool {
+        let metadata = try loadMetadata(tx, holding: true)
+        do throws(RecordsError) {
+            return try accept(metadata)
+        } catch {
+            tx.failures.abandon()
+            throw error
+        }
+    }
+
+    /// The statements reading the metadata: the store row, then its keys. With `holding`, the
+    /// store row is read `FOR SHARE`: a write checked against the store's keys holds them until it
+    /// commits, since a key rotation makes its new key current by updating that row (which waits
+    /// for the holders, and is seen by a holder that comes after it: a locking read at READ
+    /// COMMITTED returns the row's latest committed version, and the keys' read that follows
+    /// takes a new snapshot).
+    func metadataStatements(holding: Bool = false) -> [(String, PostgresBindings)] {
         [
-            ("SELECT store_id, current_key_id FROM \(tables.store)", PostgresBindings()),
+            ("SELECT store_id, current_key_id FROM \(tables.store)\(holding ? " FOR SHARE" : "")", PostgresBindings()),
             ("SELECT id, wrapped FROM \(tables.storeKeys) ORDER BY id", PostgresBindings()),
         ]
     }

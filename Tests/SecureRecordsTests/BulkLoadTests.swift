@@ -293,6 +293,56 @@ import Testing
             usleep(10_000)
         }
     }
+
+    /// A write checked against the store's keys holds them until it commits: a key rotation that
+    /// starts while a bulk add (checked under key 1) is still loading waits for it before making its
+    /// new key current, then finds its records and moves them. (Without the hold, the rotation ran
+    /// to its end meanwhile, and the load committed its records under the old key.)
+    @Test(.requires(.postgres), .timeLimit(.minutes(2))) func aRotationWaitsForAWriteCheckedUnderTheOldKey() throws {
+        let scratch = try RecordsScratch(.postgres)
+        _ = try makeStore(scratch)
+        let base = try #require(try scratch.storage() as? PostgresRecordStorage)
+        let loading = FailingStorage(base, failReplaceAfter: .max)
+        let store = try RecordStore(storage: loading, configuration: testConfiguration)
+        try store.unlock(with: appSealer)
+        let inside = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        loading.insideBulkInsert.withLock { $0 = { inside.signal(); proceed.wait() } }
+        let added = Locked<Result<[UUID], RecordsError>?>(nil)
+        let loaded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let result = Result { () throws(RecordsError) in
+                try store.add(contentsOf: (0..<600).map { i in ["toWhom": .string("t\(i)"), "description": "d"] }, to: "gifts")
+            }
+            added.withLock { $0 = result }
+            loaded.signal()
+        }
+        #expect(inside.wait(timeout: .now() + 60) == .success)
+        let rotated = Locked<Result<KeyRotation, RecordsError>?>(nil)
+        let rotator = try scratch.reopen()
+        let rotationEnded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let result = Result { () throws(RecordsError) in try rotator.rotateStoreKey(with: appSealer) }
+            rotated.withLock { $0 = result }
+            rotationEnded.signal()
+        }
+        // Until the rotation waits for the store row (holding its tuple lock, it waits for the
+        // holders' transactions), or has ended.
+        let waiting = """
+            SELECT count(*)::text FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'tuple' AND l.relation = '\(base.tableName("store"))'::regclass AND a.wait_event_type = 'Lock'
+            """
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while rotated.withLock({ $0 == nil }), try base.queryText(waiting) == ["0"], Date() < deadline { usleep(10_000) }
+        #expect(rotated.withLock { $0 == nil }, "the rotation ran to its end while a write checked under its old key was loading")
+        proceed.signal()
+        #expect(loaded.wait(timeout: .now() + 60) == .success)
+        #expect(rotationEnded.wait(timeout: .now() + 60) == .success)
+        let ids = try #require(try added.withLock { $0 }?.get())
+        #expect(try rotated.withLock { $0 }?.get().keyId == 2)
+        #expect(try base.records(withKeyIdOtherThan: 2, after: 0, limit: 1).records.isEmpty)
+        #expect(try rotator.open(ids[599]).fields["description"] == "d")
+    }
 }
 
 /// Closing a connection while a `COPY` sends its data: postgres-nio traps (a precondition) on a

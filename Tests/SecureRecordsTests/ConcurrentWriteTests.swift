@@ -171,4 +171,32 @@ import Testing
         }
         #expect(try other.search(in: "gifts").isEmpty)
     }
+
+    /// A key rotation another client runs to its end between a write's read of the keys and the
+    /// write's own transaction does not leave what it writes under the old key: the transaction
+    /// checks the store's keys, refuses, and the write is sealed again under the new key. Here for a
+    /// bulk add (its records are sealed after the check) and an update that re-seals.
+    @Test(arguments: Backend.enabled)
+    func aWriteOvertakenByAWholeRotationGoesUnderTheNewKey(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let first = try makeStore(scratch)
+        let id = try first.add(["toWhom": "u", "description": "d0", "ssn": "0"], to: "gifts")
+        let rotator = try scratch.reopen()
+        @Sendable func rotate() {
+            do { _ = try rotator.rotateStoreKey(with: appSealer) } catch { Issue.record(error) }
+        }
+        let storage = FailingStorage(try scratch.storage(), failReplaceAfter: .max, beforeReplace: { count in if count == 1 { rotate() } })
+        let store = try RecordStore(storage: storage, configuration: testConfiguration)
+        try store.unlock(with: appSealer)
+
+        storage.beforeBulkInsert.withLock { $0 = rotate }  // to key 2
+        let ids = try store.add(contentsOf: (0..<600).map { i in ["toWhom": .string("t\(i)"), "description": "d", "ssn": .string("\(i)")] }, to: "gifts")
+        #expect(try ids.map { (id) throws in try storage.record(id)?.keyId } == Array(repeating: 2, count: ids.count))
+        #expect(try rotator.search(in: "gifts", [.equals(field: "ssn", value: "599")]).map(\.id) == [ids[599]])
+
+        try store.update(id, setting: ["description": "d1"])  // its write meets a rotation to key 3
+        #expect(try storage.record(id)?.keyId == 3)
+        #expect(try rotator.open(id).fields["description"] == "d1")
+        #expect(try storage.records(withKeyIdOtherThan: 3, after: 0, limit: 1).records.isEmpty)
+    }
 }

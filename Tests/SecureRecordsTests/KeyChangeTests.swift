@@ -195,12 +195,45 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
     }
     func replace(_ records: [StoredRecord]) throws(RecordsError) { try base.replace(records) }
     func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
+        try counted { () throws(RecordsError) in try base.replace(records, ifUnchangedFrom: expected) }
+    }
+    func replace(
+        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Set<UUID>? {
+        try counted { () throws(RecordsError) in try base.replace(records, ifUnchangedFrom: expected, ifAccepted: accept) }
+    }
+    /// A replace, counted: past `limit`, an injected failure; else `beforeReplace` and
+    /// `afterReplace` around it.
+    private func counted<R>(_ replace: () throws(RecordsError) -> R) throws(RecordsError) -> R {
         let count = lock.withLock { replaces += 1; return replaces }
         if count > limit { throw .storage(StorageFailure(.sqlite(code: 10), "injected failure")) }
         beforeReplace(count)
-        let skipped = try base.replace(records, ifUnchangedFrom: expected)
+        let result = try replace()
         afterReplace(count)
-        return skipped
+        return result
+    }
+
+    /// Run once, as the next bulk insert (`insertInOneTransaction`) is called, before its transaction.
+    let beforeBulkInsert = Locked<(@Sendable () -> Void)?>(nil)
+    /// Run once, as the next bulk insert's first batch is inserted, inside its transaction.
+    let insideBulkInsert = Locked<(@Sendable () -> Void)?>(nil)
+
+    func insertInOneTransaction(
+        ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool,
+        _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
+    ) throws(RecordsError) -> Bool {
+        beforeBulkInsert.withLock { (hook: inout (@Sendable () -> Void)?) in defer { hook = nil }; return hook }?()
+        return try base.insertInOneTransaction(ifAccepted: accept) { (insert) throws(RecordsError) in
+            let inserted: Result<Void, RecordsError> = withoutActuallyEscaping(insert) { insert in
+                Result { () throws(RecordsError) in
+                    try body { (batch) throws(RecordsError) in
+                        insideBulkInsert.withLock { (hook: inout (@Sendable () -> Void)?) in defer { hook = nil }; return hook }?()
+                        try insert(batch)
+                    }
+                }
+            }
+            try inserted.get()
+        }
     }
     func delete(_ id: UUID) throws(RecordsError) -> Bool { try base.delete(id) }
     func record(_ id: UUID) throws(RecordsError) -> StoredRecord? { try base.record(id) }
