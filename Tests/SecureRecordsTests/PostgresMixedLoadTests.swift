@@ -9,7 +9,8 @@ import Testing
 /// Many clients on one PostgreSQL store for 30 s: 16 async clients (tasks) sharing one
 /// `RecordStore` through `RecordStore.async` (so one storage's connection pool, 8 connections for
 /// 16 clients) and 8 `sf` processes at once, adding, updating, searching and rotating the store key. Nothing acknowledged is lost, nothing is stored
-/// twice, and every search finds every add acknowledged before it started.
+/// twice, every search finds every add acknowledged before it started, and at the end every record
+/// is under the store's current key.
 @Suite struct PostgresMixedLoadTests {
     static let seconds = 30.0
     static let tasks = 16
@@ -81,6 +82,10 @@ import Testing
             #expect(record.fields["note"] == .string(note))
             #expect(record.fields["description"] == .string("sealed \(id)"))
         }
+        // Every rotation ran to its end, and no write committed under a key older than one made
+        // current before it: the whole store is under the current key.
+        let current = try #require(try store.storage.loadMetadata()?.currentKeyId)
+        #expect(try store.storage.records(withKeyIdOtherThan: current, after: 0, limit: 1).records.isEmpty)
         let printed = ledger.processIds.withLock { $0 }.values.flatMap { $0 }
         #expect(printed.count == Set(printed).count)
         let sharedIds = try store.search(in: "shared").map { $0.id.uuidString.lowercased() }
