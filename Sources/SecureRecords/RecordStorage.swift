@@ -177,24 +177,27 @@ public protocol RecordStorage: Sendable {
     /// metadata and hands it to `accept`: when `accept` returns false or throws, nothing is inserted
     /// (false, or its error), whatever the insert itself would have met (an id that exists, say;
     /// an id given twice in `records` may be refused first). A write whose keys are checked against
-    /// the store in its own transaction, and the store's keys cannot change between that read and
-    /// the commit (SQLite serialises writers; PostgreSQL reads the store row `FOR SHARE`, which a
-    /// key rotation's switch to a new key waits for), so that a rotation that has finished finds
-    /// every record written under an older key. `accept` only decides: it may run more than once
-    /// (a transaction run again). The default reads the metadata, then inserts, in two
-    /// transactions: a storage that wraps another should forward this call and its kin
-    /// (`insertInOneTransaction`, `replace(_:ifUnchangedFrom:ifAccepted:)`).
+    /// the store in its own transaction, and the store's current key cannot change between that
+    /// read and the commit (SQLite serialises writers; PostgreSQL holds a shared advisory lock on
+    /// the store, which a switch to a new current key takes exclusively), so that a rotation that
+    /// has made its key current finds every record written under an older key. `accept` only
+    /// decides: it may run more than once (a transaction run again). The default reads the
+    /// metadata, then inserts, in two transactions: a storage that wraps another should forward
+    /// this call and its kin (`insertInOneTransaction(ifAccepted:_:)`,
+    /// `replace(_:ifUnchangedFrom:ifAccepted:)`).
     func insert(_ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool) throws(RecordsError) -> Bool
     /// Runs `body` with an `insert` function, and stores everything `insert` was given in one
     /// transaction: all or none (an error from `body` or from `insert` inserts nothing;
-    /// `duplicateRecord` if an id exists). The transaction first reads the store's metadata and
-    /// hands it to `accept`, as `insert(_:ifAccepted:)` does, before `body` runs: when `accept`
-    /// returns false or throws, `body` does not run and nothing is inserted (false, or its error).
-    /// The metadata `accept` took holds until the commit (see `insert(_:ifAccepted:)`). `insert`
-    /// may be called from another thread than the caller's while the caller is blocked in `body`
-    /// (a fork-join), never from two at once. A backend that can write a batch while the caller
-    /// prepares the next one should; the default reads the metadata, collects every batch and calls
-    /// `insert(_:)` when `body` returns.
+    /// `duplicateRecord` if an id exists). The transaction reads the store's metadata and hands it
+    /// to `accept`, as `insert(_:ifAccepted:)` does: before `body` runs (when `accept` returns false
+    /// or throws, `body` does not run) and, on a backend that does not hold the keys for the whole
+    /// load, again after it; when `accept` refuses, nothing is inserted (false, or its error). The
+    /// current key the last check saw holds until the commit. `insert` may be called from another
+    /// thread than the caller's while the caller is blocked in `body` (a fork-join), never from two
+    /// at once. A backend that can write a batch while the caller prepares the next one should; the
+    /// default reads the metadata, collects every batch and calls `insert(_:)` when `body` returns.
+    /// (Replaces `insertInOneTransaction(_:)`, now a convenience that accepts any metadata: a
+    /// storage that implemented that one should implement this one.)
     func insertInOneTransaction(
         ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool,
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void

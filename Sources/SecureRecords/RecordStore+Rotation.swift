@@ -79,8 +79,11 @@ extension RecordStore {
             for record in batch { updated.append(try reseal(record, schemas: schemas, ring: ring, adoptingUnkeyed: adopting)) }
             // A record another client changed or deleted since the page was read is left alone
             // (its write stands): the pass from the start finds it again if it is still not under
-            // the current key.
-            let skipped = try storage.replace(updated, ifUnchangedFrom: batch)
+            // the current key. A batch is written only while `target` is current (checked in its
+            // transaction): once another rotation has made a later key current, none of this one's
+            // batches lands under an older key; the next turn takes the later key up.
+            let unchanged: (StoreMetadata?) throws(RecordsError) -> Bool = { $0?.currentKeyId == target }
+            guard let skipped = try storage.replace(updated, ifUnchangedFrom: batch, ifAccepted: unchanged) else { continue }
             resealed += updated.count - skipped.count
             afterBatch?(resealed)
         }

@@ -646,7 +646,7 @@ public final class RecordStore: Sendable {
         }
         throw .storage(StorageFailure(
             .server(sqlState: "40001"),
-            "record \(id) was changed by other writers during each of \(Self.readModifyWriteAttempts) attempts to update it; nothing was written"))
+            "record \(id) (or the store's current key) was changed by other writers during each of \(Self.readModifyWriteAttempts) attempts to update it; nothing was written"))
     }
 
     /// How many times a read-modify-write starts over before it gives up.

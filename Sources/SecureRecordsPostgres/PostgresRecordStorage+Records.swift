@@ -235,7 +235,7 @@ extension PostgresRecordStorage {
     }
 
     /// `RecordStorage.insert(_:ifAccepted:)`, in one transaction: after BEGIN, the metadata's read
-    /// (holding the store row, `metadataStatements(holding:)`) and the inserts are sent at once,
+    /// (holding the store's keys, `metadataStatements(holding:)`) and the inserts are sent at once,
     /// then the transaction is committed if `accept` takes the metadata, else rolled back (three
     /// round trips).
     public func insert(
@@ -245,10 +245,12 @@ extension PostgresRecordStorage {
         return try session.transaction(
             readOnly: false, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }
         ) { (tx) throws(RecordsError) -> Bool in
-            let results = tx.pipelineResults(metadataStatements(holding: true) + inserts)
+            let reads = metadataStatements(holding: true)
+            let results = tx.pipelineResults(reads + inserts)
             let rows: (store: [PostgresRow], keys: [PostgresRow])
             do throws(PostgresSession.PostgresFailure) {
-                rows = (try results[0].get(), try results[1].get())
+                for result in results.prefix(reads.count - 2) { _ = try result.get() }
+                rows = (try results[reads.count - 2].get(), try results[reads.count - 1].get())
             } catch {
                 throw tx.map(error)
             }
@@ -261,17 +263,19 @@ extension PostgresRecordStorage {
                 tx.failures.abandon()
                 throw error
             }
-            for result in results.dropFirst(2) {
+            for result in results.dropFirst(reads.count) {
                 if case .failure(let error) = result { throw Self.insertFailure(error, firstId: records[0].id, tx) }
             }
             return true
         }
     }
 
-    /// `RecordStorage.insertInOneTransaction`, in one transaction: the metadata is read first
-    /// (holding the store row until the commit, `metadataStatements(holding:)`) and handed to
-    /// `accept`, then each batch is handed to a `CopySender` thread when it is inserted, which
-    /// encodes and copies it to the server while the caller seals the next.
+    /// `RecordStorage.insertInOneTransaction`, in one transaction: the metadata is read and handed
+    /// to `accept` first (a refusal costs nothing), then each batch is handed to a `CopySender`
+    /// thread when it is inserted, which encodes and copies it to the server while the caller seals
+    /// the next; at the end `accept` is asked again, holding the store's keys to the commit
+    /// (`metadataStatements(holding:)`), so that a key rotation waits for the commit only, never for
+    /// the whole load, and a load it overtook is refused (rolled back).
     /// The batches are kept, so that when the transaction must run again (a lost connection, a
     /// serialization failure) it does so with every batch, and `body` runs once: such a failure
     /// while `body` is still inserting is held until it ends (each batch it inserts meanwhile
@@ -284,18 +288,7 @@ extension PostgresRecordStorage {
     ) throws(RecordsError) -> Bool {
         var batches: [[StoredRecord]] = []
         var outcome: Result<Void, RecordsError>?  // the body's, once it has run
-        let accepted = try session.transaction(
-            readOnly: false, bulk: true, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(batches.flatMap { $0 }, tx) }
-        ) { (tx) throws(RecordsError) -> Bool in
-            // Asked again when the transaction runs again: the keys may have changed meanwhile.
-            guard try accepts(accept, tx) else { return false }
-            switch outcome {
-            case .failure(let error): throw error
-            case .success:
-                for batch in batches { try copyRecords(batch, tx) }
-                return true
-            case nil: break
-            }
+        func load(_ tx: Transaction) throws(RecordsError) {
             let sender = CopySender(storage: self, transaction: tx)
             // Whether the sender's failure will have the transaction run again (then it is held).
             func retried() -> Bool {
@@ -337,7 +330,17 @@ extension PostgresRecordStorage {
                 if !retried() { outcome = .failure(failure) }
                 throw failure
             }
-            return true
+        }
+        let accepted = try session.transaction(
+            readOnly: false, bulk: true, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(batches.flatMap { $0 }, tx) }
+        ) { (tx) throws(RecordsError) -> Bool in
+            guard try accepts(accept, tx, holding: false) else { return false }
+            switch outcome {
+            case .failure(let error): throw error
+            case .success: for batch in batches { try copyRecords(batch, tx) }
+            case nil: try load(tx)
+            }
+            return try accepts(accept, tx, holding: true)
         }
         if accepted { analyze(afterLoading: batches.reduce(0) { $0 + $1.count }) }
         return accepted
@@ -383,35 +386,65 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// `RecordStorage.replace(_:ifUnchangedFrom:)`, in one transaction: the record rows are locked
-    /// (`FOR UPDATE`, in id order) before they are read and compared, so no other writer changes
-    /// them between the comparison and the write.
+    /// `RecordStorage.replace(_:ifUnchangedFrom:)`, in one transaction (`replace(_:ifUnchangedFrom:rows:_:)`).
     public func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord]) throws(RecordsError) -> Set<UUID> {
-        try write { (tx) throws(RecordsError) in try replace(records, ifUnchangedFrom: expected, tx) }
-    }
-
-    /// `RecordStorage.replace(_:ifUnchangedFrom:ifAccepted:)`, in one transaction that reads the
-    /// metadata first (holding the store row until the commit, `metadataStatements(holding:)`,
-    /// before the records' rows are locked, as every writer that holds both takes them).
-    public func replace(
-        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
-    ) throws(RecordsError) -> Set<UUID>? {
-        try write { (tx) throws(RecordsError) -> Set<UUID>? in
-            guard try accepts(accept, tx) else { return nil }
-            return try replace(records, ifUnchangedFrom: expected, tx)
+        let candidates = Self.candidates(records, expected)
+        return try write { (tx) throws(RecordsError) in
+            let (lock, binds) = lockStatement(candidates)
+            return try replace(records, ifUnchangedFrom: expected, rows: try run(tx, lock, binds), tx)
         }
     }
 
-    /// Replaces, in `tx`, each of `records` whose row is still its namesake in `expected`: the
-    /// record rows are locked (`FOR UPDATE`, in id order) before they are read and compared, so no
-    /// other writer changes them between the comparison and the write. Returns the ids left alone.
-    private func replace(_ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], _ tx: Transaction) throws(RecordsError) -> Set<UUID> {
-        let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
-        let candidates = Dictionary(records.filter { expected[$0.id] != nil }.map { ($0.id, $0) }) { _, last in last }
+    /// `RecordStorage.replace(_:ifUnchangedFrom:ifAccepted:)`, in one transaction: the metadata's
+    /// read (holding the store's keys, `metadataStatements(holding:)`) and the locking read of the
+    /// records are sent at once, then the records are replaced if `accept` takes the metadata, else
+    /// the transaction is rolled back.
+    public func replace(
+        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
+    ) throws(RecordsError) -> Set<UUID>? {
+        let candidates = Self.candidates(records, expected)
+        return try session.transaction(readOnly: false, commitIf: { $0 != nil }) { (tx) throws(RecordsError) -> Set<UUID>? in
+            let reads = metadataStatements(holding: true)
+            let results: [[PostgresRow]]
+            do throws(PostgresSession.PostgresFailure) {
+                results = try tx.pipeline(reads + [lockStatement(candidates)])
+            } catch {
+                throw tx.map(error)
+            }
+            let metadata = try decodeMetadata(results[reads.count - 2], results[reads.count - 1])
+            do throws(RecordsError) {
+                guard try accept(metadata) else { return nil }
+            } catch {
+                tx.failures.abandon()
+                throw error
+            }
+            return try replace(records, ifUnchangedFrom: expected, rows: results[reads.count], tx)
+        }
+    }
+
+    /// The records of `records` that have a namesake in `expected`, by id.
+    private static func candidates(_ records: [StoredRecord], _ expected: [StoredRecord]) -> [UUID: StoredRecord] {
+        let expected = Set(expected.map(\.id))
+        return Dictionary(records.filter { expected.contains($0.id) }.map { ($0.id, $0) }) { _, last in last }
+    }
+
+    /// The statement locking the record rows of `candidates` (`FOR UPDATE`, in id order) as it
+    /// reads them, so that no other writer changes them between the comparison and the write.
+    private func lockStatement(_ candidates: [UUID: StoredRecord]) -> (String, PostgresBindings) {
         let ids = candidates.keys.sorted { $0.uuidString < $1.uuidString }
-        let rows = try run(
-            tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = ANY($1::uuid[]) ORDER BY r.id FOR UPDATE",
-            Self.binds { $0.append(ids) })
+        return (
+            "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.id = ANY($1::uuid[]) ORDER BY r.id FOR UPDATE",
+            Self.binds { $0.append(ids) }
+        )
+    }
+
+    /// Replaces, in `tx`, each of `records` whose row (among `rows`, read by `lockStatement`) is
+    /// still its namesake in `expected`; returns the ids left alone.
+    private func replace(
+        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], rows: [PostgresRow], _ tx: Transaction
+    ) throws(RecordsError) -> Set<UUID> {
+        let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
+        let candidates = Self.candidates(records, Array(expected.values))
         let stored = try load(rows, tx).filter { expected[$0.id]?.isIdentical(to: $0) == true }
         let unchanged = stored.compactMap { candidates[$0.id] }
         // Field rows that stay as they are (a rotation's clear fields) are not rewritten.

@@ -127,8 +127,8 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         try read { (tx) throws(RecordsError) in try loadMetadata(tx) }
     }
 
-    /// The metadata, read in `tx` (both statements sent at once); with `holding`, the store row is
-    /// held until `tx` ends (`metadataStatements(holding:)`).
+    /// The metadata, read in `tx` (the statements sent at once); with `holding`, the store's keys
+    /// are held until `tx` ends (`metadataStatements(holding:)`).
     func loadMetadata(_ tx: Transaction, holding: Bool = false) throws(RecordsError) -> StoreMetadata? {
         let results: [[PostgresRow]]
         do throws(PostgresSession.PostgresFailure) {
@@ -136,13 +136,13 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         } catch {
             throw tx.map(error)
         }
-        return try decodeMetadata(results[0], results[1])
+        return try decodeMetadata(results[results.count - 2], results[results.count - 1])
     }
 
-    /// `loadMetadata(_:holding: true)` handed to `accept`: its verdict, or its error, after which
-    /// the transaction is not run again (a check's error is final).
-    func accepts(_ accept: (StoreMetadata?) throws(RecordsError) -> Bool, _ tx: Transaction) throws(RecordsError) -> Bool {
-        let metadata = try loadMetadata(tx, holding: true)
+    /// `loadMetadata(_:holding:)` handed to `accept`: its verdict, or its error, after which the
+    /// transaction is not run again (a check's error is final).
+    func accepts(_ accept: (StoreMetadata?) throws(RecordsError) -> Bool, _ tx: Transaction, holding: Bool) throws(RecordsError) -> Bool {
+        let metadata = try loadMetadata(tx, holding: holding)
         do throws(RecordsError) {
             return try accept(metadata)
         } catch {
@@ -151,17 +151,27 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         }
     }
 
-    /// The statements reading the metadata: the store row, then its keys. With `holding`, the
-    /// store row is read `FOR SHARE`: a write checked against the store's keys holds them until it
-    /// commits, since a key rotation makes its new key current by updating that row (which waits
-    /// for the holders, and is seen by a holder that comes after it: a locking read at READ
-    /// COMMITTED returns the row's latest committed version, and the keys' read that follows
-    /// takes a new snapshot).
+    /// The statements reading the metadata: the store row, then its keys (the last two). With
+    /// `holding`, they follow `keysLock(exclusive: false)`: a write checked against the store's
+    /// keys holds them until it commits.
     func metadataStatements(holding: Bool = false) -> [(String, PostgresBindings)] {
-        [
-            ("SELECT store_id, current_key_id FROM \(tables.store)\(holding ? " FOR SHARE" : "")", PostgresBindings()),
+        (holding ? [keysLock(exclusive: false)] : []) + [
+            ("SELECT store_id, current_key_id FROM \(tables.store)", PostgresBindings()),
             ("SELECT id, wrapped FROM \(tables.storeKeys) ORDER BY id", PostgresBindings()),
         ]
+    }
+
+    /// The statement that holds the store's current key for the rest of the transaction: a
+    /// transaction-level advisory lock on the store (its key: a hash of the store table's qualified
+    /// name), shared by the writes checked against the keys, exclusive for a switch to a new current
+    /// key (`addKey(_:makeCurrent: true)`). So a switch waits for the checked writes in flight, and
+    /// the writes that come after it wait for its commit and then read its key (at READ COMMITTED
+    /// each statement reads what was committed before it started). PostgreSQL's lock manager
+    /// queues a shared request behind a waiting exclusive one, so a stream of writes never starves
+    /// a switch; and no row is written to take it (unlike `SELECT ... FOR SHARE`, which writes a
+    /// lock into the row and, with concurrent holders, a new multixact each time).
+    func keysLock(exclusive: Bool) -> (String, PostgresBindings) {
+        ("SELECT pg_advisory_xact_lock\(exclusive ? "" : "_shared")(hashtextextended($1, 0))", Self.binds { $0.append(tables.store) })
     }
 
     /// The metadata in the rows of `metadataStatements`.
@@ -222,6 +232,10 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
     /// `RecordStorage.addKey`, in one transaction.
     public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
         try write { (tx) throws(RecordsError) in
+            if makeCurrent {
+                let (lock, binds) = keysLock(exclusive: true)
+                try run(tx, lock, binds)
+            }
             guard try insertKey(key, tx) else { return false }
             if makeCurrent {
                 try run(tx, "UPDATE \(tables.store) SET current_key_id = $1", Self.binds { $0.append(Int64(key.id)) })

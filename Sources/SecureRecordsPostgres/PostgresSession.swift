@@ -73,6 +73,9 @@ final class PostgresSession: Sendable {
         current = nil
         let deadline = min(transactionDeadline, .now() + .seconds(Int64(configuration.connectTimeoutSeconds)))
         var pause = TimeAmount.milliseconds(50)
+        // What the last attempt that got an answer met: when a later attempt runs out of time, that
+        // says more than "no answer" (a server dropping every connection answered each time).
+        var answered: PostgresFailure?
         while true {
             do throws(PostgresFailure) {
                 let connection = try connect(until: deadline)
@@ -82,8 +85,10 @@ final class PostgresSession: Sendable {
                 guard error.isConnectionLost, !Self.isTLSFailure(error.error), !(error.error is DeadlineExceeded),
                     NIODeadline.now() + pause < deadline
                 else {
-                    throw Self.map(error.error, configuration: configuration, connecting: true)
+                    let reported = error.error is DeadlineExceeded ? answered ?? error : error
+                    throw Self.map(reported.error, configuration: configuration, connecting: true)
                 }
+                answered = error
                 Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
                 pause = min(pause * 2, .seconds(1))
             }

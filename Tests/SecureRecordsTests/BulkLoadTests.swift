@@ -294,54 +294,99 @@ import Testing
         }
     }
 
-    /// A write checked against the store's keys holds them until it commits: a key rotation that
-    /// starts while a bulk add (checked under key 1) is still loading waits for it before making its
-    /// new key current, then finds its records and moves them. (Without the hold, the rotation ran
-    /// to its end meanwhile, and the load committed its records under the old key.)
-    @Test(.requires(.postgres), .timeLimit(.minutes(2))) func aRotationWaitsForAWriteCheckedUnderTheOldKey() throws {
+    /// A bulk add holds the store's keys only from its closing check to its commit: a key rotation
+    /// that runs to its end while the load is still sending (checked under key 1 at its start) does
+    /// not wait for it, and the load is then refused at its end (rolled back) and sealed again
+    /// under key 2. (Without the closing check, the load committed its records under key 1 after
+    /// the rotation had returned.)
+    @Test(.requires(.postgres), .timeLimit(.minutes(3))) func aLoadOvertakenByARotationIsSealedAgainUnderTheNewKey() throws {
         let scratch = try RecordsScratch(.postgres)
         _ = try makeStore(scratch)
         let base = try #require(try scratch.storage() as? PostgresRecordStorage)
         let loading = FailingStorage(base, failReplaceAfter: .max)
         let store = try RecordStore(storage: loading, configuration: testConfiguration)
         try store.unlock(with: appSealer)
-        let inside = DispatchSemaphore(value: 0)
-        let proceed = DispatchSemaphore(value: 0)
-        loading.insideBulkInsert.withLock { $0 = { inside.signal(); proceed.wait() } }
-        let added = Locked<Result<[UUID], RecordsError>?>(nil)
-        let loaded = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let result = Result { () throws(RecordsError) in
-                try store.add(contentsOf: (0..<600).map { i in ["toWhom": .string("t\(i)"), "description": "d"] }, to: "gifts")
-            }
-            added.withLock { $0 = result }
-            loaded.signal()
-        }
-        #expect(inside.wait(timeout: .now() + 60) == .success)
-        let rotated = Locked<Result<KeyRotation, RecordsError>?>(nil)
         let rotator = try scratch.reopen()
+        let rotated = Locked<Result<KeyRotation, RecordsError>?>(nil)
+        // Inside the load's transaction, after its first check: a whole rotation.
+        loading.insideBulkInsert.withLock {
+            $0 = {
+                let result = Result { () throws(RecordsError) in try rotator.rotateStoreKey(with: appSealer) }
+                rotated.withLock { $0 = result }
+            }
+        }
+        let ids = try store.add(contentsOf: (0..<600).map { i in ["toWhom": .string("t\(i)"), "description": "d"] }, to: "gifts")
+        #expect(try rotated.withLock { $0 }?.get().keyId == 2)
+        #expect(try base.records(withKeyIdOtherThan: 2, after: 0, limit: 1).records.isEmpty)
+        #expect(try base.search(StorageQuery(collection: "gifts")).count == 600)
+        #expect(try rotator.open(ids[599]).fields["description"] == "d")
+    }
+
+    /// A write checked against the store's keys holds them until it commits: a key rotation waits
+    /// for it before making its new key current, and a write that comes while the rotation waits
+    /// queues behind the rotation (a stream of writes cannot starve it), then reads the new key and
+    /// goes under it.
+    @Test(.requires(.postgres), .timeLimit(.minutes(3))) func aKeySwitchWaitsForCheckedWritesAndLaterWritesQueueBehindIt() throws {
+        let scratch = try RecordsScratch(.postgres)
+        _ = try makeStore(scratch)
+        let base = try #require(try scratch.storage() as? PostgresRecordStorage)
+        // A write in flight: the check every checked write makes, in a transaction held open.
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holderEnded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            do {
+                try base.write { (tx) throws(RecordsError) in
+                    _ = try base.accepts({ _ in true }, tx, holding: true)
+                    held.signal()
+                    _ = release.wait(timeout: .now() + 120)
+                }
+            } catch {
+                Issue.record(error)
+            }
+            holderEnded.signal()
+        }
+        #expect(held.wait(timeout: .now() + 60) == .success)
+        let rotator = try scratch.reopen()
+        let rotated = Locked<Result<KeyRotation, RecordsError>?>(nil)
         let rotationEnded = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let result = Result { () throws(RecordsError) in try rotator.rotateStoreKey(with: appSealer) }
             rotated.withLock { $0 = result }
             rotationEnded.signal()
         }
-        // Until the rotation waits for the store row (holding its tuple lock, it waits for the
-        // holders' transactions), or has ended.
-        let waiting = """
-            SELECT count(*)::text FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'tuple' AND l.relation = '\(base.tableName("store"))'::regclass AND a.wait_event_type = 'Lock'
+        // Waits (on events: a lock request queued in the server, or the call's end) of at most 60 s.
+        let waiters = """
+            WITH k AS (SELECT hashtextextended('\(base.tableName("store"))', 0) AS h)
+            SELECT count(*)::text FROM pg_locks, k WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+            AND classid::bigint = ((h >> 32) & 4294967295) AND objid::bigint = (h & 4294967295)
             """
-        let deadline = Date(timeIntervalSinceNow: 60)
-        while rotated.withLock({ $0 == nil }), try base.queryText(waiting) == ["0"], Date() < deadline { usleep(10_000) }
-        #expect(rotated.withLock { $0 == nil }, "the rotation ran to its end while a write checked under its old key was loading")
-        proceed.signal()
-        #expect(loaded.wait(timeout: .now() + 60) == .success)
+        func waitUntil(_ count: String, orEnded ended: () -> Bool) throws {
+            let deadline = Date(timeIntervalSinceNow: 60)
+            while !ended(), try base.queryText(waiters) != [count], Date() < deadline { usleep(10_000) }
+        }
+        try waitUntil("1", orEnded: { rotated.withLock { $0 != nil } })
+        #expect(rotated.withLock { $0 == nil }, "the rotation made its key current while a checked write was in flight")
+        // Another client's add while the rotation waits: queued behind it.
+        let adder = try scratch.reopen()
+        try adder.unlock(with: appSealer)
+        let added = Locked<Result<UUID, RecordsError>?>(nil)
+        let addEnded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let result = Result { () throws(RecordsError) in try adder.add(["toWhom": "queued", "description": "d"], to: "gifts") }
+            added.withLock { $0 = result }
+            addEnded.signal()
+        }
+        try waitUntil("2", orEnded: { added.withLock { $0 != nil } })
+        #expect(added.withLock { $0 == nil }, "an add went ahead of a key switch waiting for the store's keys")
+        release.signal()
+        #expect(holderEnded.wait(timeout: .now() + 60) == .success)
         #expect(rotationEnded.wait(timeout: .now() + 60) == .success)
-        let ids = try #require(try added.withLock { $0 }?.get())
+        #expect(addEnded.wait(timeout: .now() + 60) == .success)
         #expect(try rotated.withLock { $0 }?.get().keyId == 2)
-        #expect(try base.records(withKeyIdOtherThan: 2, after: 0, limit: 1).records.isEmpty)
-        #expect(try rotator.open(ids[599]).fields["description"] == "d")
+        let id = try #require(try added.withLock { $0 }?.get())
+        #expect(try base.record(id)?.keyId == 2)
+        #expect(try rotator.open(id).fields["description"] == "d")
     }
 }
 
