@@ -179,7 +179,7 @@ public protocol RecordStorage: Sendable {
     /// an id given twice in `records` may be refused first). A write whose keys are checked against
     /// the store in its own transaction, and the store's current key cannot change between that
     /// read and the commit (SQLite serialises writers; PostgreSQL holds a shared advisory lock on
-    /// the store, which a switch to a new current key takes exclusively), so that a rotation that
+    /// the store, which `addKey(_:makeCurrent: true)` takes exclusively), so that a rotation that
     /// has made its key current finds every record written under an older key. `accept` only
     /// decides: it may run more than once (a transaction run again). The default reads the
     /// metadata, then inserts, in two transactions: a storage that wraps another should forward

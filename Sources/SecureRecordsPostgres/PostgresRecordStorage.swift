@@ -162,16 +162,24 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
     }
 
     /// The statement that holds the store's current key for the rest of the transaction: a
-    /// transaction-level advisory lock on the store (its key: a hash of the store table's qualified
-    /// name), shared by the writes checked against the keys, exclusive for a switch to a new current
-    /// key (`addKey(_:makeCurrent: true)`). So a switch waits for the checked writes in flight, and
-    /// the writes that come after it wait for its commit and then read its key (at READ COMMITTED
-    /// each statement reads what was committed before it started). PostgreSQL's lock manager
-    /// queues a shared request behind a waiting exclusive one, so a stream of writes never starves
-    /// a switch; and no row is written to take it (unlike `SELECT ... FOR SHARE`, which writes a
-    /// lock into the row and, with concurrent holders, a new multixact each time).
+    /// transaction-level advisory lock on the store, shared by the writes checked against the keys,
+    /// exclusive for a switch to a new current key (`addKey(_:makeCurrent: true)`). So a switch
+    /// waits for the checked writes in flight, and the writes that come after it wait for its
+    /// commit and then read its key (at READ COMMITTED each statement reads what was committed
+    /// before it started). PostgreSQL's lock manager queues a shared request behind a waiting
+    /// exclusive one, so a stream of writes never starves a switch; and no row is written to take
+    /// it (unlike `SELECT ... FOR SHARE`, which writes a lock into the row and, with concurrent
+    /// holders, a new multixact each time). The lock's key is the first 8 bytes of the random
+    /// store id, read in the same statement: a role that cannot read the store table cannot learn
+    /// it to hold the lock and stall the store's writers (no lock when there is no store row yet).
     func keysLock(exclusive: Bool) -> (String, PostgresBindings) {
-        ("SELECT pg_advisory_xact_lock\(exclusive ? "" : "_shared")(hashtextextended($1, 0))", Self.binds { $0.append(tables.store) })
+        (
+            """
+            SELECT pg_advisory_xact_lock\(exclusive ? "" : "_shared")(k)
+            FROM (SELECT ('x' || encode(substring(store_id FROM 1 FOR 8), 'hex'))::bit(64)::bigint AS k FROM \(tables.store)) AS s
+            """,
+            PostgresBindings()
+        )
     }
 
     /// The metadata in the rows of `metadataStatements`.
@@ -232,12 +240,13 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
     /// `RecordStorage.addKey`, in one transaction.
     public func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool {
         try write { (tx) throws(RecordsError) in
-            if makeCurrent {
-                let (lock, binds) = keysLock(exclusive: true)
-                try run(tx, lock, binds)
-            }
             guard try insertKey(key, tx) else { return false }
             if makeCurrent {
+                // The store row first, then the keys' lock: a wait for the row (an import that set
+                // the first key and has not committed) does not hold up the checked writes.
+                try run(tx, "SELECT 1 FROM \(tables.store) FOR NO KEY UPDATE")
+                let (lock, binds) = keysLock(exclusive: true)
+                try run(tx, lock, binds)
                 try run(tx, "UPDATE \(tables.store) SET current_key_id = $1", Self.binds { $0.append(Int64(key.id)) })
             }
             return true

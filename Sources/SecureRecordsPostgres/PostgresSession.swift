@@ -73,8 +73,8 @@ final class PostgresSession: Sendable {
         current = nil
         let deadline = min(transactionDeadline, .now() + .seconds(Int64(configuration.connectTimeoutSeconds)))
         var pause = TimeAmount.milliseconds(50)
-        // What the last attempt that got an answer met: when a later attempt runs out of time, that
-        // says more than "no answer" (a server dropping every connection answered each time).
+        // What the last attempt that failed in time met: when a later attempt runs out of time, the
+        // error names it too (a server dropping every connection answered each time).
         var answered: PostgresFailure?
         while true {
             do throws(PostgresFailure) {
@@ -85,8 +85,12 @@ final class PostgresSession: Sendable {
                 guard error.isConnectionLost, !Self.isTLSFailure(error.error), !(error.error is DeadlineExceeded),
                     NIODeadline.now() + pause < deadline
                 else {
-                    let reported = error.error is DeadlineExceeded ? answered ?? error : error
-                    throw Self.map(reported.error, configuration: configuration, connecting: true)
+                    guard error.error is DeadlineExceeded, let answered,
+                        case .storage(let earlier) = Self.map(answered.error, configuration: configuration, connecting: true)
+                    else {
+                        throw Self.map(error.error, configuration: configuration, connecting: true)
+                    }
+                    throw .storage(StorageFailure(earlier.cause, "\(earlier.message); then no answer before the connect deadline"))
                 }
                 answered = error
                 Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
@@ -123,8 +127,12 @@ final class PostgresSession: Sendable {
         pgConfiguration.options.connectTimeout = max(.milliseconds(1), deadline - .now())
         // The server cancels a statement that runs past the statement deadline too (so a
         // statement the client gave up on does not run on).
+        // A wait for a lock ends a little earlier, in the server (SQLSTATE 55P03, a typed and final
+        // error), rather than racing the client's own statement deadline (which takes the
+        // connection for lost and runs the transaction again).
         pgConfiguration.options.additionalStartupParameters = [
-            ("statement_timeout", String(Int64(c.statementTimeoutSeconds * 1000)))
+            ("statement_timeout", String(Int64(c.statementTimeoutSeconds * 1000))),
+            ("lock_timeout", String(max(1, Int64(c.statementTimeoutSeconds * 900)))),
         ]
         // No explicit TLS server name: postgres-nio sends the host as SNI unless it is an IP address,
         // and NIOSSL then checks the certificate against the host name or the peer's IP address.

@@ -357,7 +357,7 @@ import Testing
         }
         // Waits (on events: a lock request queued in the server, or the call's end) of at most 60 s.
         let waiters = """
-            WITH k AS (SELECT hashtextextended('\(base.tableName("store"))', 0) AS h)
+            WITH k AS (SELECT ('x' || encode(substring(store_id FROM 1 FOR 8), 'hex'))::bit(64)::bigint AS h FROM \(base.tableName("store")))
             SELECT count(*)::text FROM pg_locks, k WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
             AND classid::bigint = ((h >> 32) & 4294967295) AND objid::bigint = (h & 4294967295)
             """

@@ -134,6 +134,23 @@ import Testing
         #expect(blockedResult.withLock { $0 } == "acquired")
     }
 
+    /// A wait for a lock ends in the server before the client's statement deadline: a typed error
+    /// with SQLSTATE 55P03 (the storage sets `lock_timeout` below `statement_timeout`), not a
+    /// connection taken for lost and a transaction run again.
+    @Test(.requires(.postgres)) func aLockWaitEndsWithTheServersLockTimeout() throws {
+        let scratch = try RecordsScratch(.postgres)
+        var configuration = try #require(try scratch.storage() as? PostgresRecordStorage).configuration
+        configuration.statementTimeoutSeconds = 2
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        let holder = try PostgresRecordStorage(configuration: configuration)
+        let key = Int64.random(in: 1...Int64.max)
+        try holder.execute("SELECT pg_advisory_lock(\(key))")  // held by the holder's idle connection
+        defer { _ = try? holder.execute("SELECT pg_advisory_unlock(\(key))") }
+        let failure = try #require(throws: RecordsError.self) { try storage.execute("SELECT pg_advisory_xact_lock(\(key))") }
+        guard case .storage(let storageFailure) = failure else { throw failure }
+        #expect(storageFailure.sqlState == "55P03", "\(storageFailure)")
+    }
+
     /// The pool: a lease beyond its size waits, until a lease ends or its deadline passes.
     @Test func aLeaseBeyondThePoolSizeWaitsUntilOneEndsOrItsDeadline() throws {
         let pool = ConnectionPool(size: 1)
