@@ -100,13 +100,7 @@ import Testing
     /// goes through while another waits on a lock in the server.
     @Test(.requires(.postgres)) func aStorageServesCallsFromSeveralThreadsAtOnce() throws {
         let scratch = try RecordsScratch(.postgres)
-        var configuration = try #require(try scratch.storage() as? PostgresRecordStorage).configuration
-        configuration.maximumConnections = 2
-        let storage = try PostgresRecordStorage(configuration: configuration)
-        let holder = try PostgresRecordStorage(configuration: configuration)
-        let key = Int64.random(in: 1...Int64.max)
-        // A session-level advisory lock stays with the holder's idle connection after its call.
-        try holder.execute("SELECT pg_advisory_lock(\(key))")
+        let (configuration, storage, holder, key) = try Self.heldLock(scratch) { $0.maximumConnections = 2 }
         let blocked = DispatchGroup()
         let blockedResult = Locked<String?>(nil)
         DispatchQueue.global().async(group: blocked) {
@@ -139,16 +133,25 @@ import Testing
     /// connection taken for lost and a transaction run again.
     @Test(.requires(.postgres)) func aLockWaitEndsWithTheServersLockTimeout() throws {
         let scratch = try RecordsScratch(.postgres)
-        var configuration = try #require(try scratch.storage() as? PostgresRecordStorage).configuration
-        configuration.statementTimeoutSeconds = 2
-        let storage = try PostgresRecordStorage(configuration: configuration)
-        let holder = try PostgresRecordStorage(configuration: configuration)
-        let key = Int64.random(in: 1...Int64.max)
-        try holder.execute("SELECT pg_advisory_lock(\(key))")  // held by the holder's idle connection
+        let (_, storage, holder, key) = try Self.heldLock(scratch) { $0.statementTimeoutSeconds = 2 }
         defer { _ = try? holder.execute("SELECT pg_advisory_unlock(\(key))") }
         let failure = try #require(throws: RecordsError.self) { try storage.execute("SELECT pg_advisory_xact_lock(\(key))") }
         guard case .storage(let storageFailure) = failure else { throw failure }
         #expect(storageFailure.sqlState == "55P03", "\(storageFailure)")
+    }
+
+    /// The scratch store's configuration changed by `adjust`, a storage with it, and another (the
+    /// holder) whose idle connection holds a session-level advisory lock on the random `key`.
+    static func heldLock(
+        _ scratch: RecordsScratch, _ adjust: (inout PostgresRecordStorage.Configuration) -> Void
+    ) throws -> (PostgresRecordStorage.Configuration, PostgresRecordStorage, PostgresRecordStorage, Int64) {
+        var configuration = try #require(try scratch.storage() as? PostgresRecordStorage).configuration
+        adjust(&configuration)
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        let holder = try PostgresRecordStorage(configuration: configuration)
+        let key = Int64.random(in: 1...Int64.max)
+        try holder.execute("SELECT pg_advisory_lock(\(key))")
+        return (configuration, storage, holder, key)
     }
 
     /// The pool: a lease beyond its size waits, until a lease ends or its deadline passes.
