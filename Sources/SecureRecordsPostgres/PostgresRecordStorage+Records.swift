@@ -255,14 +255,8 @@ extension PostgresRecordStorage {
                 throw tx.map(error)
             }
             // The check's verdict comes first: a store that refuses the write is not asked about
-            // the inserts' own failure (a duplicate id, say). Its error is final: the transaction
-            // is not run again for a failure an insert met meanwhile (a deadlock, say).
-            do throws(RecordsError) {
-                guard try accept(try decodeMetadata(rows.store, rows.keys)) else { return false }
-            } catch {
-                tx.failures.abandon()
-                throw error
-            }
+            // the inserts' own failure (a duplicate id, say).
+            guard try accepts(accept, try decodeMetadata(rows.store, rows.keys), tx) else { return false }
             for result in results.dropFirst(reads.count) {
                 if case .failure(let error) = result { throw Self.insertFailure(error, firstId: records[0].id, tx) }
             }
@@ -411,13 +405,7 @@ extension PostgresRecordStorage {
             } catch {
                 throw tx.map(error)
             }
-            let metadata = try decodeMetadata(results[reads.count - 2], results[reads.count - 1])
-            do throws(RecordsError) {
-                guard try accept(metadata) else { return nil }
-            } catch {
-                tx.failures.abandon()
-                throw error
-            }
+            guard try accepts(accept, try decodeMetadata(results[reads.count - 2], results[reads.count - 1]), tx) else { return nil }
             return try replace(records, ifUnchangedFrom: expected, rows: results[reads.count], tx)
         }
     }

@@ -139,10 +139,15 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         return try decodeMetadata(results[results.count - 2], results[results.count - 1])
     }
 
-    /// `loadMetadata(_:holding:)` handed to `accept`: its verdict, or its error, after which the
-    /// transaction is not run again (a check's error is final).
+    /// `accepts(_:_:_:)` on `loadMetadata(_:holding:)`.
     func accepts(_ accept: (StoreMetadata?) throws(RecordsError) -> Bool, _ tx: Transaction, holding: Bool) throws(RecordsError) -> Bool {
-        let metadata = try loadMetadata(tx, holding: holding)
+        try accepts(accept, try loadMetadata(tx, holding: holding), tx)
+    }
+
+    /// `accept`'s verdict on `metadata`, or its error, after which the transaction is not run again:
+    /// a check's error is final, not retried for a failure a statement sent with the check met
+    /// meanwhile (a deadlock, say).
+    func accepts(_ accept: (StoreMetadata?) throws(RecordsError) -> Bool, _ metadata: StoreMetadata?, _ tx: Transaction) throws(RecordsError) -> Bool {
         do throws(RecordsError) {
             return try accept(metadata)
         } catch {
