@@ -127,12 +127,13 @@ final class PostgresSession: Sendable {
         pgConfiguration.options.connectTimeout = max(.milliseconds(1), deadline - .now())
         // The server cancels a statement that runs past the statement deadline too (so a
         // statement the client gave up on does not run on).
-        // A wait for a lock ends a little earlier, in the server (SQLSTATE 55P03, a typed and final
-        // error), rather than racing the client's own statement deadline (which takes the
-        // connection for lost and runs the transaction again).
+        // A wait for a lock ends earlier, in the server (SQLSTATE 55P03, a typed and final error),
+        // rather than racing the client's own statement deadline (which takes the connection for
+        // lost and runs the transaction again): 2 s earlier, or at half the statement deadline.
+        let statementMilliseconds = Int64(c.statementTimeoutSeconds * 1000)
         pgConfiguration.options.additionalStartupParameters = [
-            ("statement_timeout", String(Int64(c.statementTimeoutSeconds * 1000))),
-            ("lock_timeout", String(max(1, Int64(c.statementTimeoutSeconds * 900)))),
+            ("statement_timeout", String(statementMilliseconds)),
+            ("lock_timeout", String(max(1, statementMilliseconds / 2, statementMilliseconds - 2000))),
         ]
         // No explicit TLS server name: postgres-nio sends the host as SNI unless it is an IP address,
         // and NIOSSL then checks the certificate against the host name or the peer's IP address.

@@ -129,11 +129,11 @@ import Testing
     }
 
     /// A wait for a lock ends in the server before the client's statement deadline: a typed error
-    /// with SQLSTATE 55P03 (the storage sets `lock_timeout` below `statement_timeout`), not a
+    /// with SQLSTATE 55P03 (the storage sets `lock_timeout` 2 s below `statement_timeout`), not a
     /// connection taken for lost and a transaction run again.
     @Test(.requires(.postgres)) func aLockWaitEndsWithTheServersLockTimeout() throws {
         let scratch = try RecordsScratch(.postgres)
-        let (_, storage, holder, key) = try Self.heldLock(scratch) { $0.statementTimeoutSeconds = 2 }
+        let (_, storage, holder, key) = try Self.heldLock(scratch) { $0.statementTimeoutSeconds = 4 }
         defer { _ = try? holder.execute("SELECT pg_advisory_unlock(\(key))") }
         let failure = try #require(throws: RecordsError.self) { try storage.execute("SELECT pg_advisory_xact_lock(\(key))") }
         guard case .storage(let storageFailure) = failure else { throw failure }
