@@ -11,8 +11,9 @@ public struct StorageFailure: Error, Equatable, Sendable, CustomStringConvertibl
         /// The connection was lost or the server stopped answering during the operation (after
         /// the retries the storage makes itself); the server rolled back what it had not committed.
         case connectionLost
-        /// The connection was lost after COMMIT was sent and before its answer: whether the change
-        /// was stored is unknown, so check before repeating it.
+        /// The connection was lost after COMMIT was sent and before its answer, and the server could
+        /// not say before the deadline whether the change was stored (PostgreSQL is asked on a new
+        /// connection): check before repeating it.
         case outcomeUnknown
         /// The PostgreSQL server reported an error with this SQLSTATE (for example `40001`,
         /// `23505`, `42501`, `57014`).

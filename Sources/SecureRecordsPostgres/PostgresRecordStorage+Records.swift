@@ -200,15 +200,6 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// Whether every record of `records` is in the store (by id).
-    func allStored(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) -> Bool {
-        guard !records.isEmpty else { return true }
-        let rows = try run(tx, "SELECT count(*) FROM \(tables.records) WHERE id = ANY($1::uuid[])", Self.binds { $0.append(records.map(\.id)) })
-        guard let row = rows.first else { return false }
-        let stored: Int64 = try decode(row, Int64.self)
-        return stored == Int64(Set(records.map(\.id)).count)
-    }
-
     static func firstDuplicate(_ ids: [UUID]) -> UUID? {
         var seen = Set<UUID>()
         return ids.first { !seen.insert($0).inserted }
@@ -227,11 +218,7 @@ extension PostgresRecordStorage {
 
     /// `RecordStorage.insert`, in one transaction.
     public func insert(_ records: [StoredRecord]) throws(RecordsError) {
-        // Ids are the client's: after a connection lost while committing, the records' presence
-        // says whether the insert was stored (all of them or none: one transaction).
-        try session.transaction(readOnly: false, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }) {
-            (tx) throws(RecordsError) in try insertRecords(records, tx)
-        }
+        try session.transaction(readOnly: false) { (tx) throws(RecordsError) in try insertRecords(records, tx) }
     }
 
     /// `RecordStorage.insert(_:ifAccepted:)`, in one transaction: after BEGIN, the metadata's read
@@ -242,9 +229,7 @@ extension PostgresRecordStorage {
         _ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
     ) throws(RecordsError) -> Bool {
         let inserts = try insertStatements(records)
-        return try session.transaction(
-            readOnly: false, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }
-        ) { (tx) throws(RecordsError) -> Bool in
+        return try session.transaction(readOnly: false, commitIf: { $0 }) { (tx) throws(RecordsError) -> Bool in
             let reads = metadataStatements(holding: true)
             let results = tx.pipelineResults(reads + inserts)
             let rows: (store: [PostgresRow], keys: [PostgresRow])
@@ -274,8 +259,6 @@ extension PostgresRecordStorage {
     /// serialization failure) it does so with every batch, and `body` runs once: such a failure
     /// while `body` is still inserting is held until it ends (each batch it inserts meanwhile
     /// counts as progress for the deadline); any other failure ends `body` at its next insert.
-    /// Ids are the client's, so a connection lost while committing is settled by whether the
-    /// records are stored, as for `insert(_:)`.
     public func insertInOneTransaction(
         ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool,
         _ body: (_ insert: ([StoredRecord]) throws(RecordsError) -> Void) throws(RecordsError) -> Void
@@ -325,9 +308,7 @@ extension PostgresRecordStorage {
                 throw failure
             }
         }
-        let accepted = try session.transaction(
-            readOnly: false, bulk: true, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(batches.flatMap { $0 }, tx) }
-        ) { (tx) throws(RecordsError) -> Bool in
+        let accepted = try session.transaction(readOnly: false, bulk: true, commitIf: { $0 }) { (tx) throws(RecordsError) -> Bool in
             guard try accepts(accept, tx, holding: false) else { return false }
             switch outcome {
             case .failure(let error): throw error

@@ -26,7 +26,7 @@ import SecureRecords
 /// connection (the server then rolls back whatever was open) and fails. A transaction whose
 /// connection was lost or stopped answering before its COMMIT was sent is run again on a new
 /// connection while its deadline allows (the server may be restarting); one lost while committing
-/// is reported as such, since its outcome is unknown.
+/// is settled by asking the server how that transaction ended (`CommitOutcome`).
 final class PostgresSession: Sendable {
     /// The idle connections, and how many transactions hold one.
     private let pool: ConnectionPool
@@ -491,18 +491,18 @@ final class PostgresSession: Sendable {
     /// writes at READ COMMITTED with unique constraints, `ON CONFLICT` and row locks doing the
     /// arbitration. A serialization failure or deadlock is retried (up to 5 times); a connection
     /// lost or silent before COMMIT was sent is replaced and the transaction run again, until the
-    /// transaction deadline. A connection lost during COMMIT leaves its outcome unknown: with
-    /// `wasCommitted` (a read that tells, say, whether records with the client's ids exist), it
-    /// is asked on a new connection and the transaction run again only if it was not stored;
-    /// without it, the failure says the outcome is unknown. `body` may run more than once, so it
-    /// must only read and write through `Transaction`. A `bulk` transaction (an import, whose
+    /// transaction deadline. A write transaction learns its transaction id and server process with
+    /// its BEGIN (in the same round trip), so that a connection lost while committing is settled
+    /// on a new connection by the server's own record of the outcome (`CommitOutcome`): committed,
+    /// the result is returned; rolled back, the transaction is run again; if that cannot be learnt
+    /// within the deadline, the failure says the outcome is unknown. `body` may run more than once,
+    /// so it must only read and write through `Transaction`. A `bulk` transaction (an import, whose
     /// length grows with its input) has its deadline renewed by each statement that completes:
     /// it bounds the time without progress, not the whole run; its retries after a lost connection
     /// are bounded by the deadline as it stood at the first loss. With `commitIf`, a result it
     /// refuses is returned after a ROLLBACK instead of a COMMIT.
     func transaction<R>(
-        readOnly: Bool, bulk: Bool = false, commitIf: ((R) -> Bool)? = nil,
-        wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil, _ body: (Transaction) throws(RecordsError) -> R
+        readOnly: Bool, bulk: Bool = false, commitIf: ((R) -> Bool)? = nil, _ body: (Transaction) throws(RecordsError) -> R
     ) throws(RecordsError) -> R {
         let deadline = TransactionDeadline(timeout: .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000)), renewed: bulk)
         var current: PostgresConnection?
@@ -518,14 +518,15 @@ final class PostgresSession: Sendable {
         defer { pool.giveBack(current) }
         var transientRetries = 0
         var pause = TimeAmount.milliseconds(50)
-        // The body's result whose COMMIT was sent when the connection was lost.
-        var unconfirmed: R?
+        // The body's result whose COMMIT was sent when the connection was lost, and the
+        // transaction that COMMIT ended.
+        var unconfirmed: (result: R, transaction: CommitOutcome.Transaction)?
         // Whatever ends the run while a COMMIT's outcome is unknown says so.
         func unknownOutcome(_ error: RecordsError) -> RecordsError {
             .storage(StorageFailure(
                 .outcomeUnknown,
                 "\(configuration.displayName): the connection was lost while committing, so whether the change "
-                    + "was stored is unknown (\(error)); check before repeating it"))
+                    + "was stored is unknown: the server could not tell before the deadline (\(error)); check before repeating it"))
         }
         // Reconnecting and running again after a lost connection is bounded by the deadline as
         // it stood at the first loss: a bulk transaction's renewals (its BEGIN on the new
@@ -542,22 +543,26 @@ final class PostgresSession: Sendable {
             let tx = Transaction(
                 connection: connection, logger: logger, session: self, deadline: deadline, failures: FailureLog(),
                 copyGuard: CopyGuard(connection))
-            var committing = false
+            var committing: CommitOutcome.Transaction?
             var result: R?
             do throws(RecordsError) {
-                let checking = unconfirmed != nil
+                if let pending = unconfirmed {
+                    guard try CommitOutcome.committed(pending.transaction, tx, until: min(deadline.value, retriesUntil)) else {
+                        unconfirmed = nil
+                        continue
+                    }
+                    return pending.result
+                }
+                let begun: CommitOutcome.Transaction?
                 do throws(PostgresFailure) {
-                    try tx.query(
-                        readOnly || checking ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED")
+                    if readOnly {
+                        try tx.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                        begun = nil
+                    } else {
+                        begun = try CommitOutcome.begin(tx)
+                    }
                 } catch {
                     throw tx.map(error)
-                }
-                if let stored = unconfirmed, let wasCommitted {
-                    let committed = try wasCommitted(tx)
-                    do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
-                    if committed { return stored }
-                    unconfirmed = nil
-                    continue
                 }
                 result = try body(tx)
                 if let commitIf, !commitIf(result!) {
@@ -566,7 +571,7 @@ final class PostgresSession: Sendable {
                     if tx.failures.last?.isConnectionLost == true || (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
                     return result!
                 }
-                committing = true
+                committing = begun
                 do throws(PostgresFailure) { try tx.query("COMMIT") } catch { throw tx.map(error) }
                 return result!
             } catch {
@@ -578,10 +583,7 @@ final class PostgresSession: Sendable {
                 if failure?.isConnectionLost == true {
                     drop(tx, from: &current)
                     retriesUntil = min(retriesUntil, deadline.value)
-                    if committing && !readOnly {
-                        guard wasCommitted != nil else { throw unknownOutcome(error) }
-                        unconfirmed = result
-                    }
+                    if let committing, let result { unconfirmed = (result, committing) }
                     if NIODeadline.now() + pause < min(deadline.value, retriesUntil) {
                         Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
                         pause = min(pause * 2, .seconds(1))
@@ -590,7 +592,6 @@ final class PostgresSession: Sendable {
                     throw unconfirmed == nil ? error : unknownOutcome(error)
                 }
                 if unconfirmed != nil {
-                    // The check's transaction is still open on it: not given back to the pool.
                     drop(tx, from: &current)
                     throw unknownOutcome(error)
                 }

@@ -9,7 +9,8 @@ import Testing
 /// or is stopped (SIGSTOP of every server process): a restart under the deadline lets the run
 /// complete; a stopped server ends the run with a deadline error while it is still stopped. Either
 /// way the store holds exactly the records the client reported (plus at most the one whose commit
-/// it says has an unknown outcome). Runs on a throw-away cluster of its own, since it restarts it.
+/// it says has an unknown outcome: the server could not be asked before the deadline). Runs on a
+/// throw-away cluster of its own, since it restarts it.
 @Suite(.serialized, .requiresSFBinary) struct PostgresRestartTests {
     static let pgBin = ProcessInfo.processInfo.environment["PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
     static let clusterUsable = FileManager.default.isExecutableFile(atPath: pgBin + "/pg_ctl") && getuid() == 0
