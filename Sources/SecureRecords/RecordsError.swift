@@ -44,6 +44,10 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     case unreadableImport(SecureCoreError)
     /// The export belongs to another store (sealed values are bound to their store id).
     case storeMismatch
+    /// The import would give the store its first key while the store holds records added without
+    /// one (by a client without the key, while the store had none), which would then fail as
+    /// modified: nothing was imported. Import into a new, empty store.
+    case importBlockedByRecordsWithoutKey
     /// The storage holds something that is not a SecureRecords store, or a newer format version.
     case notARecordStore(String)
     /// The SQLite store file has a schema version newer than this library reads (`found`; this
@@ -81,6 +85,9 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidImport(let line, let reason): "import line \(line): \(reason); nothing was imported"
         case .unreadableImport(let error): "cannot read the import: \(error); nothing was imported"
         case .storeMismatch: "the export belongs to another store; sealed values only open in their own store"
+        case .importBlockedByRecordsWithoutKey:
+            "the store holds records added without a store key, which the export's key would leave failing as modified; "
+                + "nothing was imported (import into a new, empty store)"
         case .notARecordStore(let reason): "not a SecureRecords store: \(reason)"
         case .unsupportedSchemaVersion(let found, let supported):
             "record store schema version \(found) is newer than this library supports (\(supported)); upgrade"

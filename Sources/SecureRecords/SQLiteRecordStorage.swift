@@ -195,6 +195,11 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
                 }
             }
             if metadata?.currentKeyId == nil, let currentKeyId {
+                // Writers are serialised: no record without a key can be added after this look.
+                let withoutKey = try SQLiteRecordStorage.sql { () throws(SQLiteError) in
+                    try c.integer("SELECT EXISTS (SELECT 1 FROM records WHERE keying = 0 AND key_id IS NULL)")
+                }
+                guard withoutKey == 0 else { throw .importBlockedByRecordsWithoutKey }
                 try SQLiteRecordStorage.sql { () throws(SQLiteError) in try SQLiteRecordStorage.setCurrent(currentKeyId, c) }
             }
         }

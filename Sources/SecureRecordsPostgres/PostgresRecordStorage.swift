@@ -317,9 +317,26 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
     /// of any size runs to its end while the server keeps answering.
     public func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) {
         let inserted = Locked(0)
+        let madeFirstKey = Locked(false)
         try session.transaction(readOnly: false, bulk: true) { (tx) throws(RecordsError) in
-            inserted.withLock { $0 = 0 }  // the body runs again after a lost connection
-            try body(ImportWriter(storage: self, transaction: tx, inserted: inserted))
+            // The body runs again after a lost connection.
+            inserted.withLock { $0 = 0 }
+            madeFirstKey.withLock { $0 = false }
+            try body(ImportWriter(storage: self, transaction: tx, inserted: inserted, madeFirstKey: madeFirstKey))
+            guard madeFirstKey.withLock({ $0 }) else { return }
+            // Checked writes that saw no key (a locked client's clear-only add) may have added
+            // records without one meanwhile: the store's lock, taken exclusively as a key switch
+            // takes it (not at the first key, which would hold every writer for the whole
+            // import), waits for those in flight and holds later ones until the commit; then any
+            // such record refuses the import.
+            let withoutKey = "SELECT EXISTS (SELECT 1 FROM \(tables.records) WHERE keying = 0 AND key_id IS NULL)"
+            let rows: [[PostgresRow]]
+            do throws(PostgresSession.PostgresFailure) {
+                rows = try tx.pipeline([keysLock(exclusive: true), (withoutKey, PostgresBindings())])
+            } catch {
+                throw tx.map(error)
+            }
+            guard let row = rows[1].first, !(try decode(row, Bool.self)) else { throw .importBlockedByRecordsWithoutKey }
         }
         analyze(afterLoading: inserted.withLock { $0 })
     }
@@ -329,6 +346,8 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         let storage: PostgresRecordStorage
         let transaction: Transaction
         let inserted: Locked<Int>
+        /// Whether `addKeys` gave the store its first current key.
+        let madeFirstKey: Locked<Bool>
 
         func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
             let (s, tx) = (storage, transaction)
@@ -337,9 +356,10 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
                 guard let row, PostgresRecordStorage.data(try s.decode(row, ByteBuffer.self)) == key.wrapped else { throw .storeMismatch }
             }
             if let currentKeyId {
-                try s.run(
-                    tx, "UPDATE \(s.tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL",
+                let updated = try s.run(
+                    tx, "UPDATE \(s.tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL RETURNING 1",
                     PostgresRecordStorage.binds { $0.append(Int64(currentKeyId)) })
+                if !updated.isEmpty { madeFirstKey.withLock { $0 = true } }
             }
         }
 

@@ -355,17 +355,8 @@ import Testing
             rotated.withLock { $0 = result }
             rotationEnded.signal()
         }
-        // Waits (on events: a lock request queued in the server, or the call's end) of at most 60 s.
-        let waiters = """
-            WITH k AS (SELECT ('x' || encode(substring(store_id FROM 1 FOR 8), 'hex'))::bit(64)::bigint AS h FROM \(base.tableName("store")))
-            SELECT count(*)::text FROM pg_locks, k WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
-            AND classid::bigint = ((h >> 32) & 4294967295) AND objid::bigint = (h & 4294967295)
-            """
-        func waitUntil(_ count: String, orEnded ended: () -> Bool) throws {
-            let deadline = Date(timeIntervalSinceNow: 60)
-            while !ended(), try base.queryText(waiters) != [count], Date() < deadline { usleep(10_000) }
-        }
-        try waitUntil("1", orEnded: { rotated.withLock { $0 != nil } })
+        func waitUntil(_ count: Int, orEnded ended: () -> Bool) throws { try waitForStoreLockWaiters(count, in: base, orEnded: ended) }
+        try waitUntil(1, orEnded: { rotated.withLock { $0 != nil } })
         #expect(rotated.withLock { $0 == nil }, "the rotation made its key current while a checked write was in flight")
         // Another client's add while the rotation waits: queued behind it.
         let adder = try scratch.reopen()
@@ -377,7 +368,7 @@ import Testing
             added.withLock { $0 = result }
             addEnded.signal()
         }
-        try waitUntil("2", orEnded: { added.withLock { $0 != nil } })
+        try waitUntil(2, orEnded: { added.withLock { $0 != nil } })
         #expect(added.withLock { $0 == nil }, "an add went ahead of a key switch waiting for the store's keys")
         release.signal()
         #expect(holderEnded.wait(timeout: .now() + 60) == .success)

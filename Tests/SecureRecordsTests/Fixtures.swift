@@ -110,3 +110,16 @@ func authenticated(_ row: StoredRecord, by store: RecordStore) throws -> StoredR
     try store.authenticateOrRequireNoStoreKey(&copy)
     return copy
 }
+
+/// Waits (on events: lock requests queued in the server, or `ended`) at most 60 s until `count`
+/// requests for the store's advisory lock (docs/FORMATS.md, "How rows are written") wait in the
+/// server.
+func waitForStoreLockWaiters(_ count: Int, in storage: PostgresRecordStorage, orEnded ended: () -> Bool) throws {
+    let waiters = """
+        WITH k AS (SELECT ('x' || encode(substring(store_id FROM 1 FOR 8), 'hex'))::bit(64)::bigint AS h FROM \(storage.tableName("store")))
+        SELECT count(*)::text FROM pg_locks, k WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+        AND classid::bigint = ((h >> 32) & 4294967295) AND objid::bigint = (h & 4294967295)
+        """
+    let deadline = Date(timeIntervalSinceNow: 60)
+    while !ended(), try storage.queryText(waiters) != [String(count)], Date() < deadline { usleep(10_000) }
+}

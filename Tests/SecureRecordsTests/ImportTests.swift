@@ -1,6 +1,7 @@
 import Foundation
 import SFTestSupport
 @_spi(Fuzzing) @testable import SecureRecords
+import SecureRecordsPostgres
 import SecureCore
 import Testing
 
@@ -199,5 +200,102 @@ import Testing
         #expect(third.records.map(\.id) == [ids[4], added])
         let end = try store.storage.allRecords(after: third.last, limit: 2)
         #expect(end.records.isEmpty && end.last == third.last)
+    }
+
+    /// The store the export came from, created empty in `name` with no key (as
+    /// `RecordStore(importing:)` does before it imports), with the `gifts` collection: locked.
+    func emptyStore(of source: RecordStore, _ scratch: RecordsScratch, name: String = "target.db") throws -> RecordStore {
+        let storage = try scratch.storage(name)
+        _ = try storage.initialize(StoreMetadata(storeId: source.storeId, currentKeyId: nil, keys: []))
+        let store = try RecordStore(storage: storage, configuration: testConfiguration)
+        try store.createCollection("gifts", schema: giftSchema)
+        return store
+    }
+
+    /// An import does not give a store its first key while the store holds records added without
+    /// one (a locked client may add clear fields alone while the store has no key): under the
+    /// export's key they would fail as modified. Nothing is imported and the store keeps no key;
+    /// without such records the same import goes through.
+    @Test(arguments: Backend.enabled)
+    func anImportGivesNoFirstKeyToAStoreHoldingRecordsWithoutOne(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let (source, path, _) = try exported(scratch, count: 10)
+        let target = try emptyStore(of: source, scratch)
+        let carol = try target.add(["toWhom": "Carol"], to: "gifts")
+        #expect(throws: RecordsError.importBlockedByRecordsWithoutKey) { try target.importFile(atPath: path) }
+        #expect(try target.storage.loadMetadata()?.currentKeyId == nil)
+        #expect(try target.search().map(\.id) == [carol])
+        try target.delete(carol)
+        #expect(try target.importFile(atPath: path) == 10)
+        try target.unlock(with: appSealer)
+        #expect(try target.search(in: "gifts").count == 10)
+    }
+
+    /// The same when the record comes while the import runs (PostgreSQL, where a write does not wait
+    /// for an import): the locked client's add, checked against the store's key before the import
+    /// commits, goes through, and the import, which looks again holding the store's lock as its
+    /// transaction ends, is refused. The store stays as it was, the added record valid.
+    @Test(.requires(.postgres))
+    func aRecordAddedWithoutKeyWhileAnImportRunsRefusesItsKey() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let (source, path, _) = try exported(scratch, count: 2_500)
+        let target = try emptyStore(of: source, scratch)
+        let other = try scratch.reopen("target.db")
+        var carol: UUID?
+        #expect(throws: RecordsError.importBlockedByRecordsWithoutKey) {
+            try target.importFile(atPath: path) { _ in
+                if carol == nil { carol = try? other.add(["toWhom": "Carol"], to: "gifts") }
+            }
+        }
+        let added = try #require(carol, "the add during the import was refused")
+        #expect(try other.storage.loadMetadata()?.currentKeyId == nil)
+        #expect(try other.search().map(\.id) == [added])
+        try other.unlock(with: appSealer)  // the store's first key, adopting the record
+        #expect(try other.record(added).clearFields["toWhom"] == "Carol")
+    }
+
+    /// And when the record's add is still in flight as the import ends (PostgreSQL): the import
+    /// waits for the store's lock, which that add holds shared until it commits, then looks, and is
+    /// refused. (Without the lock it would commit first, and the add after it.)
+    @Test(.requires(.postgres), .timeLimit(.minutes(3)))
+    func anImportEndingWhileARecordWithoutKeyIsAddedWaitsForItAndIsRefused() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let (source, path, _) = try exported(scratch, count: 100)
+        let target = try emptyStore(of: source, scratch)
+        let storage = try #require(try scratch.storage("target.db") as? PostgresRecordStorage)
+        // A record without key, as a locked client adds it, inserted again by a checked insert held
+        // open (its check passed, its commit waits).
+        let carol = try target.add(["toWhom": "Carol"], to: "gifts")
+        let row = try #require(try storage.record(carol))
+        #expect(try storage.delete(carol))
+        let checked = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), inserted = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            do {
+                _ = try storage.insert([row]) { (metadata) throws(RecordsError) -> Bool in
+                    checked.signal()
+                    _ = release.wait(timeout: .now() + 120)
+                    return metadata?.currentKeyId == nil
+                }
+            } catch {
+                Issue.record(error)
+            }
+            inserted.signal()
+        }
+        #expect(checked.wait(timeout: .now() + 60) == .success)
+        let imported = Locked<Result<Int, RecordsError>?>(nil)
+        let importEnded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let result = Result { () throws(RecordsError) in try target.importFile(atPath: path) }
+            imported.withLock { $0 = result }
+            importEnded.signal()
+        }
+        try waitForStoreLockWaiters(1, in: storage, orEnded: { imported.withLock { $0 != nil } })
+        #expect(imported.withLock { $0 == nil }, "the import ended while a write without key was in flight")
+        release.signal()
+        #expect(inserted.wait(timeout: .now() + 60) == .success)
+        #expect(importEnded.wait(timeout: .now() + 60) == .success)
+        #expect(throws: RecordsError.importBlockedByRecordsWithoutKey) { try imported.withLock { $0 }?.get() }
+        #expect(try storage.loadMetadata()?.currentKeyId == nil)
+        #expect(try target.search().map(\.id) == [carol])
     }
 }
