@@ -11,9 +11,11 @@ public struct StorageFailure: Error, Equatable, Sendable, CustomStringConvertibl
         /// The connection was lost or the server stopped answering during the operation (after
         /// the retries the storage makes itself); the server rolled back what it had not committed.
         case connectionLost
-        /// The connection was lost after COMMIT was sent and before its answer, and the server could
-        /// not say before the deadline whether the change was stored (PostgreSQL is asked on a new
-        /// connection): check before repeating it.
+        /// The connection was lost after COMMIT was sent and before its answer, and whether the
+        /// change was stored could not be learnt: PostgreSQL, asked on a new connection, did not
+        /// say before the deadline, or restarted meanwhile (its answer may then be about another
+        /// transaction) for a change that has no records of its own to look for. Check before
+        /// repeating it.
         case outcomeUnknown
         /// The PostgreSQL server reported an error with this SQLSTATE (for example `40001`,
         /// `23505`, `42501`, `57014`).

@@ -9,13 +9,22 @@ import SecureRecords
 /// stored: the server may have committed it and lost only the answer, may still be committing it,
 /// or may never have received the COMMIT (its process then sits idle in the transaction, holding
 /// its row locks, until it notices the connection is gone). So every write transaction learns its
-/// transaction id and server process with its BEGIN, and after such a loss the client asks
-/// `txid_status` on a new connection (PostgreSQL's documented way to settle it): `committed` or
-/// `aborted` is final. While it says `in progress`, the client asks again; after
-/// `terminateAfter` it ends that server process (its own, matched by process id and transaction
-/// id, never another's), which makes the server settle the transaction: a COMMIT already under
-/// way completes, one never received is rolled back. Both are asked about in autocommit, outside
-/// any transaction.
+/// transaction id, its server process and when the server started with its BEGIN, and after such
+/// a loss the client asks `txid_status` on a new connection (PostgreSQL's documented way to settle
+/// it), outside any transaction.
+///
+/// On the same server run, `committed` and `aborted` are final. While it says `in progress`, the
+/// client asks again; after `terminateAfter` it ends that server process (its own, matched by
+/// process id and transaction id), which makes the server settle the transaction: a COMMIT
+/// already under way completes, one never received is rolled back.
+///
+/// After a restart (or a failover) the answer is weaker: PostgreSQL does not log a transaction id
+/// when it hands it out, so the id of a transaction whose log records were lost in a crash is
+/// handed out again after recovery, and may have committed for another client by the time the
+/// client asks. A committed transaction's id is never reused (its commit record is durable), so
+/// any answer but `committed` (an id the server has not handed out yet, too) still means rolled
+/// back; `committed` means committed *or reused*, which only the transaction's own writes can
+/// tell apart (`Settled.committedOrReused`). No process is ended after a restart.
 enum CommitOutcome {
     /// How long a transaction may stay in progress before its server process is ended.
     static let terminateAfter = TimeAmount.milliseconds(500)
@@ -26,19 +35,30 @@ enum CommitOutcome {
         let id: Int64
         /// `pg_backend_pid()`: the server process running it.
         let process: Int32
+        /// `pg_postmaster_start_time()`, as text: the server run it belongs to.
+        let serverStarted: String
     }
 
-    /// Begins a write transaction (READ COMMITTED) on `tx`'s connection and learns its id and
-    /// process, in one round trip (the id is assigned at once: the transaction writes anyway).
+    /// What the server's record says about a transaction.
+    enum Settled {
+        case committed
+        case rolledBack
+        /// `committed`, after the server restarted: this transaction, or another that was given its
+        /// id again after a crash lost this one.
+        case committedOrReused
+    }
+
+    /// Begins a write transaction (READ COMMITTED) on `tx`'s connection and learns its id, process
+    /// and server run, in one round trip (the id is assigned at once: the transaction writes anyway).
     static func begin(_ tx: PostgresSession.Transaction) throws(PostgresSession.PostgresFailure) -> Transaction {
         let rows = try tx.pipeline([
             ("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()),
-            ("SELECT txid_current(), pg_backend_pid()", PostgresBindings()),
+            ("SELECT txid_current(), pg_backend_pid(), pg_postmaster_start_time()::text", PostgresBindings()),
         ])
         do {
             if let row = rows[1].first {
-                let (id, process) = try row.decode((Int64, Int32).self)
-                return Transaction(id: id, process: process)
+                let (id, process, started) = try row.decode((Int64, Int32, String).self)
+                return Transaction(id: id, process: process, serverStarted: started)
             }
         } catch {
             throw PostgresSession.PostgresFailure(error: error)
@@ -48,46 +68,58 @@ enum CommitOutcome {
             error: RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no transaction id from txid_current()")))
     }
 
-    /// Whether `transaction` committed (true) or was rolled back (false), asked on `tx`'s
-    /// connection outside any transaction until `deadline`. Fails with the connection's failure,
-    /// or, if the server cannot say by the deadline (still in progress, or an id it no longer
-    /// knows), with a failure the caller reports as an unknown outcome.
-    static func committed(
+    /// How `transaction` ended, asked on `tx`'s connection outside any transaction until
+    /// `deadline`. Fails with the connection's failure, or, if the server cannot say by the
+    /// deadline (still in progress, or an id it no longer knows), with a failure the caller
+    /// reports as an unknown outcome.
+    static func settle(
         _ transaction: Transaction, _ tx: PostgresSession.Transaction, until deadline: NIODeadline
-    ) throws(RecordsError) -> Bool {
+    ) throws(RecordsError) -> Settled {
         let place = tx.session.configuration.displayName
         let started = NIODeadline.now()
         var pause = TimeAmount.milliseconds(20)
         var terminated = false
+        var binds = PostgresBindings()
+        binds.append(transaction.id)
         while true {
-            let status: String?
+            let answer: (status: String?, serverStarted: String)
             do throws(PostgresSession.PostgresFailure) {
-                var binds = PostgresBindings()
-                binds.append(transaction.id)
-                let rows = try tx.query("SELECT txid_status($1)", binds)
+                let results = tx.pipelineResults([
+                    ("SELECT txid_status($1)", binds), ("SELECT pg_postmaster_start_time()::text", PostgresBindings()),
+                ])
                 do {
-                    status = try rows.first?.decode(String?.self) ?? nil
+                    guard let started = try results[1].get().first else {
+                        throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer to pg_postmaster_start_time"))
+                    }
+                    switch results[0] {
+                    case .success(let rows):
+                        answer = (try rows.first?.decode(String?.self) ?? nil, try started.decode(String.self))
+                    case .failure(let failure) where failure.sqlState == "22023":
+                        // An id this server run has not handed out yet ("in the future").
+                        answer = ("not yet given", try started.decode(String.self))
+                    case .failure(let failure):
+                        throw failure
+                    }
+                } catch let failure as PostgresSession.PostgresFailure {
+                    throw failure
                 } catch {
                     throw PostgresSession.PostgresFailure(error: error)
                 }
             } catch {
                 throw tx.map(error)
             }
-            switch status {
+            let restarted = answer.serverStarted != transaction.serverStarted
+            switch answer.status {
             case "committed":
-                return true
-            case "aborted":
-                return false
+                return restarted ? .committedOrReused : .committed
+            case "aborted", "not yet given":
+                return .rolledBack
+            case "in progress" where restarted:
+                return .rolledBack  // another transaction given the id again: this one never committed
             case "in progress":
                 if !terminated, NIODeadline.now() - started >= terminateAfter {
                     terminated = true
-                    var binds = PostgresBindings()
-                    binds.append(transaction.process)
-                    binds.append(String(UInt32(truncatingIfNeeded: transaction.id)))
-                    // Best effort: a role that may not end it waits for the server to notice the
-                    // lost connection, or for the deadline.
-                    _ = try? tx.query(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2", binds)
+                    terminate(transaction, tx)
                 }
             default:
                 throw .storage(StorageFailure(.outcomeUnknown, "\(place): the server no longer knows transaction \(transaction.id)"))
@@ -98,5 +130,20 @@ enum CommitOutcome {
             Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
             pause = min(pause * 2, .milliseconds(500))
         }
+    }
+
+    /// Ends the server process still running `transaction` (matched by process id and the low 32
+    /// bits of the transaction id, so never another's), best effort and without recording a
+    /// failure: a role that may not end it waits for the server to notice the lost connection, or
+    /// for the deadline.
+    private static func terminate(_ transaction: Transaction, _ tx: PostgresSession.Transaction) {
+        var binds = PostgresBindings()
+        binds.append(transaction.process)
+        binds.append(String(UInt32(truncatingIfNeeded: transaction.id)))
+        let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2"
+        _ = try? PostgresSession.wait(
+            for: tx.connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: tx.logger),
+            until: .now() + .milliseconds(Int64(tx.session.configuration.statementTimeoutSeconds * 1000)),
+            doing: "ending the server process of a lost transaction", on: tx.connection)
     }
 }

@@ -200,6 +200,17 @@ extension PostgresRecordStorage {
         }
     }
 
+    /// Whether every record of `records` is in the store (by id): after a server restart, whether
+    /// an insert whose COMMIT went unanswered was stored (all of them or none: one transaction;
+    /// ids are the client's, so no other writer stores them).
+    func allStored(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) -> Bool {
+        guard !records.isEmpty else { return true }
+        let rows = try run(tx, "SELECT count(*) FROM \(tables.records) WHERE id = ANY($1::uuid[])", Self.binds { $0.append(records.map(\.id)) })
+        guard let row = rows.first else { return false }
+        let stored: Int64 = try decode(row, Int64.self)
+        return stored == Int64(Set(records.map(\.id)).count)
+    }
+
     static func firstDuplicate(_ ids: [UUID]) -> UUID? {
         var seen = Set<UUID>()
         return ids.first { !seen.insert($0).inserted }
@@ -218,7 +229,9 @@ extension PostgresRecordStorage {
 
     /// `RecordStorage.insert`, in one transaction.
     public func insert(_ records: [StoredRecord]) throws(RecordsError) {
-        try session.transaction(readOnly: false) { (tx) throws(RecordsError) in try insertRecords(records, tx) }
+        try session.transaction(readOnly: false, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }) {
+            (tx) throws(RecordsError) in try insertRecords(records, tx)
+        }
     }
 
     /// `RecordStorage.insert(_:ifAccepted:)`, in one transaction: after BEGIN, the metadata's read
@@ -229,7 +242,9 @@ extension PostgresRecordStorage {
         _ records: [StoredRecord], ifAccepted accept: (StoreMetadata?) throws(RecordsError) -> Bool
     ) throws(RecordsError) -> Bool {
         let inserts = try insertStatements(records)
-        return try session.transaction(readOnly: false, commitIf: { $0 }) { (tx) throws(RecordsError) -> Bool in
+        return try session.transaction(
+            readOnly: false, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(records, tx) }
+        ) { (tx) throws(RecordsError) -> Bool in
             let reads = metadataStatements(holding: true)
             let results = tx.pipelineResults(reads + inserts)
             let rows: (store: [PostgresRow], keys: [PostgresRow])
@@ -308,7 +323,9 @@ extension PostgresRecordStorage {
                 throw failure
             }
         }
-        let accepted = try session.transaction(readOnly: false, bulk: true, commitIf: { $0 }) { (tx) throws(RecordsError) -> Bool in
+        let accepted = try session.transaction(
+            readOnly: false, bulk: true, commitIf: { $0 }, wasCommitted: { (tx) throws(RecordsError) in try self.allStored(batches.flatMap { $0 }, tx) }
+        ) { (tx) throws(RecordsError) -> Bool in
             guard try accepts(accept, tx, holding: false) else { return false }
             switch outcome {
             case .failure(let error): throw error
@@ -366,7 +383,7 @@ extension PostgresRecordStorage {
         let candidates = Self.candidates(records, expected)
         return try write { (tx) throws(RecordsError) in
             let (lock, binds) = lockStatement(candidates)
-            return try replace(records, ifUnchangedFrom: expected, rows: try run(tx, lock, binds), tx)
+            return try replace(records, candidates, ifUnchangedFrom: expected, rows: try run(tx, lock, binds), tx)
         }
     }
 
@@ -387,7 +404,7 @@ extension PostgresRecordStorage {
                 throw tx.map(error)
             }
             guard try accepts(accept, try decodeMetadata(results[reads.count - 2], results[reads.count - 1]), tx) else { return nil }
-            return try replace(records, ifUnchangedFrom: expected, rows: results[reads.count], tx)
+            return try replace(records, candidates, ifUnchangedFrom: expected, rows: results[reads.count], tx)
         }
     }
 
@@ -407,13 +424,14 @@ extension PostgresRecordStorage {
         )
     }
 
-    /// Replaces, in `tx`, each of `records` whose row (among `rows`, read by `lockStatement`) is
-    /// still its namesake in `expected`; returns the ids left alone.
+    /// Replaces, in `tx`, each of `records` (`candidates`: those with a namesake in `expected`)
+    /// whose row (among `rows`, read by `lockStatement`) is still its namesake in `expected`;
+    /// returns the ids left alone.
     private func replace(
-        _ records: [StoredRecord], ifUnchangedFrom expected: [StoredRecord], rows: [PostgresRow], _ tx: Transaction
+        _ records: [StoredRecord], _ candidates: [UUID: StoredRecord], ifUnchangedFrom expected: [StoredRecord], rows: [PostgresRow],
+        _ tx: Transaction
     ) throws(RecordsError) -> Set<UUID> {
         let expected = Dictionary(expected.map { ($0.id, $0) }) { _, last in last }
-        let candidates = Self.candidates(records, Array(expected.values))
         let stored = try load(rows, tx).filter { expected[$0.id]?.isIdentical(to: $0) == true }
         let unchanged = stored.compactMap { candidates[$0.id] }
         // Field rows that stay as they are (a rotation's clear fields) are not rewritten.

@@ -314,40 +314,55 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
 
     /// `RecordStorage.importAll`, in one transaction (run again from the start after a lost
     /// connection, as every write is), whose deadline is renewed by each batch inserted: an import
-    /// of any size runs to its end while the server keeps answering.
+    /// of any size runs to its end while the server keeps answering. After a restart that leaves
+    /// its commit in doubt, its first record settles it: an import stores all its records or
+    /// none, and refuses ids that exist (one without records runs again: its keys and collections
+    /// are taken again as they are).
     public func importAll(_ body: (any RecordImportWriter) throws(RecordsError) -> Void) throws(RecordsError) {
-        let inserted = Locked(0)
-        let madeFirstKey = Locked(false)
-        try session.transaction(readOnly: false, bulk: true) { (tx) throws(RecordsError) in
-            // The body runs again after a lost connection.
-            inserted.withLock { $0 = 0 }
-            madeFirstKey.withLock { $0 = false }
-            try body(ImportWriter(storage: self, transaction: tx, inserted: inserted, madeFirstKey: madeFirstKey))
-            guard madeFirstKey.withLock({ $0 }) else { return }
+        let counts = Locked(ImportCounts())
+        let wasCommitted = { (tx: Transaction) throws(RecordsError) -> Bool in
+            guard let first = counts.withLock({ $0.first }) else { return false }
+            return try self.allStored([first], tx)
+        }
+        try session.transaction(readOnly: false, bulk: true, wasCommitted: wasCommitted) { (tx) throws(RecordsError) in
+            counts.withLock { $0 = ImportCounts() }  // the body runs again after a lost connection
+            try body(ImportWriter(storage: self, transaction: tx, counts: counts))
+            let imported = counts.withLock { $0 }
+            guard imported.madeFirstKey else { return }
             // Checked writes that saw no key (a locked client's clear-only add) may have added
             // records without one meanwhile: the store's lock, taken exclusively as a key switch
             // takes it (not at the first key, which would hold every writer for the whole
             // import), waits for those in flight and holds later ones until the commit; then any
-            // such record refuses the import.
-            let withoutKey = "SELECT EXISTS (SELECT 1 FROM \(tables.records) WHERE keying = 0 AND key_id IS NULL)"
+            // such record beyond the export's own (a first unlock cut short leaves some in a
+            // store with a key) refuses the import.
+            let withoutKey = "SELECT count(*) FROM \(tables.records) WHERE keying = 0 AND key_id IS NULL"
             let rows: [[PostgresRow]]
             do throws(PostgresSession.PostgresFailure) {
                 rows = try tx.pipeline([keysLock(exclusive: true), (withoutKey, PostgresBindings())])
             } catch {
                 throw tx.map(error)
             }
-            guard let row = rows[1].first, !(try decode(row, Bool.self)) else { throw .importBlockedByRecordsWithoutKey }
+            guard let row = rows[1].first, try decode(row, Int64.self) == imported.withoutKey else { throw .importBlockedByRecordsWithoutKey }
         }
-        analyze(afterLoading: inserted.withLock { $0 })
+        analyze(afterLoading: counts.withLock { $0.records })
+    }
+
+    /// What an import wrote.
+    private struct ImportCounts {
+        var records = 0
+        /// The first record.
+        var first: StoredRecord?
+        /// Store-keyed records without a key among them.
+        var withoutKey: Int64 = 0
+        /// Whether it gave the store its first current key.
+        var madeFirstKey = false
     }
 
     /// Writes into the transaction `transaction`, counting the records in `inserted`.
     private struct ImportWriter: RecordImportWriter {
         let storage: PostgresRecordStorage
         let transaction: Transaction
-        let inserted: Locked<Int>
-        /// Whether `addKeys` gave the store its first current key.
-        let madeFirstKey: Locked<Bool>
+        let counts: Locked<ImportCounts>
 
         func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
             let (s, tx) = (storage, transaction)
@@ -359,7 +374,7 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
                 let updated = try s.run(
                     tx, "UPDATE \(s.tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL RETURNING 1",
                     PostgresRecordStorage.binds { $0.append(Int64(currentKeyId)) })
-                if !updated.isEmpty { madeFirstKey.withLock { $0 = true } }
+                if !updated.isEmpty { counts.withLock { $0.madeFirstKey = true } }
             }
         }
 
@@ -369,7 +384,12 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
 
         func insert(_ records: [StoredRecord]) throws(RecordsError) {
             try storage.copyRecords(records, transaction)
-            inserted.withLock { $0 += records.count }
+            let withoutKey = Int64(records.count { $0.keying == .storeKey && $0.keyId == nil })
+            counts.withLock {
+                if $0.first == nil { $0.first = records.first }
+                $0.records += records.count
+                $0.withoutKey += withoutKey
+            }
         }
     }
 }

@@ -494,15 +494,19 @@ final class PostgresSession: Sendable {
     /// transaction deadline. A write transaction learns its transaction id and server process with
     /// its BEGIN (in the same round trip), so that a connection lost while committing is settled
     /// on a new connection by the server's own record of the outcome (`CommitOutcome`): committed,
-    /// the result is returned; rolled back, the transaction is run again; if that cannot be learnt
-    /// within the deadline, the failure says the outcome is unknown. `body` may run more than once,
+    /// the result is returned; rolled back, the transaction is run again. After a server restart
+    /// a committed id may be another transaction's (`CommitOutcome.Settled.committedOrReused`):
+    /// then `wasCommitted` (a read that tells, say, whether records with the client's ids exist)
+    /// decides. If the outcome cannot be learnt within the deadline, or there is no
+    /// `wasCommitted` to decide it, the failure says the outcome is unknown. `body` may run more than once,
     /// so it must only read and write through `Transaction`. A `bulk` transaction (an import, whose
     /// length grows with its input) has its deadline renewed by each statement that completes:
     /// it bounds the time without progress, not the whole run; its retries after a lost connection
     /// are bounded by the deadline as it stood at the first loss. With `commitIf`, a result it
     /// refuses is returned after a ROLLBACK instead of a COMMIT.
     func transaction<R>(
-        readOnly: Bool, bulk: Bool = false, commitIf: ((R) -> Bool)? = nil, _ body: (Transaction) throws(RecordsError) -> R
+        readOnly: Bool, bulk: Bool = false, commitIf: ((R) -> Bool)? = nil,
+        wasCommitted: ((Transaction) throws(RecordsError) -> Bool)? = nil, _ body: (Transaction) throws(RecordsError) -> R
     ) throws(RecordsError) -> R {
         let deadline = TransactionDeadline(timeout: .milliseconds(Int64(configuration.transactionTimeoutSeconds * 1000)), renewed: bulk)
         var current: PostgresConnection?
@@ -526,7 +530,7 @@ final class PostgresSession: Sendable {
             .storage(StorageFailure(
                 .outcomeUnknown,
                 "\(configuration.displayName): the connection was lost while committing, so whether the change "
-                    + "was stored is unknown: the server could not tell before the deadline (\(error)); check before repeating it"))
+                    + "was stored is unknown (\(error)); check before repeating it"))
         }
         // Reconnecting and running again after a lost connection is bounded by the deadline as
         // it stood at the first loss: a bulk transaction's renewals (its BEGIN on the new
@@ -547,11 +551,23 @@ final class PostgresSession: Sendable {
             var result: R?
             do throws(RecordsError) {
                 if let pending = unconfirmed {
-                    guard try CommitOutcome.committed(pending.transaction, tx, until: min(deadline.value, retriesUntil)) else {
+                    switch try CommitOutcome.settle(pending.transaction, tx, until: min(deadline.value, retriesUntil)) {
+                    case .committed:
+                        return pending.result
+                    case .rolledBack:
+                        unconfirmed = nil
+                        continue
+                    case .committedOrReused:
+                        // The server restarted, so its old process and whatever it held are gone:
+                        // the transaction's own writes, read now, are final.
+                        guard let wasCommitted else {
+                            throw RecordsError.storage(StorageFailure(
+                                .outcomeUnknown, "the server restarted, and the transaction's id may have been given to another since"))
+                        }
+                        if try wasCommitted(tx) { return pending.result }
                         unconfirmed = nil
                         continue
                     }
-                    return pending.result
                 }
                 let begun: CommitOutcome.Transaction?
                 do throws(PostgresFailure) {

@@ -2,6 +2,7 @@ import Foundation
 import SFTestSupport
 import SecureCore
 import SecureRecords
+import SecureRecordsPostgres
 import Testing
 
 /// Issue 19: a PostgreSQL server that restarts or stops answering never hangs `sf records add`.
@@ -195,5 +196,90 @@ import Testing
             let unknown = adding.standardError.contains("unknown")
             #expect(grown == printed || (unknown && grown == printed + 1), "stored \(grown), reported \(printed): \(adding.standardError)")
         }
+    }
+
+    /// A COMMIT lost as the server crashes, before its log writer flushed the transaction's
+    /// records: recovery hands that transaction's id out again, and once another transaction has
+    /// committed under it, `txid_status` says "committed" for a change that was lost. The client
+    /// sees that the server restarted and does not take that answer: an add asks its records
+    /// themselves, is run again and stored once (taking the answer as is, it reported a record that
+    /// is not there), and so is an import; an update, which has nothing of its own to ask, reports
+    /// the outcome unknown, never success.
+    @Test("a COMMIT lost in a crash is not taken as committed when its transaction id is handed out again",
+          .enabled(if: clusterUsable || TestSupport.isCI, "needs root and PostgreSQL 15 in PG_BIN"), .hangBackstop)
+    func aCommitLostInACrashIsNotConfusedWithAReusedTransactionId() throws {
+        try #require(Self.clusterUsable, "apt-get install postgresql-15, and run as root")
+        let cluster = try Cluster()
+        let password = try String(contentsOfFile: cluster.passwordFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let configuration = try PostgresRecordStorage.Configuration(url: cluster.url, password: SecretBytes(Data(password.utf8)))
+        let direct = try PostgresRecordStorage(configuration: configuration)
+        let relay = try CommitCuttingRelay(serverPort: configuration.port)
+        defer { relay.stop() }
+        var relayed = configuration
+        relayed.host = "127.0.0.1"
+        relayed.port = relay.port
+        relayed.tls = .disabled
+        // Room for the crash and the restart while the client's connection waits in the relay.
+        relayed.connectTimeoutSeconds = 120
+        relayed.transactionTimeoutSeconds = 240
+        let store = try RecordStore(storage: try PostgresRecordStorage(configuration: relayed))
+        try store.createCollection("gifts", schema: try RecordSchema(["toWhom": .clear]))
+        try store.unlock(with: try KeyItemSealer(key: SecretBytes.random(count: 32)))
+
+        // Runs `operation` while its COMMIT is kept from the server, which is killed at once (an
+        // immediate shutdown: no checkpoint), started again, and given 20 transactions that
+        // commit under the ids recovery hands out again; the client's new connection waits in
+        // the relay meanwhile.
+        func crashing<T>(_ operation: @escaping @Sendable () throws(RecordsError) -> T) throws -> Result<T, RecordsError> {
+            let postmaster = try #require(try cluster.serverProcesses().first)
+            let cuts = relay.cuts
+            relay.holdNewConnections(true)
+            relay.arm(.request) { kill(postmaster, SIGQUIT) }
+            let outcome = Locked<Result<T, RecordsError>?>(nil)
+            let ended = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let result = Result { () throws(RecordsError) in try operation() }
+                outcome.withLock { $0 = result }
+                ended.signal()
+            }
+            let deadline = Date(timeIntervalSinceNow: 60)
+            while relay.cuts == cuts || kill(postmaster, 0) == 0, Date() < deadline { usleep(10_000) }
+            try #require(relay.cuts == cuts + 1 && kill(postmaster, 0) != 0, "the COMMIT was not cut, or the server did not stop")
+            let start = try TestSupport.run("python3", [
+                "-c", Cluster.detached, "/bin/sh", "-c",
+                "runuser -u postgres -- \"$0\"/pg_ctl -D \"$1\"/data -l \"$1\"/server.log -w start </dev/null >/dev/null 2>>\"$1\"/pg_ctl.log",
+                Self.pgBin, cluster.directory,
+            ])
+            try #require(start.status == 0, "\(start.stderrText)")
+            for _ in 0..<20 { try direct.execute("SELECT 1") }
+            relay.holdNewConnections(false)
+            try #require(ended.wait(timeout: .now() + 240) == .success)
+            return try #require(outcome.withLock { $0 })
+        }
+
+        let id = try crashing { () throws(RecordsError) in try store.add(["toWhom": "Alice"], to: "gifts") }.get()
+        let reader = try RecordStore(storage: direct)
+        #expect(try reader.search(in: "gifts").map(\.id) == [id], "the add is stored once")
+        let updated = try crashing { () throws(RecordsError) in try store.update(id, setting: ["toWhom": "Bob"]) }
+        let toWhom = try reader.record(id).clearFields["toWhom"]
+        switch updated {
+        case .failure(.storage(let failure)):
+            #expect(failure.cause == .outcomeUnknown && "\(failure)".contains("restarted"), "\(failure)")
+            #expect(toWhom == "Alice", "the update was lost in the crash")
+        case .success:
+            // Only if the server's log writer flushed the update's records before the crash (its id
+            // then stays its own, and reads as rolled back): it was run again.
+            #expect(toWhom == "Bob", "the update was reported done but is not stored")
+        case .failure(let error):
+            Issue.record("\(error)")
+        }
+        // An import asks for its first record, as an add does.
+        var export: [String] = []
+        _ = try store.export { export.append($0) }
+        try store.delete(id)
+        let lines = export
+        let imported = try crashing { () throws(RecordsError) in try store.importLines(lines) }.get()
+        #expect(imported == 1)
+        #expect(try reader.search(in: "gifts").map(\.id) == [id], "the import is stored once")
     }
 }

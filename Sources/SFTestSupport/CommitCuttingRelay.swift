@@ -1,0 +1,172 @@
+import Foundation
+import SecureCore
+
+/// A TCP relay on loopback in front of a PostgreSQL server (plain text, so it can see the
+/// protocol) that loses one write transaction's COMMIT when armed: the COMMIT of the next
+/// transaction that began `BEGIN ISOLATION LEVEL READ COMMITTED` on a connection. `.answer` passes
+/// the COMMIT on and closes both sides as the server answers; `.request` keeps it from the server
+/// and closes the client's side only, leaving the server's process idle in its transaction (as a
+/// link that failed silently would). Unchecked Sendable: its mutable state is behind `Locked`, and
+/// each socket is read by one thread.
+public final class CommitCuttingRelay: @unchecked Sendable {
+    /// How a COMMIT is lost.
+    public enum Cut: Sendable { case answer, request }
+
+    /// The port clients connect to.
+    public let port: Int
+    private let serverPort: Int
+    private let listener: Int32
+    private struct State {
+        var armed: Cut?
+        var afterCut: (@Sendable () -> Void)?
+        var holding = false
+        var cuts = 0
+        var sockets: [Int32] = []
+        var serverSidePorts: [Int] = []
+    }
+    private let state = Locked(State())
+    private let done = DispatchGroup()
+
+    /// COMMITs lost so far.
+    public var cuts: Int { state.withLock { $0.cuts } }
+    /// The local ports of the relay's connections to the server (`pg_stat_activity.client_port`).
+    public var serverSidePorts: [Int] { state.withLock { $0.serverSidePorts } }
+
+    /// A relay to the server on 127.0.0.1:`serverPort`.
+    public init(serverPort: Int) throws {
+        self.serverPort = serverPort
+        let (fd, port) = try Self.socket(listening: true, port: 0)
+        listener = fd
+        self.port = port
+        DispatchQueue.global().async(group: done) { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else {
+                    if errno == EINTR { continue }
+                    return  // stopped
+                }
+                state.withLock { $0.sockets.append(client) }
+                Thread.detachNewThread { self.relay(client) }
+            }
+        }
+    }
+
+    /// Loses the next write transaction's COMMIT, as `cut` says, and then runs `afterCut` (on the
+    /// relay's thread, before anything else passes).
+    public func arm(_ cut: Cut, then afterCut: (@Sendable () -> Void)? = nil) {
+        state.withLock {
+            $0.armed = cut
+            $0.afterCut = afterCut
+        }
+    }
+
+    /// While `hold` is true, connections accepted are not passed on to the server: each waits
+    /// (its client waiting for the server's first answer) until the hold ends.
+    public func holdNewConnections(_ hold: Bool) { state.withLock { $0.holding = hold } }
+
+    /// Passes `client` on to the server once no hold is on.
+    private func relay(_ client: Int32) {
+        while state.withLock({ $0.holding }) { usleep(10_000) }
+        guard let (server, localPort) = try? Self.socket(listening: false, port: serverPort) else {
+            shutdown(client, Int32(SHUT_RDWR))
+            return
+        }
+        state.withLock {
+            $0.sockets.append(server)
+            $0.serverSidePorts.append(localPort)
+        }
+        let cutOnAnswer = Locked(false)
+        Thread.detachNewThread { self.serverToClient(server, client, cutOnAnswer) }
+        clientToServer(client, server, cutOnAnswer)
+    }
+
+    /// Stops accepting and closes every connection (the server's processes then end).
+    public func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        _ = done.wait(timeout: .now() + 60)
+        close(listener)
+        for fd in state.withLock({ $0.sockets }) { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private func clientToServer(_ client: Int32, _ server: Int32, _ cutOnAnswer: Locked<Bool>) {
+        let commit = Data("COMMIT\0".utf8), begin = Data("BEGIN ISOLATION LEVEL READ COMMITTED\0".utf8)
+        var inWriteTransaction = false
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(client, &buffer, buffer.count)
+            guard count > 0 else { break }
+            let chunk = Data(buffer[0..<count])
+            if chunk.range(of: begin) != nil { inWriteTransaction = true }
+            if chunk.range(of: commit) != nil {
+                let (cut, afterCut): (Cut?, (@Sendable () -> Void)?) = state.withLock { state in
+                    guard inWriteTransaction, let armed = state.armed else { return (nil, nil) }
+                    state.armed = nil
+                    state.cuts += 1
+                    defer { state.afterCut = nil }
+                    return (armed, state.afterCut)
+                }
+                inWriteTransaction = false
+                switch cut {
+                case .answer?:
+                    cutOnAnswer.withLock { $0 = true }
+                    afterCut?()
+                case .request?:
+                    // The client meets the end of its connection; the server hears nothing more.
+                    shutdown(client, Int32(SHUT_RDWR))
+                    afterCut?()
+                    return
+                case nil:
+                    break
+                }
+            }
+            guard Self.writeAll(server, chunk) else { break }
+        }
+        shutdown(server, Int32(SHUT_RDWR))
+    }
+
+    private func serverToClient(_ server: Int32, _ client: Int32, _ cutOnAnswer: Locked<Bool>) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(server, &buffer, buffer.count)
+            guard count > 0, !cutOnAnswer.withLock({ $0 }) else { break }
+            guard Self.writeAll(client, Data(buffer[0..<count])) else { break }
+        }
+        shutdown(client, Int32(SHUT_RDWR))
+        shutdown(server, Int32(SHUT_RDWR))
+    }
+
+    private static func writeAll(_ fd: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    /// A TCP socket on 127.0.0.1: listening on `port` (0: any), or connected to it; with its local port.
+    private static func socket(listening: Bool, port: Int) throws -> (Int32, Int) {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let done = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                (listening ? bind(fd, address, length) == 0 && listen(fd, 16) == 0 : connect(fd, address, length) == 0)
+                    && getsockname(fd, address, &length) == 0
+            }
+        }
+        guard done else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+}
