@@ -9,7 +9,7 @@ import SecureRecords
 /// stored: the server may have committed it and lost only the answer, may still be committing it,
 /// or may never have received the COMMIT (its process then sits idle in the transaction, holding
 /// its row locks, until it notices the connection is gone). So every write transaction learns its
-/// transaction id, its server process and when the server started with its BEGIN, and after such
+/// transaction id, its server process and the server's run (`serverRun`) with its BEGIN, and after such
 /// a loss the client asks `txid_status` on a new connection (PostgreSQL's documented way to settle
 /// it), outside any transaction.
 ///
@@ -18,7 +18,7 @@ import SecureRecords
 /// process id and transaction id), which makes the server settle the transaction: a COMMIT
 /// already under way completes, one never received is rolled back.
 ///
-/// After a restart (or a failover) the answer is weaker: PostgreSQL does not log a transaction id
+/// After a restart, a crash recovery or a failover the answer is weaker: PostgreSQL does not log a transaction id
 /// when it hands it out, so the id of a transaction whose log records were lost in a crash is
 /// handed out again after recovery, and may have committed for another client by the time the
 /// client asks. A committed transaction's id is never reused (its commit record is durable), so
@@ -26,6 +26,13 @@ import SecureRecords
 /// back; `committed` means committed *or reused*, which only the transaction's own writes can
 /// tell apart (`Settled.committedOrReused`). No process is ended after a restart.
 enum CommitOutcome {
+    /// What changes when the server restarts or recovers from a crash: its postmaster's start
+    /// time, and the time its statistics were reset (a crash of one server process makes the
+    /// postmaster end the others and recover without restarting itself; recovery resets the
+    /// statistics). A manual reset of the statistics reads as a restart too: the client is then
+    /// only more careful.
+    static let serverRun = "pg_postmaster_start_time()::text || ' ' || coalesce((SELECT stats_reset FROM pg_stat_bgwriter)::text, '')"
+
     /// How long a transaction may stay in progress before its server process is ended.
     static let terminateAfter = TimeAmount.milliseconds(500)
 
@@ -35,8 +42,8 @@ enum CommitOutcome {
         let id: Int64
         /// `pg_backend_pid()`: the server process running it.
         let process: Int32
-        /// `pg_postmaster_start_time()`, as text: the server run it belongs to.
-        let serverStarted: String
+        /// `serverRun`: the server run it belongs to.
+        let serverRun: String
     }
 
     /// What the server's record says about a transaction.
@@ -53,12 +60,12 @@ enum CommitOutcome {
     static func begin(_ tx: PostgresSession.Transaction) throws(PostgresSession.PostgresFailure) -> Transaction {
         let rows = try tx.pipeline([
             ("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()),
-            ("SELECT txid_current(), pg_backend_pid(), pg_postmaster_start_time()::text", PostgresBindings()),
+            ("SELECT txid_current(), pg_backend_pid(), \(serverRun)", PostgresBindings()),
         ])
         do {
             if let row = rows[1].first {
                 let (id, process, started) = try row.decode((Int64, Int32, String).self)
-                return Transaction(id: id, process: process, serverStarted: started)
+                return Transaction(id: id, process: process, serverRun: started)
             }
         } catch {
             throw PostgresSession.PostgresFailure(error: error)
@@ -82,14 +89,14 @@ enum CommitOutcome {
         var binds = PostgresBindings()
         binds.append(transaction.id)
         while true {
-            let answer: (status: String?, serverStarted: String)
+            let answer: (status: String?, serverRun: String)
             do throws(PostgresSession.PostgresFailure) {
                 let results = tx.pipelineResults([
-                    ("SELECT txid_status($1)", binds), ("SELECT pg_postmaster_start_time()::text", PostgresBindings()),
+                    ("SELECT txid_status($1)", binds), ("SELECT \(serverRun)", PostgresBindings()),
                 ])
                 do {
                     guard let started = try results[1].get().first else {
-                        throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer to pg_postmaster_start_time"))
+                        throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server's run"))
                     }
                     switch results[0] {
                     case .success(let rows):
@@ -108,7 +115,7 @@ enum CommitOutcome {
             } catch {
                 throw tx.map(error)
             }
-            let restarted = answer.serverStarted != transaction.serverStarted
+            let restarted = answer.serverRun != transaction.serverRun
             switch answer.status {
             case "committed":
                 return restarted ? .committedOrReused : .committed

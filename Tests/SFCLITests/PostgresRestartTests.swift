@@ -226,15 +226,24 @@ import Testing
         try store.createCollection("gifts", schema: try RecordSchema(["toWhom": .clear]))
         try store.unlock(with: try KeyItemSealer(key: SecretBytes.random(count: 32)))
 
-        // Runs `operation` while its COMMIT is kept from the server, which is killed at once (an
-        // immediate shutdown: no checkpoint), started again, and given 20 transactions that
-        // commit under the ids recovery hands out again; the client's new connection waits in
-        // the relay meanwhile.
-        func crashing<T>(_ operation: @escaping @Sendable () throws(RecordsError) -> T) throws -> Result<T, RecordsError> {
-            let postmaster = try #require(try cluster.serverProcesses().first)
+        // Runs `operation` while its COMMIT is kept from the server, which crashes at once and
+        // recovers: the whole server (an immediate shutdown, no checkpoint, then a start), or
+        // one server process (SIGKILL: the postmaster ends the others and recovers without
+        // restarting itself). Then 20 transactions commit under the ids recovery hands out
+        // again; the client's new connection waits in the relay meanwhile.
+        enum Crash { case server, oneProcess }
+        func crashing<T>(_ crash: Crash, _ operation: @escaping @Sendable () throws(RecordsError) -> T) throws -> Result<T, RecordsError> {
+            let postmaster = try cluster.serverProcesses()[0]
+            let victim: pid_t
+            switch crash {
+            case .server:
+                victim = postmaster
+            case .oneProcess:
+                victim = try #require(try direct.queryText("SELECT pg_backend_pid()::text").first.flatMap { $0.flatMap { pid_t($0) } })
+            }
             let cuts = relay.cuts
             relay.holdNewConnections(true)
-            relay.arm(.request) { kill(postmaster, SIGQUIT) }
+            relay.arm(.request) { kill(victim, crash == .server ? SIGQUIT : SIGKILL) }
             let outcome = Locked<Result<T, RecordsError>?>(nil)
             let ended = DispatchSemaphore(value: 0)
             Thread.detachNewThread {
@@ -243,24 +252,27 @@ import Testing
                 ended.signal()
             }
             let deadline = Date(timeIntervalSinceNow: 60)
-            while relay.cuts == cuts || kill(postmaster, 0) == 0, Date() < deadline { usleep(10_000) }
-            try #require(relay.cuts == cuts + 1 && kill(postmaster, 0) != 0, "the COMMIT was not cut, or the server did not stop")
-            let start = try TestSupport.run("python3", [
-                "-c", Cluster.detached, "/bin/sh", "-c",
-                "runuser -u postgres -- \"$0\"/pg_ctl -D \"$1\"/data -l \"$1\"/server.log -w start </dev/null >/dev/null 2>>\"$1\"/pg_ctl.log",
-                Self.pgBin, cluster.directory,
-            ])
-            try #require(start.status == 0, "\(start.stderrText)")
+            while relay.cuts == cuts || kill(victim, 0) == 0, Date() < deadline { usleep(10_000) }
+            try #require(relay.cuts == cuts + 1 && kill(victim, 0) != 0, "the COMMIT was not cut, or the process did not end")
+            if crash == .server {
+                let start = try TestSupport.run("python3", [
+                    "-c", Cluster.detached, "/bin/sh", "-c",
+                    "runuser -u postgres -- \"$0\"/pg_ctl -D \"$1\"/data -l \"$1\"/server.log -w start </dev/null >/dev/null 2>>\"$1\"/pg_ctl.log",
+                    Self.pgBin, cluster.directory,
+                ])
+                try #require(start.status == 0, "\(start.stderrText)")
+            }
+            // (`direct` reconnects, waiting while the server recovers.)
             for _ in 0..<20 { try direct.execute("SELECT 1") }
             relay.holdNewConnections(false)
             try #require(ended.wait(timeout: .now() + 240) == .success)
             return try #require(outcome.withLock { $0 })
         }
 
-        let id = try crashing { () throws(RecordsError) in try store.add(["toWhom": "Alice"], to: "gifts") }.get()
+        let id = try crashing(.oneProcess) { () throws(RecordsError) in try store.add(["toWhom": "Alice"], to: "gifts") }.get()
         let reader = try RecordStore(storage: direct)
         #expect(try reader.search(in: "gifts").map(\.id) == [id], "the add is stored once")
-        let updated = try crashing { () throws(RecordsError) in try store.update(id, setting: ["toWhom": "Bob"]) }
+        let updated = try crashing(.server) { () throws(RecordsError) in try store.update(id, setting: ["toWhom": "Bob"]) }
         let toWhom = try reader.record(id).clearFields["toWhom"]
         switch updated {
         case .failure(.storage(let failure)):
@@ -278,7 +290,7 @@ import Testing
         _ = try store.export { export.append($0) }
         try store.delete(id)
         let lines = export
-        let imported = try crashing { () throws(RecordsError) in try store.importLines(lines) }.get()
+        let imported = try crashing(.oneProcess) { () throws(RecordsError) in try store.importLines(lines) }.get()
         #expect(imported == 1)
         #expect(try reader.search(in: "gifts").map(\.id) == [id], "the import is stored once")
     }
