@@ -89,15 +89,25 @@ public final class CommitCuttingRelay: @unchecked Sendable {
     }
 
     private func clientToServer(_ client: Int32, _ server: Int32, _ cutOnAnswer: Locked<Bool>) {
-        let commit = Data("COMMIT\0".utf8), begin = Data("BEGIN ISOLATION LEVEL READ COMMITTED\0".utf8)
+        let anyBegin = Data("BEGIN ISOLATION LEVEL ".utf8), writeBegin = Data("BEGIN ISOLATION LEVEL READ COMMITTED\0".utf8)
+        let commit = Data("COMMIT\0".utf8), rollback = Data("ROLLBACK\0".utf8)
         var inWriteTransaction = false
+        // The end of the bytes read before, so that a statement split across two reads is seen.
+        var carried: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = read(client, &buffer, buffer.count)
             guard count > 0 else { break }
             let chunk = Data(buffer[0..<count])
-            if chunk.range(of: begin) != nil { inWriteTransaction = true }
-            if chunk.range(of: commit) != nil {
+            let window = Data(carried + buffer[0..<count])  // indices from 0
+            // Whether `marker` ends in this read's bytes.
+            func sees(_ marker: Data) -> Bool {
+                window.range(of: marker, in: max(0, carried.count - marker.count + 1)..<window.count) != nil
+            }
+            carried = Array(window.suffix(63))
+            if sees(anyBegin) { inWriteTransaction = sees(writeBegin) }
+            if sees(rollback) { inWriteTransaction = false }
+            if sees(commit) {
                 let (cut, afterCut): (Cut?, (@Sendable () -> Void)?) = state.withLock { state in
                     guard inWriteTransaction, let armed = state.armed else { return (nil, nil) }
                     state.armed = nil

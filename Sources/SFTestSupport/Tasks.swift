@@ -34,6 +34,32 @@ public final class QueueExecutor: TaskExecutor, Sendable {
     }
 }
 
+/// A throwing call run on a thread of its own (not Dispatch's global queue nor a cooperative
+/// thread), for a test that watches what the call waits for while it runs. Unchecked Sendable:
+/// its result is behind `Locked`.
+public final class BackgroundCall<Value, Failure: Error>: @unchecked Sendable {
+    private let outcome = Locked<Result<Value, Failure>?>(nil)
+    private let ended = DispatchSemaphore(value: 0)
+
+    /// Starts `body`.
+    public init(_ body: @escaping @Sendable () throws(Failure) -> Value) {
+        Thread.detachNewThread { [outcome, ended] in
+            let result = Result { () throws(Failure) in try body() }
+            outcome.withLock { $0 = result }
+            ended.signal()
+        }
+    }
+
+    /// Whether the call has returned or thrown.
+    public var hasEnded: Bool { outcome.withLock { $0 != nil } }
+
+    /// The call's result, waited for until `timeout`; nil if it is still running then.
+    public func result(waitingUntil timeout: DispatchTime) -> Result<Value, Failure>? {
+        if ended.wait(timeout: timeout) == .success { ended.signal() }  // a later call returns at once
+        return outcome.withLock { $0 }
+    }
+}
+
 /// Events in the order they happened, appended from several tasks or threads.
 public final class EventLog: Sendable {
     private let events = Locked<[String]>([])

@@ -45,8 +45,8 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The export belongs to another store (sealed values are bound to their store id).
     case storeMismatch
     /// The import would give the store its first key while the store holds records added without
-    /// one (by a client without the key, while the store had none), which would then fail as
-    /// modified: nothing was imported. Import into a new, empty store.
+    /// one (by a client without the key, while the store had none; not those the export holds),
+    /// which would then fail as modified: nothing was imported. Import into a new, empty store.
     case importBlockedByRecordsWithoutKey
     /// The storage holds something that is not a SecureRecords store, or a newer format version.
     case notARecordStore(String)

@@ -9,41 +9,52 @@ import SecureRecords
 /// stored: the server may have committed it and lost only the answer, may still be committing it,
 /// or may never have received the COMMIT (its process then sits idle in the transaction, holding
 /// its row locks, until it notices the connection is gone). So every write transaction learns its
-/// transaction id, its server process and the server's run (`serverRun`) with its BEGIN, and after such
-/// a loss the client asks `txid_status` on a new connection (PostgreSQL's documented way to settle
-/// it), outside any transaction.
+/// transaction id (and its server process and the server's run, `ServerProcess`) with its BEGIN,
+/// and after such a loss the client asks `txid_status` on a new connection (PostgreSQL's
+/// documented way to settle it), outside any transaction.
 ///
 /// On the same server run, `committed` and `aborted` are final. While it says `in progress`, the
 /// client asks again; after `terminateAfter` it ends that server process (its own, matched by
 /// process id and transaction id), which makes the server settle the transaction: a COMMIT
 /// already under way completes, one never received is rolled back.
 ///
-/// After a restart, a crash recovery or a failover the answer is weaker: PostgreSQL does not log a transaction id
-/// when it hands it out, so the id of a transaction whose log records were lost in a crash is
-/// handed out again after recovery, and may have committed for another client by the time the
-/// client asks. A committed transaction's id is never reused (its commit record is durable), so
-/// any answer but `committed` (an id the server has not handed out yet, too) still means rolled
-/// back; `committed` means committed *or reused*, which only the transaction's own writes can
-/// tell apart (`Settled.committedOrReused`). No process is ended after a restart.
+/// After a restart, a crash recovery or a failover the answer is weaker: PostgreSQL does not log a
+/// transaction id when it hands it out, so the id of a transaction whose log records were lost in
+/// a crash is handed out again after recovery, and may have committed for another client by the
+/// time the client asks. A committed transaction's id is never reused (its commit record is
+/// durable), so `aborted`, or an id the server has not handed out yet, still means rolled back;
+/// `committed` means committed *or reused*, which only the transaction's own writes can tell
+/// apart (`Settled.committedOrReused`); `in progress` is asked again (it may be this transaction
+/// still, if what changed the run was not a crash), and no process is ended.
 enum CommitOutcome {
-    /// What changes when the server restarts or recovers from a crash: its postmaster's start
-    /// time, and the time its statistics were reset (a crash of one server process makes the
-    /// postmaster end the others and recover without restarting itself; recovery resets the
-    /// statistics). A manual reset of the statistics reads as a restart too: the client is then
-    /// only more careful.
-    static let serverRun = "pg_postmaster_start_time()::text || ' ' || coalesce((SELECT stats_reset FROM pg_stat_bgwriter)::text, '')"
-
     /// How long a transaction may stay in progress before its server process is ended.
     static let terminateAfter = TimeAmount.milliseconds(500)
+
+    /// What changes when the server restarts or recovers from a crash: its postmaster's start
+    /// time, and the time its statistics were reset (a crash of one server process makes the
+    /// postmaster end the others and recover without restarting itself, and recovery resets the
+    /// statistics). A reset of the statistics without a crash reads as a restart too, which only
+    /// makes the client more careful.
+    struct ServerRun: Equatable, Sendable {
+        let started: Date
+        let statisticsReset: Date?
+        static let columns = "pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)"
+    }
+
+    /// The server process behind a connection, and the server run it belongs to: learnt with the
+    /// connection's first write transaction (`PostgresSession.serverProcesses`). A crash ends every
+    /// connection, so a later BEGIN on the same connection is in the same run.
+    struct ServerProcess: Sendable {
+        /// `pg_backend_pid()`.
+        let process: Int32
+        let run: ServerRun
+    }
 
     /// A write transaction as the server knows it.
     struct Transaction: Sendable {
         /// `txid_current()`: the transaction id with its epoch.
         let id: Int64
-        /// `pg_backend_pid()`: the server process running it.
-        let process: Int32
-        /// `serverRun`: the server run it belongs to.
-        let serverRun: String
+        let server: ServerProcess
     }
 
     /// What the server's record says about a transaction.
@@ -55,24 +66,33 @@ enum CommitOutcome {
         case committedOrReused
     }
 
-    /// Begins a write transaction (READ COMMITTED) on `tx`'s connection and learns its id, process
-    /// and server run, in one round trip (the id is assigned at once: the transaction writes anyway).
+    /// Begins a write transaction (READ COMMITTED) on `tx`'s connection and learns its id (and,
+    /// on the connection's first, its server process and run), in one round trip (the id is
+    /// assigned at once: the transaction writes anyway).
     static func begin(_ tx: PostgresSession.Transaction) throws(PostgresSession.PostgresFailure) -> Transaction {
-        let rows = try tx.pipeline([
-            ("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()),
-            ("SELECT txid_current(), pg_backend_pid(), \(serverRun)", PostgresBindings()),
-        ])
+        let known = tx.session.serverProcesses.withLock { $0[tx.connection.id] }
+        var statements = [("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()), ("SELECT txid_current()", PostgresBindings())]
+        if known == nil { statements.append(("SELECT pg_backend_pid(), \(ServerRun.columns)", PostgresBindings())) }
+        let rows = try tx.pipeline(statements)
+        let place = tx.session.configuration.displayName
         do {
-            if let row = rows[1].first {
-                let (id, process, started) = try row.decode((Int64, Int32, String).self)
-                return Transaction(id: id, process: process, serverRun: started)
+            guard let idRow = rows[1].first else {
+                throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no transaction id from txid_current()"))
             }
+            let id = try idRow.decode(Int64.self)
+            if let known { return Transaction(id: id, server: known) }
+            guard let processRow = rows[2].first else {
+                throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server process"))
+            }
+            let (process, started, statisticsReset) = try processRow.decode((Int32, Date, Date?).self)
+            let server = ServerProcess(process: process, run: ServerRun(started: started, statisticsReset: statisticsReset))
+            tx.session.serverProcesses.withLock { $0[tx.connection.id] = server }
+            return Transaction(id: id, server: server)
+        } catch let failure as PostgresSession.PostgresFailure {
+            throw failure
         } catch {
             throw PostgresSession.PostgresFailure(error: error)
         }
-        let place = tx.session.configuration.displayName
-        throw PostgresSession.PostgresFailure(
-            error: RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no transaction id from txid_current()")))
     }
 
     /// How `transaction` ended, asked on `tx`'s connection outside any transaction until
@@ -89,21 +109,29 @@ enum CommitOutcome {
         var binds = PostgresBindings()
         binds.append(transaction.id)
         while true {
-            let answer: (status: String?, serverRun: String)
+            let status: String?
+            let run: ServerRun
             do throws(PostgresSession.PostgresFailure) {
-                let results = tx.pipelineResults([
-                    ("SELECT txid_status($1)", binds), ("SELECT \(serverRun)", PostgresBindings()),
-                ])
+                let results = tx.pipelineResults([("SELECT txid_status($1)", binds), ("SELECT \(ServerRun.columns)", PostgresBindings())])
                 do {
-                    guard let started = try results[1].get().first else {
+                    let runRows: [PostgresRow]
+                    switch results[1] {
+                    case .success(let rows):
+                        runRows = rows
+                    case .failure(let failure):
+                        // Recorded even after the status's own failure: a lost connection is retried.
+                        throw tx.failures.record(failure)
+                    }
+                    guard let runRow = runRows.first else {
                         throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server's run"))
                     }
+                    let (startedAt, statisticsReset) = try runRow.decode((Date, Date?).self)
+                    run = ServerRun(started: startedAt, statisticsReset: statisticsReset)
                     switch results[0] {
                     case .success(let rows):
-                        answer = (try rows.first?.decode(String?.self) ?? nil, try started.decode(String.self))
+                        status = try rows.first?.decode(String?.self) ?? nil
                     case .failure(let failure) where failure.sqlState == "22023":
-                        // An id this server run has not handed out yet ("in the future").
-                        answer = ("not yet given", try started.decode(String.self))
+                        status = "not yet given"  // an id this server run has not handed out ("in the future")
                     case .failure(let failure):
                         throw failure
                     }
@@ -115,18 +143,18 @@ enum CommitOutcome {
             } catch {
                 throw tx.map(error)
             }
-            let restarted = answer.serverRun != transaction.serverRun
-            switch answer.status {
+            let restarted = run != transaction.server.run
+            switch status {
             case "committed":
                 return restarted ? .committedOrReused : .committed
             case "aborted", "not yet given":
                 return .rolledBack
-            case "in progress" where restarted:
-                return .rolledBack  // another transaction given the id again: this one never committed
             case "in progress":
-                if !terminated, NIODeadline.now() - started >= terminateAfter {
+                // After a restart, another transaction given the id again, or (if what changed the
+                // run was not a crash) this one still: asked again, never ended.
+                if !restarted, !terminated, NIODeadline.now() - started >= terminateAfter {
                     terminated = true
-                    terminate(transaction, tx)
+                    terminate(transaction, tx, until: deadline)
                 }
             default:
                 throw .storage(StorageFailure(.outcomeUnknown, "\(place): the server no longer knows transaction \(transaction.id)"))
@@ -140,17 +168,17 @@ enum CommitOutcome {
     }
 
     /// Ends the server process still running `transaction` (matched by process id and the low 32
-    /// bits of the transaction id, so never another's), best effort and without recording a
-    /// failure: a role that may not end it waits for the server to notice the lost connection, or
-    /// for the deadline.
-    private static func terminate(_ transaction: Transaction, _ tx: PostgresSession.Transaction) {
+    /// bits of the transaction id, so never another's), best effort, without recording a failure,
+    /// and waiting at most a statement's time or until `deadline`: a role that may not end it
+    /// waits for the server to notice the lost connection, or for the deadline.
+    private static func terminate(_ transaction: Transaction, _ tx: PostgresSession.Transaction, until deadline: NIODeadline) {
         var binds = PostgresBindings()
-        binds.append(transaction.process)
+        binds.append(transaction.server.process)
         binds.append(String(UInt32(truncatingIfNeeded: transaction.id)))
         let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2"
+        let statement = NIODeadline.now() + .milliseconds(Int64(tx.session.configuration.statementTimeoutSeconds * 1000))
         _ = try? PostgresSession.wait(
             for: tx.connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: tx.logger),
-            until: .now() + .milliseconds(Int64(tx.session.configuration.statementTimeoutSeconds * 1000)),
-            doing: "ending the server process of a lost transaction", on: tx.connection)
+            until: min(statement, deadline), doing: "ending the server process of a lost transaction", on: tx.connection)
     }
 }

@@ -32,6 +32,9 @@ final class PostgresSession: Sendable {
     private let pool: ConnectionPool
     let configuration: PostgresRecordStorage.Configuration
     private let logger = Logger(label: "SecureRecordsPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// Each open connection's server process and run (`CommitOutcome`), by connection id (ids are
+    /// never reused in a process), from its first write transaction; forgotten when it is dropped.
+    let serverProcesses = Locked<[PostgresConnection.ID: CommitOutcome.ServerProcess]>([:])
     private static let ids = Locked(0)
 
     init(_ configuration: PostgresRecordStorage.Configuration) {
@@ -47,6 +50,7 @@ final class PostgresSession: Sendable {
     /// transaction ends only if the server or the client dropped it).
     func close() {
         let closings: [EventLoopFuture<Void>] = pool.takeIdle().map { connection in
+            serverProcesses.withLock { $0[connection.id] = nil }
             let closing: EventLoopFuture<Void> = connection.close()
             closing.whenComplete { _ in withExtendedLifetime(connection) {} }
             return closing
@@ -70,6 +74,7 @@ final class PostgresSession: Sendable {
         _ current: inout PostgresConnection?, until transactionDeadline: NIODeadline
     ) throws(RecordsError) -> PostgresConnection {
         if let current, !current.isClosed { return current }
+        if let closed = current { serverProcesses.withLock { $0[closed.id] = nil } }
         current = nil
         let deadline = min(transactionDeadline, .now() + .seconds(Int64(configuration.connectTimeoutSeconds)))
         var pause = TimeAmount.milliseconds(50)
@@ -279,6 +284,7 @@ final class PostgresSession: Sendable {
     /// once or, while a `COPY` is sending its data, once the copy has ended (`CopyGuard`).
     private func drop(_ tx: Transaction, from current: inout PostgresConnection?) {
         if current === tx.connection { current = nil }
+        serverProcesses.withLock { $0[tx.connection.id] = nil }
         tx.copyGuard.close()
     }
 

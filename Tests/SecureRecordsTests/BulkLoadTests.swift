@@ -348,34 +348,19 @@ import Testing
         }
         #expect(held.wait(timeout: .now() + 60) == .success)
         let rotator = try scratch.reopen()
-        let rotated = Locked<Result<KeyRotation, RecordsError>?>(nil)
-        let rotationEnded = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let result = Result { () throws(RecordsError) in try rotator.rotateStoreKey(with: appSealer) }
-            rotated.withLock { $0 = result }
-            rotationEnded.signal()
-        }
-        func waitUntil(_ count: Int, orEnded ended: () -> Bool) throws { try waitForStoreLockWaiters(count, in: base, orEnded: ended) }
-        try waitUntil(1, orEnded: { rotated.withLock { $0 != nil } })
-        #expect(rotated.withLock { $0 == nil }, "the rotation made its key current while a checked write was in flight")
+        let rotating = BackgroundCall { () throws(RecordsError) in try rotator.rotateStoreKey(with: appSealer) }
+        try waitForStoreLockWaiters(1, in: base, orEnded: { rotating.hasEnded })
+        #expect(!rotating.hasEnded, "the rotation made its key current while a checked write was in flight")
         // Another client's add while the rotation waits: queued behind it.
         let adder = try scratch.reopen()
         try adder.unlock(with: appSealer)
-        let added = Locked<Result<UUID, RecordsError>?>(nil)
-        let addEnded = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let result = Result { () throws(RecordsError) in try adder.add(["toWhom": "queued", "description": "d"], to: "gifts") }
-            added.withLock { $0 = result }
-            addEnded.signal()
-        }
-        try waitUntil(2, orEnded: { added.withLock { $0 != nil } })
-        #expect(added.withLock { $0 == nil }, "an add went ahead of a key switch waiting for the store's keys")
+        let adding = BackgroundCall { () throws(RecordsError) in try adder.add(["toWhom": "queued", "description": "d"], to: "gifts") }
+        try waitForStoreLockWaiters(2, in: base, orEnded: { adding.hasEnded })
+        #expect(!adding.hasEnded, "an add went ahead of a key switch waiting for the store's keys")
         release.signal()
         #expect(holderEnded.wait(timeout: .now() + 60) == .success)
-        #expect(rotationEnded.wait(timeout: .now() + 60) == .success)
-        #expect(addEnded.wait(timeout: .now() + 60) == .success)
-        #expect(try rotated.withLock { $0 }?.get().keyId == 2)
-        let id = try #require(try added.withLock { $0 }?.get())
+        #expect(try #require(rotating.result(waitingUntil: .now() + 60)).get().keyId == 2)
+        let id = try #require(adding.result(waitingUntil: .now() + 60)).get()
         #expect(try base.record(id)?.keyId == 2)
         #expect(try rotator.open(id).fields["description"] == "d")
     }

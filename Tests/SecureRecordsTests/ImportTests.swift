@@ -282,19 +282,13 @@ import Testing
             inserted.signal()
         }
         #expect(checked.wait(timeout: .now() + 60) == .success)
-        let imported = Locked<Result<Int, RecordsError>?>(nil)
-        let importEnded = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let result = Result { () throws(RecordsError) in try target.importFile(atPath: path) }
-            imported.withLock { $0 = result }
-            importEnded.signal()
-        }
-        try waitForStoreLockWaiters(1, in: storage, orEnded: { imported.withLock { $0 != nil } })
-        #expect(imported.withLock { $0 == nil }, "the import ended while a write without key was in flight")
+        let importing = BackgroundCall { () throws(RecordsError) in try target.importFile(atPath: path) }
+        try waitForStoreLockWaiters(1, in: storage, orEnded: { importing.hasEnded })
+        #expect(!importing.hasEnded, "the import ended while a write without key was in flight")
         release.signal()
         #expect(inserted.wait(timeout: .now() + 60) == .success)
-        #expect(importEnded.wait(timeout: .now() + 60) == .success)
-        #expect(throws: RecordsError.importBlockedByRecordsWithoutKey) { try imported.withLock { $0 }?.get() }
+        let imported = try #require(importing.result(waitingUntil: .now() + 60))
+        #expect(throws: RecordsError.importBlockedByRecordsWithoutKey) { try imported.get() }
         #expect(try storage.loadMetadata()?.currentKeyId == nil)
         #expect(try target.search().map(\.id) == [carol])
     }
