@@ -89,7 +89,8 @@ public final class CommitCuttingRelay: @unchecked Sendable {
     }
 
     private func clientToServer(_ client: Int32, _ server: Int32, _ cutOnAnswer: Locked<Bool>) {
-        let anyBegin = Data("BEGIN ISOLATION LEVEL ".utf8), writeBegin = Data("BEGIN ISOLATION LEVEL READ COMMITTED\0".utf8)
+        let writeBegin = Data("BEGIN ISOLATION LEVEL READ COMMITTED\0".utf8)
+        let readOnlyBegin = Data("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY\0".utf8)
         let commit = Data("COMMIT\0".utf8), rollback = Data("ROLLBACK\0".utf8)
         var inWriteTransaction = false
         // The end of the bytes read before, so that a statement split across two reads is seen.
@@ -105,7 +106,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
                 window.range(of: marker, in: max(0, carried.count - marker.count + 1)..<window.count) != nil
             }
             carried = Array(window.suffix(63))
-            if sees(anyBegin) { inWriteTransaction = sees(writeBegin) }
+            if sees(writeBegin) { inWriteTransaction = true } else if sees(readOnlyBegin) { inWriteTransaction = false }
             if sees(rollback) { inWriteTransaction = false }
             if sees(commit) {
                 let (cut, afterCut): (Cut?, (@Sendable () -> Void)?) = state.withLock { state in

@@ -37,7 +37,7 @@ public final class QueueExecutor: TaskExecutor, Sendable {
 /// A throwing call run on a thread of its own (not Dispatch's global queue nor a cooperative
 /// thread), for a test that watches what the call waits for while it runs. Unchecked Sendable:
 /// its result is behind `Locked`.
-public final class BackgroundCall<Value, Failure: Error>: @unchecked Sendable {
+public final class BackgroundCall<Value: Sendable, Failure: Error>: @unchecked Sendable {
     private let outcome = Locked<Result<Value, Failure>?>(nil)
     private let ended = DispatchSemaphore(value: 0)
 

@@ -9,8 +9,8 @@ import SecureRecords
 /// stored: the server may have committed it and lost only the answer, may still be committing it,
 /// or may never have received the COMMIT (its process then sits idle in the transaction, holding
 /// its row locks, until it notices the connection is gone). So every write transaction learns its
-/// transaction id (and its server process and the server's run, `ServerProcess`) with its BEGIN,
-/// and after such a loss the client asks `txid_status` on a new connection (PostgreSQL's
+/// transaction id with its BEGIN (and the first on a connection its server process and the
+/// server's run, `ServerProcess`), and after such a loss the client asks `txid_status` on a new connection (PostgreSQL's
 /// documented way to settle it), outside any transaction.
 ///
 /// On the same server run, `committed` and `aborted` are final. While it says `in progress`, the
@@ -43,7 +43,11 @@ enum CommitOutcome {
 
     /// The server process behind a connection, and the server run it belongs to: learnt with the
     /// connection's first write transaction (`PostgresSession.serverProcesses`). A crash ends every
-    /// connection, so a later BEGIN on the same connection is in the same run.
+    /// connection, so a later BEGIN on the same connection is in the same run. (A reset of the
+    /// statistics during the connection's life makes each later lost COMMIT on it look like a
+    /// restart: safe, only more careful. Behind a pooler that moves transactions between server
+    /// connections, the process and run may be another connection's: a process is only ended
+    /// when its transaction id matches too, and a wrong run only makes the client more careful.)
     struct ServerProcess: Sendable {
         /// `pg_backend_pid()`.
         let process: Int32
@@ -86,7 +90,11 @@ enum CommitOutcome {
             }
             let (process, started, statisticsReset) = try processRow.decode((Int32, Date, Date?).self)
             let server = ServerProcess(process: process, run: ServerRun(started: started, statisticsReset: statisticsReset))
-            tx.session.serverProcesses.withLock { $0[tx.connection.id] = server }
+            let kept = 2 * tx.session.configuration.maximumConnections
+            tx.session.serverProcesses.withLock { known in
+                known[tx.connection.id] = server
+                if known.count > kept { for id in known.keys.sorted().prefix(known.count - kept) { known[id] = nil } }
+            }
             return Transaction(id: id, server: server)
         } catch let failure as PostgresSession.PostgresFailure {
             throw failure

@@ -33,7 +33,9 @@ final class PostgresSession: Sendable {
     let configuration: PostgresRecordStorage.Configuration
     private let logger = Logger(label: "SecureRecordsPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
     /// Each open connection's server process and run (`CommitOutcome`), by connection id (ids are
-    /// never reused in a process), from its first write transaction; forgotten when it is dropped.
+    /// never reused in a process), from its first write transaction; forgotten when it is dropped
+    /// or closed, and (for connections the pool discarded as closed) past twice `maximumConnections`
+    /// entries the oldest go: a connection whose entry went learns it again with its next write.
     let serverProcesses = Locked<[PostgresConnection.ID: CommitOutcome.ServerProcess]>([:])
     private static let ids = Locked(0)
 
@@ -497,8 +499,8 @@ final class PostgresSession: Sendable {
     /// writes at READ COMMITTED with unique constraints, `ON CONFLICT` and row locks doing the
     /// arbitration. A serialization failure or deadlock is retried (up to 5 times); a connection
     /// lost or silent before COMMIT was sent is replaced and the transaction run again, until the
-    /// transaction deadline. A write transaction learns its transaction id and server process with
-    /// its BEGIN (in the same round trip), so that a connection lost while committing is settled
+    /// transaction deadline. A write transaction learns its transaction id with its BEGIN (in the
+    /// same round trip; the first on a connection also its server process and run), so that a connection lost while committing is settled
     /// on a new connection by the server's own record of the outcome (`CommitOutcome`): committed,
     /// the result is returned; rolled back, the transaction is run again. After a server restart
     /// a committed id may be another transaction's (`CommitOutcome.Settled.committedOrReused`):

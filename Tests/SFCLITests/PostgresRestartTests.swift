@@ -232,7 +232,7 @@ import Testing
         // restarting itself). Then 20 transactions commit under the ids recovery hands out
         // again; the client's new connection waits in the relay meanwhile.
         enum Crash { case server, oneProcess }
-        func crashing<T>(_ crash: Crash, _ operation: @escaping @Sendable () throws(RecordsError) -> T) throws -> Result<T, RecordsError> {
+        func crashing<T: Sendable>(_ crash: Crash, _ operation: @escaping @Sendable () throws(RecordsError) -> T) throws -> Result<T, RecordsError> {
             let postmaster = try cluster.serverProcesses()[0]
             let victim: pid_t
             switch crash {
