@@ -566,8 +566,9 @@ final class PostgresSession: Sendable {
                         unconfirmed = nil
                         continue
                     case .committedOrReused:
-                        // The server restarted, so its old process and whatever it held are gone:
-                        // the transaction's own writes, read now, are final.
+                        // Committed, whichever transaction it was: if this one, its writes are
+                        // visible now; if another given its id after a crash, this one's process
+                        // died with it. Either way its own writes, read now, are final.
                         guard let wasCommitted else {
                             throw RecordsError.storage(StorageFailure(
                                 .outcomeUnknown, "the server restarted, and the transaction's id may have been given to another since"))
