@@ -35,7 +35,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
     /// A relay to the server on 127.0.0.1:`serverPort`.
     public init(serverPort: Int) throws {
         self.serverPort = serverPort
-        let (fd, port) = try Self.socket(listening: true, port: 0)
+        let (fd, port) = try Self.loopbackSocket(listening: true, port: 0)
         listener = fd
         self.port = port
         DispatchQueue.global().async(group: done) { [self] in
@@ -67,7 +67,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
     /// Passes `client` on to the server once no hold is on.
     private func relay(_ client: Int32) {
         while state.withLock({ $0.holding }) { usleep(10_000) }
-        guard let (server, localPort) = try? Self.socket(listening: false, port: serverPort) else {
+        guard let (server, localPort) = try? Self.loopbackSocket(listening: false, port: serverPort) else {
             shutdown(client, Int32(SHUT_RDWR))
             return
         }
@@ -160,8 +160,12 @@ public final class CommitCuttingRelay: @unchecked Sendable {
     }
 
     /// A TCP socket on 127.0.0.1: listening on `port` (0: any), or connected to it; with its local port.
-    private static func socket(listening: Bool, port: Int) throws -> (Int32, Int) {
-        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    private static func loopbackSocket(listening: Bool, port: Int) throws -> (Int32, Int) {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
