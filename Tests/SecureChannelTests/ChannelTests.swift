@@ -235,7 +235,9 @@ import Testing
         let echo = try await Fixtures.EchoServer()
         defer { Task { await echo.close() } }
         let configuration = SecureChannel.Configuration()
-        let peer = try RawPeer(port: echo.port)
+        // The server reads an authenticated connection once its echo task takes it, which the
+        // loaded test run's cooperative threads can delay for a long time.
+        let peer = try RawPeer(port: echo.port, readTimeout: 300)
         let initiator = try Noise.HandshakeState(
             protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
             staticKey: Fixtures.clientKey)

@@ -14,18 +14,25 @@ extension SecureChannel {
     /// oldest handshake in progress (reported as `tooManyHandshakes`) instead of being refused.
     /// An honest handshake completes in one round trip, so idle sockets, not honest clients,
     /// are the oldest.
+    ///
+    /// An authenticated connection reads nothing from its peer until it is taken from
+    /// `connections`: what a peer sends to a connection waiting there stays in the kernel's
+    /// socket buffers, so connections nobody serves yet cost the process no memory for their
+    /// messages (at most `maxPendingConnections` of them wait; further ones are closed).
     public final class Server: Sendable {
         /// Authenticated connections, in the order their handshakes complete. Ends when the
         /// server is closed.
-        public let connections: AsyncStream<Connection>
+        public let connections: Connections
         /// The listening channel.
         public let channel: any Channel
         private let slots: HandshakeSlots
+        private let waiting: WaitingConnections
 
-        private init(connections: AsyncStream<Connection>, channel: any Channel, slots: HandshakeSlots) {
+        private init(connections: Connections, channel: any Channel, slots: HandshakeSlots, waiting: WaitingConnections) {
             self.connections = connections
             self.channel = channel
             self.slots = slots
+            self.waiting = waiting
         }
 
         /// The port the server listens on (useful after binding port 0).
@@ -48,6 +55,7 @@ extension SecureChannel {
             let (connections, continuation) = AsyncStream.makeStream(
                 of: Connection.self, bufferingPolicy: .bufferingOldest(configuration.maxPendingConnections))
             let slots = HandshakeSlots(limit: configuration.maxHandshakesInProgress)
+            let waiting = WaitingConnections()
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -65,23 +73,115 @@ extension SecureChannel {
                             slots.release(slot)
                             switch result {
                             case .success(let connection):
-                                if case .dropped = continuation.yield(connection) { connection.channel.channel.close(promise: nil) }
+                                // Runs on the connection's event loop, before it reads again.
+                                let established = connection.channel.channel
+                                guard (try? established.syncOptions?.setOption(.autoRead, value: false)) != nil,
+                                    waiting.add(established)
+                                else { return established.close(promise: nil) }
+                                if case .enqueued = continuation.yield(connection) { return }
+                                // The queue is full, or the server closed meanwhile.
+                                waiting.remove(established)?.close(promise: nil)
                             case .failure(let error):
-                                // An evicted handshake was reported when it was evicted.
-                                if slots.wasEvicted(slot) { return }
+                                // An evicted handshake was reported when it was evicted; one the
+                                // server's close ended is not a failure.
+                                if slots.wasEvicted(slot) || waiting.isClosed { return }
                                 onHandshakeFailure(HandshakeHandler.channelError(error))
                             }
                         }
                     return child.eventLoop.makeSucceededVoidFuture()
                 }
                 .bind(host: host, port: port).get()
-            channel.closeFuture.whenComplete { _ in continuation.finish() }
-            return Server(connections: connections, channel: channel, slots: slots)
+            channel.closeFuture.whenComplete { _ in
+                waiting.closeAll()
+                slots.closeAll()
+                continuation.finish()
+            }
+            return Server(connections: Connections(stream: connections, waiting: waiting), channel: channel, slots: slots, waiting: waiting)
         }
 
-        /// Stops listening and ends `connections`; established connections stay open.
+        /// Stops listening, closes the handshakes in progress and the connections not yet taken
+        /// from `connections`, and ends `connections`; connections already taken stay open.
         public func close() async {
+            waiting.closeAll()
+            slots.closeAll()
             try? await channel.close()
+        }
+    }
+
+    /// A server's authenticated connections, in the order their handshakes complete; taking one
+    /// lets it read from its peer. Ends when the server is closed (a connection still waiting
+    /// then is closed, not handed out).
+    public struct Connections: AsyncSequence, Sendable {
+        public typealias Element = Connection
+        public typealias Failure = Never
+
+        let stream: AsyncStream<Connection>
+        let waiting: WaitingConnections
+
+        public func makeAsyncIterator() -> AsyncIterator {
+            AsyncIterator(base: stream.makeAsyncIterator(), waiting: waiting)
+        }
+
+        /// Hands out the next connection and starts its reading.
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            public typealias Element = Connection
+            public typealias Failure = Never
+
+            var base: AsyncStream<Connection>.AsyncIterator
+            let waiting: WaitingConnections
+
+            public mutating func next() async -> Connection? {
+                while let connection = await base.next() {
+                    let channel = connection.channel.channel
+                    // Nil when the server's close already closed it.
+                    guard waiting.remove(channel) != nil else { continue }
+                    _ = channel.setOption(.autoRead, value: true)
+                    return connection
+                }
+                return nil
+            }
+        }
+    }
+}
+
+extension SecureChannel {
+    /// The server's authenticated connections not yet taken from `connections`, which read
+    /// nothing until taken; closed together when the server closes.
+    final class WaitingConnections: Sendable {
+        private struct State {
+            var closed = false
+            var channels: [ObjectIdentifier: any Channel] = [:]
+        }
+
+        private let state = Mutex(State())
+
+        /// Whether the server has closed.
+        var isClosed: Bool { state.withLock { $0.closed } }
+
+        /// Records a connection waiting to be taken; false once the server has closed (the caller
+        /// closes it).
+        func add(_ channel: any Channel) -> Bool {
+            state.withLock { state in
+                guard !state.closed else { return false }
+                state.channels[ObjectIdentifier(channel)] = channel
+                return true
+            }
+        }
+
+        /// Removes a waiting connection and returns it; nil when it is not waiting (the server's
+        /// close closed it).
+        func remove(_ channel: any Channel) -> (any Channel)? {
+            state.withLock { $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
+        }
+
+        /// Closes every waiting connection and refuses later ones.
+        func closeAll() {
+            let channels = state.withLock { state in
+                state.closed = true
+                defer { state.channels = [:] }
+                return Array(state.channels.values)
+            }
+            for channel in channels { channel.close(promise: nil) }
         }
     }
 }
@@ -127,6 +227,11 @@ extension SecureChannel {
         /// Whether the handshake `id` was evicted (asked once, when it ends).
         func wasEvicted(_ id: UInt64) -> Bool {
             state.withLock { $0.evicted.remove(id) != nil }
+        }
+
+        /// Closes every handshake in progress (the server is closing).
+        func closeAll() {
+            for channel in state.withLock({ state in state.open.map(\.channel) }) { channel.close(promise: nil) }
         }
     }
 }

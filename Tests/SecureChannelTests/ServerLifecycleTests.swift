@@ -1,0 +1,119 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+@testable import SecureChannel
+
+/// What a server holds for connections it has not handed out, and what its close ends
+/// (loopback TCP only).
+@Suite("SecureChannel server: waiting connections and close")
+struct ServerLifecycleTests {
+    @Test("a connection nobody has taken reads nothing from its peer (its messages wait in the kernel's buffers, not in the process) and reads everything once taken")
+    func aConnectionNotYetTakenReadsNothing() async throws {
+        let size = 16 << 20, count = 16, total = size * count
+        let server = try await SecureChannel.Server.bind(
+            host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: .anyAuthenticatedKey)
+        defer { Task { await server.close() } }
+        let client = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: server.port, staticKey: ChannelFixtures.clientKey, peer: .pinned(ChannelFixtures.serverKey.publicKey))
+        let written = NIOLockedValueBox(0)
+        let writer = Task {
+            try await client.executeThenClose { inbound, outbound in
+                for index in 0..<count {
+                    try await outbound.write(ByteBuffer(repeating: UInt8(index), count: size))
+                    written.withLockedValue { $0 += size }
+                }
+                outbound.finish()
+                for try await _ in inbound {}
+            }
+        }
+
+        // Wait until the writer makes no progress for three seconds: every buffer on the way is full.
+        var last = -1, unchanged = 0
+        for _ in 0..<240 where unchanged < 6 {
+            try await Task.sleep(for: .milliseconds(500))
+            let now = written.withLockedValue { $0 }
+            unchanged = now == last ? unchanged + 1 : 0
+            last = now
+        }
+        let stalledAt = written.withLockedValue { $0 }
+        // A connection that read would take ten messages (160 MiB) into its inbound buffer before
+        // pausing; one that reads nothing holds the socket buffers' few MiB, plus the message
+        // being written and the one the pacing lets through.
+        #expect(stalledAt <= 64 << 20, "the peer wrote \(stalledAt >> 20) MiB to a connection nobody took")
+
+        var accepted = server.connections.makeAsyncIterator()
+        let connection = try #require(await accepted.next())
+        let received = try await connection.executeThenClose { inbound, _ in
+            var received = 0
+            for try await message in inbound {
+                let index = UInt8(truncatingIfNeeded: received / size)
+                #expect(message.readableBytesView.first == index && message.readableBytesView.last == index)
+                received += message.readableBytes
+            }
+            return received
+        }
+        #expect(received == total)
+        try await writer.value
+        print("server: a peer stalled after \(stalledAt >> 20) MiB written to a connection nobody took; \(received >> 20) MiB read once taken")
+    }
+
+    @Test("close() closes the handshakes in progress and the connections not taken (not reported as failures), keeps the taken ones open, and ends connections")
+    func closeEndsWhatTheServerHolds() async throws {
+        var configuration = SecureChannel.Configuration()
+        // Long enough that only the close can end the idle handshake below.
+        configuration.firstMessageTimeout = .seconds(120)
+        configuration.handshakeTimeout = .seconds(120)
+        let failures = NIOLockedValueBox([SecureChannelError]())
+        let server = try await SecureChannel.Server.bind(
+            host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration
+        ) { error in failures.withLockedValue { $0.append(error) } }
+        let connect = {
+            try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: server.port, staticKey: ChannelFixtures.clientKey,
+                peer: .pinned(ChannelFixtures.serverKey.publicKey), configuration: configuration)
+        }
+
+        // Taken, and served by an echo loop.
+        let taken = try await connect()
+        var accepted = server.connections.makeAsyncIterator()
+        let served = try #require(await accepted.next())
+        let echo = Task {
+            try await served.executeThenClose { inbound, outbound in
+                for try await message in inbound { try await outbound.write(message) }
+            }
+        }
+        // Authenticated (or completing its handshake on the server), never taken.
+        let notTaken = try await connect()
+        // A handshake in progress: connected, nothing sent.
+        let idle = try RawPeer(port: server.port, readTimeout: 30)
+        for _ in 0..<2000 where server.handshakesInProgress == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.handshakesInProgress >= 1)
+
+        await server.close()
+
+        #expect(try await ChannelFixtures.blocking { idle.waitForClose() }, "the handshake in progress was left open")
+        // Its peer learns the close (a deadline ends the wait if it never does).
+        let timedOut = NIOLockedValueBox(false)
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(30))
+            timedOut.withLockedValue { $0 = true }
+            notTaken.channel.channel.close(promise: nil)
+        }
+        await #expect(throws: SecureChannelError.closedBeforeEndOfStream) {
+            try await notTaken.executeThenClose { inbound, _ in for try await _ in inbound {} }
+        }
+        watchdog.cancel()
+        #expect(!timedOut.withLockedValue { $0 }, "the connection not taken was left open")
+        #expect(await accepted.next() == nil, "connections handed out a connection after the close")
+        let reply = try await taken.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "still open"))
+            var replies = inbound.makeAsyncIterator()
+            return try await replies.next()
+        }
+        #expect(reply == ByteBuffer(string: "still open"))
+        try await echo.value
+        #expect(failures.withLockedValue { $0 }.isEmpty, "\(failures.withLockedValue { $0 })")
+    }
+}
