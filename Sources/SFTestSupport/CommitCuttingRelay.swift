@@ -4,13 +4,17 @@ import SecureCore
 /// A TCP relay on loopback in front of a PostgreSQL server (plain text, so it can see the
 /// protocol) that loses one write transaction's COMMIT when armed: the COMMIT of the next
 /// transaction that began `BEGIN ISOLATION LEVEL READ COMMITTED` on a connection. `.answer` passes
-/// the COMMIT on and closes both sides as the server answers; `.request` keeps it from the server
-/// and closes the client's side only, leaving the server's process idle in its transaction (as a
-/// link that failed silently would). Unchecked Sendable: its mutable state is behind `Locked`, and
+/// the COMMIT on and closes both sides as the server answers; `.fatalAnswer` does the same but
+/// first tells the client, in the server's stead, that the session ended (an ErrorResponse of
+/// severity FATAL, SQLSTATE 08P01, as PgBouncer sends when it loses its server connection);
+/// `.request` keeps it from the server and closes the client's side only, leaving the server's
+/// process idle in its transaction (as a link that failed silently would); `.requestPassedOn`
+/// passes it on and at once closes the client's side, so the client loses the connection while
+/// the server's process is still working on the COMMIT (whose answer is then dropped). Unchecked Sendable: its mutable state is behind `Locked`, and
 /// each socket is read by one thread.
 public final class CommitCuttingRelay: @unchecked Sendable {
     /// How a COMMIT is lost.
-    public enum Cut: Sendable { case answer, request }
+    public enum Cut: Sendable { case answer, fatalAnswer, request, requestPassedOn }
 
     /// The port clients connect to.
     public let port: Int
@@ -75,7 +79,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
             $0.sockets.append(server)
             $0.serverSidePorts.append(localPort)
         }
-        let cutOnAnswer = Locked(false)
+        let cutOnAnswer = Locked<Cut?>(nil)
         Thread.detachNewThread { self.serverToClient(server, client, cutOnAnswer) }
         clientToServer(client, server, cutOnAnswer)
     }
@@ -88,7 +92,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         for fd in state.withLock({ $0.sockets }) { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
-    private func clientToServer(_ client: Int32, _ server: Int32, _ cutOnAnswer: Locked<Bool>) {
+    private func clientToServer(_ client: Int32, _ server: Int32, _ cutOnAnswer: Locked<Cut?>) {
         let writeBegin = Data("BEGIN ISOLATION LEVEL READ COMMITTED\0".utf8)
         let readOnlyBegin = Data("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY\0".utf8)
         let commit = Data("COMMIT\0".utf8), rollback = Data("ROLLBACK\0".utf8)
@@ -118,9 +122,16 @@ public final class CommitCuttingRelay: @unchecked Sendable {
                 }
                 inWriteTransaction = false
                 switch cut {
-                case .answer?:
-                    cutOnAnswer.withLock { $0 = true }
+                case .answer?, .fatalAnswer?:
+                    cutOnAnswer.withLock { $0 = cut }
                     afterCut?()
+                case .requestPassedOn?:
+                    // The server's answer, when it comes, ends its side too.
+                    cutOnAnswer.withLock { $0 = .answer }
+                    _ = Self.writeAll(server, chunk)
+                    shutdown(client, Int32(SHUT_RDWR))
+                    afterCut?()
+                    return
                 case .request?:
                     // The client meets the end of its connection; the server hears nothing more.
                     shutdown(client, Int32(SHUT_RDWR))
@@ -135,16 +146,31 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         shutdown(server, Int32(SHUT_RDWR))
     }
 
-    private func serverToClient(_ server: Int32, _ client: Int32, _ cutOnAnswer: Locked<Bool>) {
+    private func serverToClient(_ server: Int32, _ client: Int32, _ cutOnAnswer: Locked<Cut?>) {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = read(server, &buffer, buffer.count)
-            guard count > 0, !cutOnAnswer.withLock({ $0 }) else { break }
+            guard count > 0 else { break }
+            if let cut = cutOnAnswer.withLock({ $0 }) {
+                if cut == .fatalAnswer { _ = Self.writeAll(client, Self.fatalSessionError) }
+                break
+            }
             guard Self.writeAll(client, Data(buffer[0..<count])) else { break }
         }
         shutdown(client, Int32(SHUT_RDWR))
         shutdown(server, Int32(SHUT_RDWR))
     }
+
+    /// An ErrorResponse: severity FATAL, SQLSTATE 08P01, PgBouncer's message for a lost server.
+    private static let fatalSessionError: Data = {
+        var fields = Data()
+        for (code, value) in [("S", "FATAL"), ("V", "FATAL"), ("C", "08P01"), ("M", "server conn crashed?")] {
+            fields += Data(code.utf8) + Data(value.utf8) + Data([0])
+        }
+        fields.append(0)
+        let length = UInt32(4 + fields.count)
+        return Data("E".utf8) + Data([UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]) + fields
+    }()
 
     private static func writeAll(_ fd: Int32, _ data: Data) -> Bool {
         data.withUnsafeBytes { bytes in

@@ -14,9 +14,12 @@ import SecureRecords
 /// documented way to settle it), outside any transaction.
 ///
 /// On the same server run, `committed` and `aborted` are final. While it says `in progress`, the
-/// client asks again; after `terminateAfter` it ends that server process (its own, matched by
-/// process id and transaction id), which makes the server settle the transaction: a COMMIT
-/// already under way completes, one never received is rolled back.
+/// client asks again; after `terminateAfter` it ends that server process if it sits idle in the
+/// transaction (its own, matched by process id and transaction id): the COMMIT never reached it,
+/// and ending it rolls the transaction back. A process working on the COMMIT (writing it, or
+/// waiting for a synchronous standby to confirm it) is never ended, only asked about until the
+/// deadline: ending it would cut short a standby's confirmation that the server would otherwise
+/// have waited for.
 ///
 /// After a restart, a crash recovery or a failover the answer is weaker: PostgreSQL does not log a
 /// transaction id when it hands it out, so the id of a transaction whose log records were lost in
@@ -175,15 +178,19 @@ enum CommitOutcome {
         }
     }
 
-    /// Ends the server process still running `transaction` (matched by process id and the low 32
-    /// bits of the transaction id, so never another's), best effort, without recording a failure,
+    /// Ends the server process still holding `transaction` idle (matched by process id and the low
+    /// 32 bits of the transaction id, so never another's, and by its state, so never one working on
+    /// the COMMIT), best effort, without recording a failure,
     /// and waiting at most a statement's time or until `deadline`: a role that may not end it
     /// waits for the server to notice the lost connection, or for the deadline.
     private static func terminate(_ transaction: Transaction, _ tx: PostgresSession.Transaction, until deadline: NIODeadline) {
         var binds = PostgresBindings()
         binds.append(transaction.server.process)
         binds.append(String(UInt32(truncatingIfNeeded: transaction.id)))
-        let sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2"
+        let sql = """
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE pid = $1 AND backend_xid::text = $2 AND state LIKE 'idle in transaction%'
+            """
         let statement = NIODeadline.now() + .milliseconds(Int64(tx.session.configuration.statementTimeoutSeconds * 1000))
         _ = try? PostgresSession.wait(
             for: tx.connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: tx.logger),

@@ -89,7 +89,7 @@ final class PostgresSession: Sendable {
                 current = connection
                 return connection
             } catch {
-                guard error.isConnectionLost, !Self.isTLSFailure(error.error), !(error.error is DeadlineExceeded),
+                guard error.isConnectionLost, !error.isRefusalOfTheSession, !Self.isTLSFailure(error.error), !(error.error is DeadlineExceeded),
                     NIODeadline.now() + pause < deadline
                 else {
                     guard error.error is DeadlineExceeded, let answered,
@@ -244,7 +244,8 @@ final class PostgresSession: Sendable {
         }
         if let info = psql.serverInfo, let state = info[.sqlState] {
             let message = info[.message] ?? "server error"
-            let cause: StorageFailure.Cause = isConnectionLost(psql) ? (connecting ? .cannotConnect : .connectionLost) : .server(sqlState: state)
+            let lost = isConnectionLost(psql) || (!connecting && endedTheSession(psql))
+            let cause: StorageFailure.Cause = lost ? (connecting ? .cannotConnect : .connectionLost) : .server(sqlState: state)
             return .storage(StorageFailure(cause, "\(place): \(message) (SQLSTATE \(state))"))
         }
         var text = connecting ? "cannot connect: " : ""
@@ -455,7 +456,21 @@ final class PostgresSession: Sendable {
 
         /// Whether the connection itself is gone or stopped answering (as opposed to a statement
         /// failing): the server rolls back what it had not committed.
-        var isConnectionLost: Bool { PostgresSession.isConnectionLost(error) || error is DeadlineExceeded || error is ConnectionClosed }
+        var isConnectionLost: Bool {
+            PostgresSession.isConnectionLost(error) || PostgresSession.endedTheSession(error) || error is DeadlineExceeded
+                || error is ConnectionClosed
+        }
+        /// Whether the server refused to start the session for a reason of its own (a wrong
+        /// password, a database that does not exist), not because it is shutting down: while
+        /// connecting, a final answer rather than a lost connection.
+        var isRefusalOfTheSession: Bool { PostgresSession.endedTheSession(error) && !PostgresSession.isConnectionLost(error) }
+        /// Whether the server answered the statement alone with an error (severity ERROR): the
+        /// session and its transaction are still there, so a COMMIT that met one did not commit.
+        /// Any other failure of a COMMIT leaves its outcome unknown.
+        var isStatementError: Bool {
+            guard let info = (error as? PSQLError)?.serverInfo else { return false }
+            return (info[.severity] ?? info[.localizedSeverity]) == "ERROR"
+        }
         /// A serialization failure or deadlock: the transaction may simply be run again.
         var isTransient: Bool { sqlState == "40001" || sqlState == "40P01" }
     }
@@ -482,6 +497,17 @@ final class PostgresSession: Sendable {
     /// Whether a refused handshake was the host-name check (the certificate verified otherwise).
     static func isHostNameFailure(_ error: any Error) -> Bool {
         (error as? PSQLError)?.underlying is NIOSSLExtraError
+    }
+
+    /// Whether a server error ended the session, not only a statement: severity FATAL or PANIC (an
+    /// idle-in-transaction timeout, a failed write of the server's log), or SQLSTATE class 08, a
+    /// connection exception, which a pooler such as PgBouncer sends when it loses its connection
+    /// to the server. Inside a transaction it means what a lost connection means: what was not
+    /// committed is rolled back, and a COMMIT's outcome is unknown.
+    static func endedTheSession(_ error: any Error) -> Bool {
+        guard let info = (error as? PSQLError)?.serverInfo else { return false }
+        let severity = info[.severity] ?? info[.localizedSeverity]
+        return severity == "FATAL" || severity == "PANIC" || info[.sqlState]?.hasPrefix("08") == true
     }
 
     /// Whether the connection is gone: closed, broken, or ended by the server shutting down or
@@ -605,7 +631,9 @@ final class PostgresSession: Sendable {
                     if failure?.isConnectionLost == true || (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
                     throw error
                 }
-                if failure?.isConnectionLost == true {
+                // A COMMIT that failed otherwise than with a statement's error may have committed.
+                let commitUnanswered = committing != nil && failure.map { !$0.isStatementError } ?? true
+                if failure?.isConnectionLost == true || commitUnanswered {
                     drop(tx, from: &current)
                     retriesUntil = min(retriesUntil, deadline.value)
                     if let committing, let result { unconfirmed = (result, committing) }

@@ -13,11 +13,13 @@ import Testing
     /// Every kind of write loses the COMMIT of its first write transaction once, through a relay:
     /// `.answer`, the server committed and only its answer was lost (before, a collection, a key, an
     /// update, a delete gave `outcomeUnknown`, and a delete retried by hand `recordNotFound`);
+    /// `.fatalAnswer`, the same with the answer replaced by a FATAL error of class 08, as PgBouncer
+    /// reports a lost server connection (before, the call failed with SQLSTATE 08P01, its write stored);
     /// `.request`, the COMMIT never reached the server, whose process stays in the transaction
     /// holding its locks (before, an add read that its record was missing, ran again, and waited on
     /// that process's row until the lock timeout). Each call succeeds, and the store holds each
     /// change once.
-    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .request])
+    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .request])
     func everyWriteWhoseCommitIsLostIsSettledByTheServer(cut: CommitCuttingRelay.Cut) throws {
         let scratch = try RecordsScratch(.postgres)
         let direct = try #require(try scratch.storage() as? PostgresRecordStorage)
@@ -59,5 +61,44 @@ import Testing
         let lingering = try direct.queryText(
             "SELECT count(*)::text FROM pg_stat_activity WHERE client_port IN (\(ports)) AND state LIKE 'idle in transaction%'")
         #expect(lingering == ["0"])
+    }
+}
+
+extension LostCommitTests {
+    /// A connection lost while the server's process is still working on the COMMIT (here a
+    /// deferred trigger that takes 5 s, as a commit waiting for a synchronous standby would): the
+    /// client asks until the server has settled it and never ends that process (before, it ended
+    /// it after 0.5 s: the transaction was rolled back and run again, and with a synchronous
+    /// standby a commit not yet confirmed would have been reported stored).
+    @Test(.requires(.postgres))
+    func aServerProcessWorkingOnTheCommitIsNotEnded() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let direct = try #require(try scratch.storage() as? PostgresRecordStorage)
+        var configuration = direct.configuration
+        let relay = try CommitCuttingRelay(serverPort: configuration.port)
+        defer { relay.stop() }
+        configuration.host = "127.0.0.1"
+        configuration.port = relay.port
+        configuration.tls = .disabled
+        let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
+        try store.createCollection("gifts", schema: giftSchema)
+        try store.unlock(with: appSealer)
+        // Each run of the trigger takes a number from a sequence, which no rollback gives back.
+        let (runs, slow) = (direct.tableName("commit_runs"), direct.tableName("slow_commit"))
+        try direct.execute("CREATE SEQUENCE \(runs)")
+        try direct.execute("""
+            CREATE FUNCTION \(slow)() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM nextval('\(runs.replacingOccurrences(of: "'", with: "''"))'); PERFORM pg_sleep(5); RETURN NULL; END $$
+            """)
+        try direct.execute("""
+            CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON \(direct.tableName("records"))
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION \(slow)()
+            """)
+
+        relay.arm(.requestPassedOn)
+        let id = try store.add(["toWhom": "Alice", "description": "a kite"], to: "gifts")
+        #expect(relay.cuts == 1, "no COMMIT was cut")
+        #expect(try direct.queryText("SELECT last_value::text FROM \(runs)") == ["1"], "the transaction was ended and run again")
+        #expect(try RecordStore(storage: direct, configuration: testConfiguration).search(in: "gifts").map(\.id) == [id])
     }
 }
