@@ -106,13 +106,34 @@ final class PostgresSession: Sendable {
         }
     }
 
+    /// `configuration.loopbackAddress`, looked up on a thread of its own and waited for until
+    /// `deadline`: a DNS resolver that does not answer (glibc waits timeout × attempts × servers,
+    /// 10 s or more) must not hold a connection attempt past its deadline. A lookup still running
+    /// then finishes on its thread, its answer unused.
+    private static func loopbackAddress(
+        of configuration: PostgresRecordStorage.Configuration, until deadline: NIODeadline
+    ) throws(PostgresFailure) -> String? {
+        let answer = Locked<String??>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let address = configuration.loopbackAddress
+            answer.withLock { $0 = .some(address) }
+            answered.signal()
+        }
+        let wait = max(0, (deadline - .now()).nanoseconds)
+        guard answered.wait(timeout: .now() + .nanoseconds(Int(wait))) == .success, let address = answer.withLock({ $0 }) else {
+            throw PostgresFailure(error: DeadlineExceeded(activity: "looking up \(configuration.host)", silent: "the DNS resolver"))
+        }
+        return address
+    }
+
     /// One attempt to connect, within `deadline`.
     private func connect(until deadline: NIODeadline) throws(PostgresFailure) -> PostgresConnection {
         let c = configuration
         let tls: PostgresConnection.Configuration.TLS
         // Automatic TLS is off only for an address that resolved to loopback, and then that very
         // address is the one connected to.
-        let loopback = c.tls == .automatic ? c.loopbackAddress : nil
+        let loopback = c.tls == .automatic ? try Self.loopbackAddress(of: c, until: deadline) : nil
         do {
             switch c.tls {
             case .disabled: tls = .disable
@@ -172,12 +193,14 @@ final class PostgresSession: Sendable {
         let activity: String
         /// The transaction's deadline (`transaction_timeout`) was the one passed, in milliseconds.
         var transactionTimeout: Int64?
+        /// Who did not answer.
+        var silent = "the server"
         var description: String {
             if let transactionTimeout {
                 return "the transaction passed its deadline while \(activity) (transaction_timeout=\(transactionTimeout) ms; "
                     + "raise it in the URL for a longer transaction)"
             }
-            return "no answer from the server while \(activity) before the deadline (is it down, stopped or overloaded?)"
+            return "no answer from \(silent) while \(activity) before the deadline (is it down, stopped or overloaded?)"
         }
     }
 

@@ -104,4 +104,37 @@ import Testing
         #expect(down.status == 1)
         #expect(down.stderrText.contains("cannot connect"), "\(down.stderrText)")
     }
+
+    /// A DNS resolver that never answers ends the connect at its deadline, with an error naming it:
+    /// `sf` runs in a mount namespace of its own whose /etc/resolv.conf names a resolver on
+    /// 127.0.0.77 that swallows every query (glibc would wait 30 s × 5 attempts). Before, the
+    /// lookup that decides whether the host is loopback ran outside every deadline.
+    @Test("a DNS resolver that never answers ends the connect at its connect_timeout, named in the error",
+          .enabled(if: getuid() == 0 || TestSupport.isCI, "needs root (a mount namespace)"))
+    func aSilentResolverEndsTheConnectAtItsDeadline() throws {
+        try #require(getuid() == 0, "run as root")
+        let scratch = try Scratch()
+        let sink = try BackgroundProcess(["python3", "-c", """
+            import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.77", 53))
+            print('{"event": "ready"}', flush=True)
+            while True: s.recvfrom(4096)
+            """])
+        defer { sink.kill() }
+        try #require(sink.waitForEvent("ready") != nil, "the resolver sink did not start: \(sink.standardError)")
+        let resolvConf = try scratch.write("resolv.conf", "nameserver 127.0.0.77\noptions timeout:30 attempts:5\n")
+        let passwordFile = try scratch.write("pg.pw", "unused\n")
+        let started = Date()
+        let result = try TestSupport.run("unshare", [
+            "--mount", "sh", "-c", "mount --bind \"$0\" /etc/resolv.conf && exec \"$1\" records list --postgres \"$2\" --postgres-password-file \"$3\"",
+            resolvConf, try #require(TestSupport.sfBinary).path,
+            "postgres://sf@db.sf-test.invalid:5432/sf?connect_timeout=2", passwordFile,
+        ])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 1, "\(result.stderrText)")
+        #expect(result.stderrText.contains("DNS resolver"), "\(result.stderrText)")
+        // The resolver alone would hold it for 150 s; the deadline is 2 s (a generous margin for a busy machine).
+        #expect(elapsed < 60, "the connect took \(elapsed) s")
+    }
 }
