@@ -45,7 +45,8 @@ public final class ServiceAdvertiser: Sendable {
         /// Conflicts found after announcing (RFC 6762 §9): another responder's answer claimed one of
         /// our unique names with different data, and the advertiser went back to probing.
         public var lateConflicts = 0
-        /// Unicast replies not sent because the querier was not on the interface's subnet.
+        /// Datagrams from off the link (RFC 6762 §11): unicast replies not sent because the querier
+        /// was not on the interface's link, and responses discarded.
         public var offLink = 0
         /// Multicast responses sent after the random delay of RFC 6762 §6 (answers holding a
         /// shared record); each is also counted in `answered`.
@@ -282,6 +283,12 @@ public final class ServiceAdvertiser: Sendable {
         let port = datagram.source.port ?? 0
         let onLink = socket.isOnLink(datagram.source)
         let fromUs = socket.isOwnAddress(datagram.source)
+        // RFC 6762 §11: a response from off the link (a unicast datagram routed to port 5353) is
+        // silently discarded, so that no host beyond the link can dispute our names.
+        if message.isResponse, !onLink {
+            state.withLock { $0.statistics.offLink += 1 }
+            return
+        }
         let action: ReplyAction? = state.withLock { state in
             switch state.phase {
             case .probing:

@@ -82,8 +82,10 @@ public final class ServiceBrowser: Sendable {
             await socket.close()
         }
         for await datagram in socket.datagrams {
-            guard let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse, message.opcode == 0,
-                message.responseCode == 0
+            // RFC 6762 §11: only responses from the link are taken (a unicast datagram routed to
+            // port 5353 from anywhere else could fill the cache).
+            guard socket.isOnLink(datagram.source), let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse,
+                message.opcode == 0, message.responseCode == 0
             else { continue }
             let finished = cache.mutex.withLock { cache in
                 cache.insert(message.answers + message.additionals, now: .now)

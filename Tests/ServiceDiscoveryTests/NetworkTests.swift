@@ -164,6 +164,67 @@ struct NetworkTests {
         #expect((stopped["conflicts"] as? Int ?? 0) >= 1, "the re-probe found the claim standing and renamed")
     }
 
+    @Test("a response from off the link is discarded: a unicast claim of our name from another subnet changes nothing, the same from the link is a conflict (RFC 6762 §11)",
+          .enabled(if: canRun, Comment(rawValue: reason)))
+    func offLinkResponsesAreDiscarded() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        // A second address on B's veth in another subnet (link-local 169.254/16): off the link for A.
+        #expect(try pair.run(in: pair.b, ["ip", "addr", "add", "169.254.77.2/16", "dev", pair.interfaceB]).status == 0)
+        /// Claims "Guarded" by unicast from `source`, then asks for it (legacy unicast, from the
+        /// link) until the advertiser answers, so the claims were handled (its datagrams are
+        /// handled in order; a conflict makes it probe again before it answers); returns its stop report.
+        func claimed(from source: String) throws -> [String: Any] {
+            let advertiser = try pair.spawn(
+                in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Guarded", "--port", "4433", "--host", "ours"])
+            _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+            let sent = try pair.run(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", source, "--target", pair.addressA,
+                 "--name", "Guarded", "--port", "9", "--host", "claimer", "--samples", "3"])
+            #expect(try decode(sent.stdoutText)["sent"] as? Int == 3, "\(sent.stderrText)")
+            var answered = false
+            for _ in 0..<15 where !answered {
+                let result = try pair.run(
+                    in: pair.b,
+                    [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", pair.addressB, "--target", pair.addressA,
+                     "--name", "Guarded"])
+                answered = try decode(result.stdoutText)["answered"] as? Bool == true
+            }
+            #expect(answered, "the advertiser stopped answering")
+            advertiser.finish()
+            return try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        }
+        let offLink = try claimed(from: "169.254.77.2")
+        #expect(offLink["lateConflicts"] as? Int == 0, "an off-link response disputed our name: \(offLink)")
+        #expect((offLink["offLink"] as? Int ?? 0) >= 3, "\(offLink)")
+        #expect(offLink["name"] as? String == "Guarded")
+        // The same claim from the link is a conflict: the advertiser probes again.
+        let onLink = try claimed(from: pair.addressB)
+        #expect((onLink["lateConflicts"] as? Int ?? 0) >= 1, "\(onLink)")
+    }
+
+    @Test("a datagram larger than 2048 bytes is read whole: a legacy query of about 4,500 bytes is answered", .enabled(if: canRun, Comment(rawValue: reason)))
+    func largeDatagramsAreReadWhole() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Large", "--port", "4433", "--host", "ours"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let result = try pair.run(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", pair.addressB, "--target", pair.addressA,
+             "--name", "Large", "--extra-questions", "200"])
+        let report = try decode(result.stdoutText)
+        #expect((report["bytes"] as? Int ?? 0) > 4000, "\(report)")
+        #expect(report["answered"] as? Bool == true, "a large query went unanswered (read cut short?): \(report)")
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect(stopped["malformed"] as? Int == 0, "\(stopped)")
+    }
+
     /// Gives both veth ends an IPv6 address of the documentation prefix 2001:db8::/64 (usable at
     /// once: `nodad`) and returns (A's, B's) addresses.
     func addIPv6(_ pair: NamespacePair) throws -> (a: String, b: String) {

@@ -13,9 +13,15 @@ written from RFC 1035 / RFC 6762, not by the code under test).
       claim, prints {"event":"claimed"}, then for S seconds answers every query naming INSTANCE
       (probes included) with the claim; prints {"event":"done","answered":N}.
 
-  mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T]
+  mdns_raw.py unicast-claim --interface-ip SOURCE --target IP --name INSTANCE --port P --host H [--type T] [--samples N]
+      sends the same claim as `claim` (its A record SOURCE) N times by unicast from SOURCE to
+      IP:5353, as a host elsewhere could (RFC 6762 §11: discarded unless SOURCE is on the link),
+      and prints {"sent": N}.
+
+  mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T] [--extra-questions N]
       sends a legacy unicast query (RFC 6762 §6.7: from an ephemeral port of SOURCE, ID 0x4242)
-      for INSTANCE's SRV record to IP:5353 (IPv4 or IPv6) twice and prints {"answered": bool}.
+      for INSTANCE's SRV record (after N questions for names nobody has, to make it large) to
+      IP:5353 (IPv4 or IPv6) twice and prints {"answered": bool, "bytes": size}.
 
 Run inside the test's network namespace (ip netns exec); every packet goes to the mDNS group
 (224.0.0.251, or ff02::fb with --family 6) out of the given interface.
@@ -149,8 +155,8 @@ def timing(args):
     print(json.dumps(result), flush=True)
 
 
-def claim(args):
-    sock, group = open_socket(4, args.interface_ip, None)
+def claim_response(args):
+    """A response claiming INSTANCE: its SRV (to H.local.:P) and TXT, and H's A record."""
     instance = args.name + "." + args.type
     host = args.host + ".local."
     unique = 0x8001
@@ -160,7 +166,13 @@ def claim(args):
         encode_name(instance) + struct.pack("!HHIH", TXT, unique, 4500, 8) + b"\x07claim=1",
         encode_name(host) + struct.pack("!HHIH", A, unique, 120, 4) + socket.inet_aton(args.interface_ip),
     ]
-    response = struct.pack("!HHHHHH", 0, 0x8400, 0, len(answers), 0, 0) + b"".join(answers)
+    return struct.pack("!HHHHHH", 0, 0x8400, 0, len(answers), 0, 0) + b"".join(answers)
+
+
+def claim(args):
+    sock, group = open_socket(4, args.interface_ip, None)
+    instance = args.name + "." + args.type
+    response = claim_response(args)
     sock.sendto(response, group)
     print(json.dumps({"event": "claimed"}), flush=True)
     answered = 0
@@ -179,12 +191,23 @@ def claim(args):
     print(json.dumps({"event": "done", "answered": answered}), flush=True)
 
 
+def unicast_claim(args):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((args.interface_ip, 0))
+    response = claim_response(args)
+    for _ in range(args.samples):
+        sock.sendto(response, (args.target, PORT))
+    print(json.dumps({"sent": args.samples}), flush=True)
+
+
 def legacy(args):
     family = socket.AF_INET6 if ":" in args.target else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_DGRAM)
     sock.bind((args.interface_ip, 0))
     sock.settimeout(1.0)
-    packet = struct.pack("!HHHHHH", 0x4242, 0, 1, 0, 0, 0) + encode_name(args.name + "." + args.type) + struct.pack("!HH", SRV, 1)
+    extra = b"".join(encode_name("nobody-%04d.local." % i) + struct.pack("!HH", A, 1) for i in range(args.extra_questions))
+    packet = (struct.pack("!HHHHHH", 0x4242, 0, 1 + args.extra_questions, 0, 0, 0) + extra
+              + encode_name(args.name + "." + args.type) + struct.pack("!HH", SRV, 1))
     answered = False
     for _ in range(2):
         sock.sendto(packet, (args.target, PORT))
@@ -195,12 +218,12 @@ def legacy(args):
             pass
         if answered:
             break
-    print(json.dumps({"answered": answered}), flush=True)
+    print(json.dumps({"answered": answered, "bytes": len(packet)}), flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["timing", "claim", "legacy"])
+    parser.add_argument("command", choices=["timing", "claim", "unicast-claim", "legacy"])
     parser.add_argument("--interface-ip", required=True)
     parser.add_argument("--interface")
     parser.add_argument("--target")
@@ -211,8 +234,9 @@ def main():
     parser.add_argument("--port", type=int, default=9)
     parser.add_argument("--host", default="claimer")
     parser.add_argument("--duration", type=float, default=15)
+    parser.add_argument("--extra-questions", type=int, default=0)
     args = parser.parse_args()
-    {"timing": timing, "claim": claim, "legacy": legacy}[args.command](args)
+    {"timing": timing, "claim": claim, "unicast-claim": unicast_claim, "legacy": legacy}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,9 @@ final class MulticastDNSSocket: Sendable {
         var bootstrap = DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+            // Whole datagrams up to the codec's limit (NIO's default reads 2048 bytes and drops the
+            // rest); one byte more, so a larger one is refused as too large, not read cut short.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DNSMessage.maximumSize + 1))
         if v6Only {
             bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
         }
