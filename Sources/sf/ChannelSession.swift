@@ -27,6 +27,9 @@ final class ChannelInput: Sendable {
         var end: Result<Void, any Error>?
         var waiter: (id: UInt64, continuation: CheckedContinuation<ByteBuffer?, any Error>)?
         var nextID: UInt64 = 0
+        /// A message taken and not sent (its connection ended first), handed out again first. It
+        /// holds no place in the queue's count: that was given back when it was taken.
+        var givenBack: ByteBuffer?
 
         /// A queued message, else the end (nil, or the error); `.none` while input is awaited.
         mutating func take() -> Result<ByteBuffer?, any Error>? {
@@ -46,6 +49,7 @@ final class ChannelInput: Sendable {
     /// The next message; nil at the end of input or when the calling task is cancelled.
     /// Throws `SecureCoreError.io` when standard input cannot be read.
     func next() async throws -> ByteBuffer? {
+        if let message = state.withLock({ state in defer { state.givenBack = nil }; return state.givenBack }) { return message }
         startIfNeeded()
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
@@ -71,6 +75,11 @@ final class ChannelInput: Sendable {
         }
         if message != nil { room.signal() }
         return message
+    }
+
+    /// Gives back the message `next()` returned last, which was not sent: the next call returns it.
+    func giveBack(_ message: ByteBuffer) {
+        state.withLock { $0.givenBack = message }
     }
 
     private func startIfNeeded() {
@@ -204,7 +213,14 @@ enum ChannelSession {
                     do {
                         while let message = try await input.next() {
                             activity.touch()
-                            try await outbound.write(message)
+                            do {
+                                try await outbound.write(message)
+                            } catch is CancellationError {
+                                // The peer ended while the message waited for room: it was not
+                                // sent, and goes to the next connection.
+                                input.giveBack(message)
+                                throw CancellationError()
+                            }
                         }
                     } catch {
                         // Why sending failed is usually why receiving fails (a cut or forged

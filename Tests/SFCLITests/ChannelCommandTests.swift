@@ -265,6 +265,41 @@ struct ChannelCommandTests {
         #expect(next.waitForExit(timeout: 120) == 0, "\(next.standardError)")
     }
 
+    /// A peer that ends its stream while the server's message waits for room (the peer reads
+    /// nothing) ends that connection; the message not sent goes to the next connection with the
+    /// rest of the input: nothing is lost (before, the message waiting was dropped).
+    @Test("--keep-serving: a peer that ends while our message waits for room loses no input; the next connection gets the rest, in order",
+          .requiresSFBinary, .hangBackstop)
+    func inputWaitingForAPeerThatEndsGoesToTheNext() throws {
+        let parties = try Parties()
+        let total = 64 << 20
+        let input = try parties.scratch.write("input", Data((0..<total).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 16) }))
+        let (first, second) = (parties.scratch.path("first"), parties.scratch.path("second"))
+        let server = try BackgroundProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" <'\(input)' >/dev/null", parties.binary,
+            "channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let connect = ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob
+        // The first peer reads nothing for 6 s (its output pipe is full; the server's writes wait
+        // for room long before that, 64 MiB being far more than the buffers hold) and ends its
+        // own stream at 3 s, while the server waits.
+        let quiet = try BackgroundProcess(["/bin/sh", "-c", "sleep 3 | \"$0\" \"$@\" | { sleep 6; cat >'\(first)'; }", parties.binary] + connect)
+        defer { quiet.kill() }
+        #expect(quiet.waitForExit(timeout: 120) == 0, "\(quiet.standardError)")
+        // The next peer reads until it has the rest, then ends its stream.
+        let next = try BackgroundProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" >'\(second)'", parties.binary] + connect)
+        defer { next.kill() }
+        func received() -> Int {
+            [first, second].reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int) ?? 0) }
+        }
+        #expect(next.wait(timeout: 120) { _ in received() >= total }, "received \(received()) of \(total) bytes")
+        next.closeInput()
+        #expect(next.waitForExit(timeout: 120) == 0, "\(next.standardError)")
+        let firstBytes = try Data(contentsOf: URL(fileURLWithPath: first)), secondBytes = try Data(contentsOf: URL(fileURLWithPath: second))
+        #expect(firstBytes.count < total, "the first peer got everything: the test did not make the server wait")
+        #expect(firstBytes + secondBytes == (try Data(contentsOf: URL(fileURLWithPath: input))), "input lost or reordered between connections")
+    }
+
     /// Issue 21: standard input ending sends the end of stream and reading goes on (as `nc -N`);
     /// exit 0 only when both directions completed.
     @Test("transfers complete one way each direction and both ways at once (3 MB and 2 MB); a peer that sends nothing",
