@@ -81,7 +81,8 @@ extension Noise {
         /// `ENCRYPT(k, 2^64-1, zerolen, zeros)`. The nonce is unchanged. No effect without a key.
         public func rekey() {
             guard let key else { return }
-            let next = cipher.encrypt(key: key, nonce: .max, ad: Data(), plaintext: Data(count: 32))
+            var next = cipher.encrypt(key: key, nonce: .max, ad: Data(), plaintext: Data(count: 32))
+            defer { next.resetBytes(in: next.startIndex..<next.endIndex) }  // the new key's bytes
             self.key = next.withUnsafeBytes { SymmetricKey(data: UnsafeRawBufferPointer(rebasing: $0.prefix(32))) }
         }
     }

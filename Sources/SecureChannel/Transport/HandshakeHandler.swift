@@ -69,11 +69,6 @@ extension SecureChannel {
             timeout = context.eventLoop.assumeIsolated().scheduleTask(in: configuration.handshakeTimeout) { [self] in
                 fail(context: context, error: .handshakeTimeout)
             }
-            firstMessageTimeout = context.eventLoop.assumeIsolated().scheduleTask(
-                in: min(configuration.firstMessageTimeout, configuration.handshakeTimeout)
-            ) { [self] in
-                fail(context: context, error: .handshakeTimeout)
-            }
             if context.channel.isActive { start(context: context) }
         }
 
@@ -132,6 +127,13 @@ extension SecureChannel {
         private func start(context: ChannelHandlerContext) {
             guard !started, phase == .handshaking else { return }
             started = true
+            // From the connection, not from the handler: a client's TCP connect (a SYN sent again
+            // after a loss takes 1 s, then 3 s) does not count against the peer's first message.
+            firstMessageTimeout = context.eventLoop.assumeIsolated().scheduleTask(
+                in: min(configuration.firstMessageTimeout, configuration.handshakeTimeout)
+            ) { [self] in
+                fail(context: context, error: .handshakeTimeout)
+            }
             do { try advance(context: context) } catch { fail(context: context, error: Self.channelError(error)) }
         }
 
