@@ -7,14 +7,15 @@ import SecureCore
 /// the COMMIT on and closes both sides as the server answers; `.fatalAnswer` does the same but
 /// first tells the client, in the server's stead, that the session ended (an ErrorResponse of
 /// severity FATAL, SQLSTATE 08P01, as PgBouncer sends when it loses its server connection);
-/// `.request` keeps it from the server and closes the client's side only, leaving the server's
+/// `.garbledAnswer` does the same with an answer the client cannot read (a message of an unknown
+/// type); `.request` keeps it from the server and closes the client's side only, leaving the server's
 /// process idle in its transaction (as a link that failed silently would); `.requestPassedOn`
 /// passes it on and at once closes the client's side, so the client loses the connection while
 /// the server's process is still working on the COMMIT (whose answer is then dropped). Unchecked Sendable: its mutable state is behind `Locked`, and
 /// each socket is read by one thread.
 public final class CommitCuttingRelay: @unchecked Sendable {
     /// How a COMMIT is lost.
-    public enum Cut: Sendable { case answer, fatalAnswer, request, requestPassedOn }
+    public enum Cut: Sendable { case answer, fatalAnswer, garbledAnswer, request, requestPassedOn }
 
     /// The port clients connect to.
     public let port: Int
@@ -122,7 +123,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
                 }
                 inWriteTransaction = false
                 switch cut {
-                case .answer?, .fatalAnswer?:
+                case .answer?, .fatalAnswer?, .garbledAnswer?:
                     cutOnAnswer.withLock { $0 = cut }
                     afterCut?()
                 case .requestPassedOn?:
@@ -152,7 +153,11 @@ public final class CommitCuttingRelay: @unchecked Sendable {
             let count = read(server, &buffer, buffer.count)
             guard count > 0 else { break }
             if let cut = cutOnAnswer.withLock({ $0 }) {
-                if cut == .fatalAnswer { _ = Self.writeAll(client, Self.fatalSessionError) }
+                switch cut {
+                case .fatalAnswer: _ = Self.writeAll(client, Self.fatalSessionError)
+                case .garbledAnswer: _ = Self.writeAll(client, Data("?".utf8) + Data([0, 0, 0, 4]))  // type '?', no body
+                default: break
+                }
                 break
             }
             guard Self.writeAll(client, Data(buffer[0..<count])) else { break }

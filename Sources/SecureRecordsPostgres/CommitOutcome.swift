@@ -180,7 +180,8 @@ enum CommitOutcome {
 
     /// Ends the server process still holding `transaction` idle (matched by process id and the low
     /// 32 bits of the transaction id, so never another's, and by its state, so never one working on
-    /// the COMMIT), best effort, without recording a failure,
+    /// the COMMIT; where `track_activities` is off, by its waiting to read from its client),
+    /// best effort, without recording a failure,
     /// and waiting at most a statement's time or until `deadline`: a role that may not end it
     /// waits for the server to notice the lost connection, or for the deadline.
     private static func terminate(_ transaction: Transaction, _ tx: PostgresSession.Transaction, until deadline: NIODeadline) {
@@ -189,7 +190,8 @@ enum CommitOutcome {
         binds.append(String(UInt32(truncatingIfNeeded: transaction.id)))
         let sql = """
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE pid = $1 AND backend_xid::text = $2 AND state LIKE 'idle in transaction%'
+            WHERE pid = $1 AND backend_xid::text = $2
+                AND (state LIKE 'idle in transaction%' OR (state = 'disabled' AND wait_event = 'ClientRead'))
             """
         let statement = NIODeadline.now() + .milliseconds(Int64(tx.session.configuration.statementTimeoutSeconds * 1000))
         _ = try? PostgresSession.wait(

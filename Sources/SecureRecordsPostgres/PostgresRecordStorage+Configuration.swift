@@ -150,7 +150,10 @@ extension PostgresRecordStorage {
         /// Decided by the resolved address, not by the text: `127.db.example` resolving to a remote
         /// server is not loopback (so TLS stays required). A caller that skips TLS connects to the
         /// returned address itself, so a second resolution cannot send it elsewhere.
-        public var loopbackAddress: String? {
+        public var loopbackAddress: String? { Self.loopbackAddress(ofHost: host) }
+
+        /// `loopbackAddress` for `host`.
+        static func loopbackAddress(ofHost host: String) -> String? {
             var hints = addrinfo()
             hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
             var list: UnsafeMutablePointer<addrinfo>?

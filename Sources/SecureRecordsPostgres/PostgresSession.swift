@@ -106,25 +106,50 @@ final class PostgresSession: Sendable {
         }
     }
 
-    /// `configuration.loopbackAddress`, looked up on a thread of its own and waited for until
-    /// `deadline`: a DNS resolver that does not answer (glibc waits timeout × attempts × servers,
-    /// 10 s or more) must not hold a connection attempt past its deadline. A lookup still running
-    /// then finishes on its thread, its answer unused.
-    private static func loopbackAddress(
-        of configuration: PostgresRecordStorage.Configuration, until deadline: NIODeadline
-    ) throws(PostgresFailure) -> String? {
-        let answer = Locked<String??>(nil)
-        let answered = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let address = configuration.loopbackAddress
-            answer.withLock { $0 = .some(address) }
-            answered.signal()
+    /// `Configuration.loopbackAddress(ofHost:)`, looked up on a thread of its own and waited for
+    /// until `deadline`: a DNS resolver that does not answer (glibc waits timeout × attempts ×
+    /// servers, 10 s or more) must not hold a connection attempt past its deadline. A lookup still
+    /// running then finishes on its thread, its answer unused; connects meanwhile wait for that
+    /// same lookup rather than start one each, so a silent resolver costs one thread per host.
+    private static func loopbackAddress(of host: String, until deadline: NIODeadline) throws(PostgresFailure) -> String? {
+        let lookup = lookups.withLock { running -> HostLookup in
+            if let lookup = running[host] { return lookup }
+            let started = HostLookup()
+            running[host] = started
+            Thread.detachNewThread {
+                let address = PostgresRecordStorage.Configuration.loopbackAddress(ofHost: host)
+                Self.lookups.withLock { $0[host] = nil }
+                started.finish(address)
+            }
+            return started
         }
-        let wait = max(0, (deadline - .now()).nanoseconds)
-        guard answered.wait(timeout: .now() + .nanoseconds(Int(wait))) == .success, let address = answer.withLock({ $0 }) else {
-            throw PostgresFailure(error: DeadlineExceeded(activity: "looking up \(configuration.host)", silent: "the DNS resolver"))
+        guard let address = lookup.wait(until: deadline) else {
+            throw PostgresFailure(error: DeadlineExceeded(activity: "looking up \(host)", silent: "the DNS resolver"))
         }
         return address
+    }
+
+    /// The host lookups running, by host name.
+    private static let lookups = Locked<[String: HostLookup]>([:])
+
+    /// One lookup of a host name's loopback address, which any number of connects wait for.
+    private final class HostLookup: Sendable {
+        private let answer = Locked<String??>(nil)
+        private let answered = DispatchGroup()
+
+        init() { answered.enter() }
+
+        func finish(_ address: String?) {
+            answer.withLock { $0 = .some(address) }
+            answered.leave()
+        }
+
+        /// The answer (itself nil when the host is not loopback); nil when none came by `deadline`.
+        func wait(until deadline: NIODeadline) -> String?? {
+            let wait = max(0, (deadline - .now()).nanoseconds)
+            guard answered.wait(timeout: .now() + .nanoseconds(Int(wait))) == .success else { return nil }
+            return answer.withLock { $0 }
+        }
     }
 
     /// One attempt to connect, within `deadline`.
@@ -133,7 +158,7 @@ final class PostgresSession: Sendable {
         let tls: PostgresConnection.Configuration.TLS
         // Automatic TLS is off only for an address that resolved to loopback, and then that very
         // address is the one connected to.
-        let loopback = c.tls == .automatic ? try Self.loopbackAddress(of: c, until: deadline) : nil
+        let loopback = c.tls == .automatic ? try Self.loopbackAddress(of: c.host, until: deadline) : nil
         do {
             switch c.tls {
             case .disabled: tls = .disable
@@ -523,14 +548,15 @@ final class PostgresSession: Sendable {
     }
 
     /// Whether a server error ended the session, not only a statement: severity FATAL or PANIC (an
-    /// idle-in-transaction timeout, a failed write of the server's log), or SQLSTATE class 08, a
-    /// connection exception, which a pooler such as PgBouncer sends when it loses its connection
-    /// to the server. Inside a transaction it means what a lost connection means: what was not
-    /// committed is rolled back, and a COMMIT's outcome is unknown.
+    /// idle-in-transaction timeout, a failed write of the server's log, or a pooler such as
+    /// PgBouncer that lost its connection to the server: FATAL 08P01 "server conn crashed?").
+    /// Inside a transaction it means what a lost connection means: what was not committed is
+    /// rolled back, and a COMMIT's outcome is unknown. (An error of severity ERROR leaves the
+    /// session, whatever its SQLSTATE: PostgreSQL's own 08P01 for a malformed message is one.)
     static func endedTheSession(_ error: any Error) -> Bool {
         guard let info = (error as? PSQLError)?.serverInfo else { return false }
         let severity = info[.severity] ?? info[.localizedSeverity]
-        return severity == "FATAL" || severity == "PANIC" || info[.sqlState]?.hasPrefix("08") == true
+        return severity == "FATAL" || severity == "PANIC"
     }
 
     /// Whether the connection is gone: closed, broken, or ended by the server shutting down or

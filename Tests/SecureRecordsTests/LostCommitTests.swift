@@ -15,11 +15,13 @@ import Testing
     /// update, a delete gave `outcomeUnknown`, and a delete retried by hand `recordNotFound`);
     /// `.fatalAnswer`, the same with the answer replaced by a FATAL error of class 08, as PgBouncer
     /// reports a lost server connection (before, the call failed with SQLSTATE 08P01, its write stored);
+    /// `.garbledAnswer`, the same with an answer the client cannot read (before, a failure, its
+    /// write stored);
     /// `.request`, the COMMIT never reached the server, whose process stays in the transaction
     /// holding its locks (before, an add read that its record was missing, ran again, and waited on
     /// that process's row until the lock timeout). Each call succeeds, and the store holds each
     /// change once.
-    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .request])
+    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .garbledAnswer, .request])
     func everyWriteWhoseCommitIsLostIsSettledByTheServer(cut: CommitCuttingRelay.Cut) throws {
         let scratch = try RecordsScratch(.postgres)
         let direct = try #require(try scratch.storage() as? PostgresRecordStorage)

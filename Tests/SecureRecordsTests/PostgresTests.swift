@@ -176,6 +176,13 @@ import Testing
     @Test(.requires(.postgres)) func wrongPasswordAndServerDownGiveTypedStorageErrors() throws {
         var wrong = try postgresConfiguration(schema: "sfr_t_never")
         wrong.password = SecretBytes(Data("not the password".utf8))
+        // Through a relay that counts the connections: the server's refusal (FATAL 28P01) is
+        // final, asked once, not taken for a lost connection and retried.
+        let relay = try CommitCuttingRelay(serverPort: wrong.port)
+        defer { relay.stop() }
+        wrong.host = "127.0.0.1"
+        wrong.port = relay.port
+        wrong.tls = .disabled
         do {
             _ = try PostgresRecordStorage(configuration: wrong)
             Issue.record("a wrong password connected")
@@ -184,6 +191,7 @@ import Testing
             #expect(failure.sqlState == "28P01", "\(failure)")
             #expect(!failure.message.contains("not the password"))
         }
+        #expect(relay.serverSidePorts.count == 1, "a refused login was tried \(relay.serverSidePorts.count) times")
         // A loopback port nobody listens on (bound, then closed).
         var down = try postgresConfiguration(schema: "sfr_t_never")
         down.port = try Self.closedPort()
