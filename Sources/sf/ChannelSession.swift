@@ -215,11 +215,12 @@ enum ChannelSession {
                             activity.touch()
                             do {
                                 try await outbound.write(message)
-                            } catch is CancellationError {
-                                // The peer ended while the message waited for room: it was not
-                                // sent, and goes to the next connection.
+                            } catch {
+                                // The write failed before the message reached the connection (the
+                                // peer ended or closed while it waited for room): it goes to the
+                                // next connection.
                                 input.giveBack(message)
-                                throw CancellationError()
+                                throw error
                             }
                         }
                     } catch {

@@ -17,8 +17,10 @@ extension SecureChannel {
     ///
     /// An authenticated connection reads nothing from its peer until it is taken from
     /// `connections`: what a peer sends to a connection waiting there stays in the kernel's
-    /// socket buffers, so connections nobody serves yet cost the process no memory for their
-    /// messages (at most `maxPendingConnections` of them wait; further ones are closed).
+    /// socket buffers (NIO reads them only when the peer ends its side, at most a receive
+    /// buffer's worth, which the kernel does not grow for a socket nobody reads), so connections
+    /// nobody serves yet cost the process little memory (at most `maxPendingConnections` of them
+    /// wait; further ones are closed).
     public final class Server: Sendable {
         /// Authenticated connections, in the order their handshakes complete. Ends when the
         /// server is closed.
@@ -63,7 +65,11 @@ extension SecureChannel {
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .childChannelOption(.recvAllocator, value: SecureChannel.receiveBufferAllocator)
                 .childChannelInitializer { child in
-                    let (slot, evicted) = slots.admit(child)
+                    // A connection the listener accepted as the server closed is closed too.
+                    guard case let (slot, evicted)? = slots.admit(child) else {
+                        child.close(promise: nil)
+                        return child.eventLoop.makeSucceededVoidFuture()
+                    }
                     if let evicted {
                         onHandshakeFailure(.tooManyHandshakes)
                         evicted.close(promise: nil)
@@ -194,6 +200,7 @@ extension SecureChannel {
             var nextID: UInt64 = 0
             var open: [(id: UInt64, channel: any Channel)] = []
             var evicted = Set<UInt64>()
+            var closed = false
         }
 
         let limit: Int
@@ -204,9 +211,10 @@ extension SecureChannel {
         var count: Int { state.withLock { $0.open.count } }
 
         /// Takes a slot for `channel`; returns its id and the channel evicted to make room, if any
-        /// (the caller closes it).
-        func admit(_ channel: any Channel) -> (id: UInt64, evicted: (any Channel)?) {
+        /// (the caller closes it); nil once the server has closed.
+        func admit(_ channel: any Channel) -> (id: UInt64, evicted: (any Channel)?)? {
             state.withLock { state in
+                guard !state.closed else { return nil }
                 state.nextID += 1
                 var evicted: (any Channel)?
                 if state.open.count >= limit {
@@ -229,9 +237,13 @@ extension SecureChannel {
             state.withLock { $0.evicted.remove(id) != nil }
         }
 
-        /// Closes every handshake in progress (the server is closing).
+        /// Closes every handshake in progress and refuses later ones (the server is closing).
         func closeAll() {
-            for channel in state.withLock({ state in state.open.map(\.channel) }) { channel.close(promise: nil) }
+            let open = state.withLock { state in
+                state.closed = true
+                return state.open.map(\.channel)
+            }
+            for channel in open { channel.close(promise: nil) }
         }
     }
 }
