@@ -283,9 +283,10 @@ public final class ServiceAdvertiser: Sendable {
         let port = datagram.source.port ?? 0
         let onLink = socket.isOnLink(datagram.source)
         let fromUs = socket.isOwnAddress(datagram.source)
-        // RFC 6762 §11: a response from off the link (a unicast datagram routed to port 5353) is
-        // silently discarded, so that no host beyond the link can dispute our names.
-        if message.isResponse, !onLink {
+        // RFC 6762 §11: a response sent to one of our addresses from off the link (routed to port
+        // 5353 from anywhere) is silently discarded, so that no host beyond the link can dispute
+        // our names. One sent to the group came over the link, whatever its source's subnet.
+        if message.isResponse, !datagram.toGroup, !onLink {
             state.withLock { $0.statistics.offLink += 1 }
             return
         }

@@ -82,9 +82,9 @@ public final class ServiceBrowser: Sendable {
             await socket.close()
         }
         for await datagram in socket.datagrams {
-            // RFC 6762 §11: only responses from the link are taken (a unicast datagram routed to
-            // port 5353 from anywhere else could fill the cache).
-            guard socket.isOnLink(datagram.source), let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse,
+            // RFC 6762 §11: a response sent to the group came over the link; one sent to our
+            // address only if its source is on the link (from anywhere else, it could fill the cache).
+            guard datagram.toGroup || socket.isOnLink(datagram.source), let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse,
                 message.opcode == 0, message.responseCode == 0
             else { continue }
             let finished = cache.mutex.withLock { cache in

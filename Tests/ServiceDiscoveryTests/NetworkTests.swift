@@ -164,24 +164,28 @@ struct NetworkTests {
         #expect((stopped["conflicts"] as? Int ?? 0) >= 1, "the re-probe found the claim standing and renamed")
     }
 
-    @Test("a response from off the link is discarded: a unicast claim of our name from another subnet changes nothing, the same from the link is a conflict (RFC 6762 §11)",
+    @Test("a response to our address from another subnet is discarded; one from the link, or sent to the group from any subnet, is a conflict (RFC 6762 §11)",
           .enabled(if: canRun, Comment(rawValue: reason)))
     func offLinkResponsesAreDiscarded() throws {
         let probe = try requirements()
         let pair = try NamespacePair()
         defer { pair.remove() }
-        // A second address on B's veth in another subnet (link-local 169.254/16): off the link for A.
+        // A second address on B's veth in another subnet (link-local 169.254/16): off the link for
+        // A, which gets a route to it so that reverse-path filtering, where the host enables it,
+        // lets its datagrams in.
         #expect(try pair.run(in: pair.b, ["ip", "addr", "add", "169.254.77.2/16", "dev", pair.interfaceB]).status == 0)
-        /// Claims "Guarded" by unicast from `source`, then asks for it (legacy unicast, from the
-        /// link) until the advertiser answers, so the claims were handled (its datagrams are
-        /// handled in order; a conflict makes it probe again before it answers); returns its stop report.
-        func claimed(from source: String) throws -> [String: Any] {
+        #expect(try pair.run(in: pair.a, ["ip", "route", "add", "169.254.0.0/16", "dev", pair.interfaceA]).status == 0)
+        /// Claims "Guarded" from `source` (to A's address, or to the group), then asks for it
+        /// (legacy unicast, from the link) until the advertiser answers, so the claims were handled
+        /// (its datagrams are handled in order; a conflict makes it probe again before it
+        /// answers); returns its stop report.
+        func claimed(from source: String, to target: String) throws -> [String: Any] {
             let advertiser = try pair.spawn(
                 in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Guarded", "--port", "4433", "--host", "ours"])
             _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
             let sent = try pair.run(
                 in: pair.b,
-                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", source, "--target", pair.addressA,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", source, "--target", target,
                  "--name", "Guarded", "--port", "9", "--host", "claimer", "--samples", "3"])
             #expect(try decode(sent.stdoutText)["sent"] as? Int == 3, "\(sent.stderrText)")
             var answered = false
@@ -196,13 +200,16 @@ struct NetworkTests {
             advertiser.finish()
             return try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
         }
-        let offLink = try claimed(from: "169.254.77.2")
+        let offLink = try claimed(from: "169.254.77.2", to: pair.addressA)
         #expect(offLink["lateConflicts"] as? Int == 0, "an off-link response disputed our name: \(offLink)")
         #expect((offLink["offLink"] as? Int ?? 0) >= 3, "\(offLink)")
         #expect(offLink["name"] as? String == "Guarded")
         // The same claim from the link is a conflict: the advertiser probes again.
-        let onLink = try claimed(from: pair.addressB)
+        let onLink = try claimed(from: pair.addressB, to: pair.addressA)
         #expect((onLink["lateConflicts"] as? Int ?? 0) >= 1, "\(onLink)")
+        // So is one sent to the group from the other subnet: it came over the link.
+        let toGroup = try claimed(from: "169.254.77.2", to: "group")
+        #expect((toGroup["lateConflicts"] as? Int ?? 0) >= 1, "a multicast response from another subnet on the link was ignored: \(toGroup)")
     }
 
     @Test("a datagram larger than 2048 bytes is read whole: a legacy query of about 4,500 bytes is answered", .enabled(if: canRun, Comment(rawValue: reason)))
@@ -378,6 +385,8 @@ struct NetworkTests {
         // A second address on B's veth in another subnet (link-local 169.254/16): a query from it is
         // off-link for the responder and must get no unicast reply (RFC 6762 §11).
         _ = try pair.run(in: pair.b, ["ip", "addr", "add", "169.254.77.2/16", "dev", pair.interfaceB])
+        // A route back to it, so that reverse-path filtering, where the host enables it, lets it in.
+        _ = try pair.run(in: pair.a, ["ip", "route", "add", "169.254.0.0/16", "dev", pair.interfaceA])
         let fuzz = try pair.run(
             in: pair.b,
             [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_fuzz.py"), "--interface-ip", pair.addressB, "--target", pair.addressA,

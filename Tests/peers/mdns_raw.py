@@ -13,10 +13,11 @@ written from RFC 1035 / RFC 6762, not by the code under test).
       claim, prints {"event":"claimed"}, then for S seconds answers every query naming INSTANCE
       (probes included) with the claim; prints {"event":"done","answered":N}.
 
-  mdns_raw.py unicast-claim --interface-ip SOURCE --target IP --name INSTANCE --port P --host H [--type T] [--samples N]
-      sends the same claim as `claim` (its A record SOURCE) N times by unicast from SOURCE to
+  mdns_raw.py unicast-claim --interface-ip SOURCE --target IP|group --name INSTANCE --port P --host H [--type T] [--samples N]
+      sends the same claim as `claim` (its A record SOURCE) N times from SOURCE, by unicast to
       IP:5353, as a host elsewhere could (RFC 6762 §11: discarded unless SOURCE is on the link),
-      and prints {"sent": N}.
+      or with --target group to 224.0.0.251 (on the link, whatever SOURCE's subnet), and prints
+      {"sent": N}.
 
   mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T] [--extra-questions N]
       sends a legacy unicast query (RFC 6762 §6.7: from an ephemeral port of SOURCE, ID 0x4242)
@@ -192,11 +193,15 @@ def claim(args):
 
 
 def unicast_claim(args):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind((args.interface_ip, 0))
+    if args.target == "group":
+        sock, destination = open_socket(4, args.interface_ip, None)
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((args.interface_ip, 0))
+        destination = (args.target, PORT)
     response = claim_response(args)
     for _ in range(args.samples):
-        sock.sendto(response, (args.target, PORT))
+        sock.sendto(response, destination)
     print(json.dumps({"sent": args.samples}), flush=True)
 
 

@@ -7,6 +7,9 @@ import NIOPosix
 struct Datagram: Sendable {
     let bytes: [UInt8]
     let source: SocketAddress
+    /// Whether it was sent to the mDNS group (224.0.0.251, ff02::fb), which routers do not
+    /// forward, rather than to one of our addresses: false when the kernel did not say.
+    let toGroup: Bool
 
     /// The family the datagram arrived on.
     var family: IPFamilies { source.protocol == .inet6 ? .ipv6 : .ipv4 }
@@ -175,6 +178,7 @@ final class MulticastDNSSocket: Sendable {
                 throw ServiceDiscoveryError.socket("channel lacks socket options")
             }
             try await bindToDevice(options, interface.name)
+            try await channel.setOption(.receivePacketInfo, value: true).get()  // (after the bind: it needs the family)
             try await options.setIPMulticastIF(address).get()
             try await options.setIPMulticastTTL(255).get()
             try await options.setIPMulticastLoop(1).get()
@@ -198,6 +202,7 @@ final class MulticastDNSSocket: Sendable {
                 throw ServiceDiscoveryError.socket("channel lacks socket options")
             }
             try await bindToDevice(options, interface.name)
+            try await channel.setOption(.receivePacketInfo, value: true).get()  // (after the bind: it needs the family)
             try await options.setIPv6MulticastIF(CUnsignedInt(interface.index)).get()
             try await options.setIPv6MulticastHops(255).get()
             try await options.setIPv6MulticastLoop(1).get()
@@ -287,7 +292,9 @@ private final class DatagramForwarder: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = Self.unwrapInboundIn(data)
-        continuation.yield(Datagram(bytes: Array(envelope.data.readableBytesView), source: envelope.remoteAddress))
+        let destination = envelope.metadata?.packetInfo?.destinationAddress.ipAddress
+        let toGroup = destination == MulticastDNSSocket.groupV4.ipAddress || destination == MulticastDNSSocket.groupV6.ipAddress
+        continuation.yield(Datagram(bytes: Array(envelope.data.readableBytesView), source: envelope.remoteAddress, toGroup: toGroup))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
