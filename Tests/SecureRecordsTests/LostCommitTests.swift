@@ -10,6 +10,26 @@ import Testing
 /// happened when the server committed, and runs again when it did not; a server process left idle
 /// in the transaction (the COMMIT never reached it) is ended, not waited for.
 @Suite struct LostCommitTests {
+    /// A fresh store reached through a `CommitCuttingRelay` (in plain text, so that the relay sees
+    /// the protocol), with its scratch schema and the same store's storage reached directly. The
+    /// caller stops the relay.
+    static func relayedStore() throws -> (scratch: RecordsScratch, direct: PostgresRecordStorage, relay: CommitCuttingRelay, store: RecordStore) {
+        let scratch = try RecordsScratch(.postgres)
+        let direct = try #require(try scratch.storage() as? PostgresRecordStorage)
+        var configuration = direct.configuration
+        let relay = try CommitCuttingRelay(serverPort: configuration.port)
+        configuration.host = "127.0.0.1"
+        configuration.port = relay.port
+        configuration.tls = .disabled
+        do {
+            let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
+            return (scratch, direct, relay, store)
+        } catch {
+            relay.stop()
+            throw error
+        }
+    }
+
     /// Every kind of write loses the COMMIT of its first write transaction once, through a relay:
     /// `.answer`, the server committed and only its answer was lost (before, a collection, a key, an
     /// update, a delete gave `outcomeUnknown`, and a delete retried by hand `recordNotFound`);
@@ -23,15 +43,9 @@ import Testing
     /// change once.
     @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .garbledAnswer, .request])
     func everyWriteWhoseCommitIsLostIsSettledByTheServer(cut: CommitCuttingRelay.Cut) throws {
-        let scratch = try RecordsScratch(.postgres)
-        let direct = try #require(try scratch.storage() as? PostgresRecordStorage)
-        var configuration = direct.configuration
-        let relay = try CommitCuttingRelay(serverPort: configuration.port)
-        defer { relay.stop() }
-        configuration.host = "127.0.0.1"
-        configuration.port = relay.port
-        configuration.tls = .disabled
-        let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
+        let relayed = try Self.relayedStore()
+        defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
+        let (direct, relay, store) = (relayed.direct, relayed.relay, relayed.store)
         var cuts = 0
         func losingItsCommit<T>(_ what: String, _ body: () throws -> T) throws -> T {
             relay.arm(cut)
@@ -74,15 +88,9 @@ extension LostCommitTests {
     /// standby a commit not yet confirmed would have been reported stored).
     @Test(.requires(.postgres))
     func aServerProcessWorkingOnTheCommitIsNotEnded() throws {
-        let scratch = try RecordsScratch(.postgres)
-        let direct = try #require(try scratch.storage() as? PostgresRecordStorage)
-        var configuration = direct.configuration
-        let relay = try CommitCuttingRelay(serverPort: configuration.port)
-        defer { relay.stop() }
-        configuration.host = "127.0.0.1"
-        configuration.port = relay.port
-        configuration.tls = .disabled
-        let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
+        let relayed = try Self.relayedStore()
+        defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
+        let (direct, relay, store) = (relayed.direct, relayed.relay, relayed.store)
         try store.createCollection("gifts", schema: giftSchema)
         try store.unlock(with: appSealer)
         // Each run of the trigger takes a number from a sequence, which no rollback gives back.
