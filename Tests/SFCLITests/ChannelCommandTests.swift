@@ -272,7 +272,7 @@ struct ChannelCommandTests {
           .requiresSFBinary, .hangBackstop)
     func inputWaitingForAPeerThatEndsGoesToTheNext() throws {
         let parties = try Parties()
-        let total = 64 << 20
+        let total = 32 << 20
         let input = try parties.scratch.write("input", Data((0..<total).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 16) }))
         let (first, second) = (parties.scratch.path("first"), parties.scratch.path("second"))
         let server = try BackgroundProcess(["/bin/sh", "-c", "exec \"$0\" \"$@\" <'\(input)' >/dev/null", parties.binary,
@@ -281,7 +281,7 @@ struct ChannelCommandTests {
         let port = try Parties.port(of: server)
         let connect = ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob
         // The first peer reads nothing for 6 s (its output pipe is full; the server's writes wait
-        // for room long before that, 64 MiB being far more than the buffers hold) and ends its
+        // for room long before that, 32 MiB being far more than the buffers hold) and ends its
         // own stream at 3 s, while the server waits.
         let quiet = try BackgroundProcess(["/bin/sh", "-c", "sleep 3 | \"$0\" \"$@\" | { sleep 6; cat >'\(first)'; }", parties.binary] + connect)
         defer { quiet.kill() }

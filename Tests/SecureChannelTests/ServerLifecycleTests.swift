@@ -11,7 +11,7 @@ import Testing
 struct ServerLifecycleTests {
     @Test("a connection nobody has taken reads nothing from its peer (its messages wait in the kernel's buffers, not in the process) and reads everything once taken")
     func aConnectionNotYetTakenReadsNothing() async throws {
-        let size = 16 << 20, count = 16, total = size * count
+        let size = 4 << 20, count = 16, total = size * count
         let server = try await SecureChannel.Server.bind(
             host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: .anyAuthenticatedKey)
         defer { Task { await server.close() } }
@@ -38,10 +38,10 @@ struct ServerLifecycleTests {
             last = now
         }
         let stalledAt = written.withLockedValue { $0 }
-        // A connection that read would take ten messages (160 MiB) into its inbound buffer before
+        // A connection that read would take ten messages (40 MiB) into its inbound buffer before
         // pausing; one that reads nothing holds the socket buffers' few MiB, plus the message
         // being written and the one the pacing lets through.
-        #expect(stalledAt <= 64 << 20, "the peer wrote \(stalledAt >> 20) MiB to a connection nobody took")
+        #expect(stalledAt <= 32 << 20, "the peer wrote \(stalledAt >> 20) MiB to a connection nobody took")
 
         var accepted = server.connections.makeAsyncIterator()
         let connection = try #require(await accepted.next())

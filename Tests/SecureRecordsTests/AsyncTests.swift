@@ -158,8 +158,11 @@ import Testing
             guard Date() < deadline else {
                 let sessions = try await TestSupport.onOwnThread {
                     try storage.queryText(
-                        "SELECT string_agg(pid || ' ' || state || ' ' || coalesce(wait_event_type, '-') || ' ' || left(query, 60), '; ') "
-                            + "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                        "SELECT string_agg(pid || ' ' || backend_type || ' ' || coalesce(state, '-') || ' ' || coalesce(wait_event_type, '-') || ' ' "
+                            + "|| coalesce(wait_event, '-') || ' ' || coalesce(left(query, 60), '-') || ' holds ' || coalesce((SELECT string_agg("
+                            + "coalesce(l.relation::regclass::text, l.locktype) || ':' || l.mode, ',') FROM pg_locks l WHERE l.pid = a.pid AND l.granted "
+                            + "AND l.locktype IN ('relation', 'advisory')), '-'), '; ') "
+                            + "FROM pg_stat_activity a WHERE pid <> pg_backend_pid()")
                 }
                 Issue.record("\(sql) did not give \(value) within 180 s; sessions: \(sessions)")
                 return
