@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import SecureChannel
+import SFTestSupport
 
 /// Keys and a running echo server for the channel tests (127.0.0.1 only).
 enum ChannelFixtures {
@@ -19,7 +20,10 @@ enum ChannelFixtures {
     }
 
     /// A server on an ephemeral loopback port that echoes every message, recording the peers it
-    /// accepted and the failures it saw.
+    /// accepted and the failures it saw. It takes and serves its connections on threads of its
+    /// own (`QueueExecutor`), not on Swift's cooperative threads, which the synchronous tests of
+    /// other suites may hold blocked for minutes: a connection reads nothing until it is taken,
+    /// so a starved accept loop would leave a peer's bad frame unread.
     final class EchoServer: Sendable {
         let server: SecureChannel.Server
         let failures = NIOLockedValueBox([SecureChannelError]())
@@ -34,10 +38,11 @@ enum ChannelFixtures {
                 host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: peer, configuration: configuration
             ) { error in failures.withLockedValue { $0.append(error) } }
             let (server, received, inboundErrors, accepted, taskErrors) = (server, received, inboundErrors, accepted, taskErrors)
-            Task {
+            let executor = QueueExecutor(width: 2, label: "EchoServer")
+            Task(executorPreference: executor) {
                 for await connection in server.connections {
                     accepted.withLockedValue { $0 += 1 }
-                    Task {
+                    Task(executorPreference: executor) {
                         do {
                             try await connection.executeThenClose { inbound, outbound in
                                 for try await message in inbound {

@@ -30,7 +30,8 @@ import Testing
             server = try await SecureChannel.Server.bind(
                 host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
             let (server, outcome) = (server, outcome)
-            Task {
+            // On a thread of its own, as the echo server's (see `ChannelFixtures.EchoServer`).
+            Task(executorPreference: QueueExecutor(width: 1, label: "OneConnectionServer")) {
                 for await connection in server.connections {
                     let result: Result<[ByteBuffer], any Error>
                     do { result = .success(try await handle(connection)) } catch { result = .failure(error) }
