@@ -49,7 +49,7 @@ extension RecordStore {
         /// `RecordStore.add(_:to:sealing:id:)`, awaited.
         @discardableResult
         public func add(
-            _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
+            _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID? = nil
         ) async throws(RecordsError) -> UUID {
             try await run { (store) throws(RecordsError) in try store.add(fields, to: collection, sealing: sealing, id: id) }
         }

@@ -374,11 +374,13 @@ public final class RecordStore: Sendable {
     }
 
     /// Adds a record to `collection`: fields the schema declares sealed are sealed with `sealing`,
-    /// the others stored clear. Returns its id.
+    /// the others stored clear. Returns its id: `id` when given, otherwise a new time-ordered one
+    /// (UUID version 7, which tells when it was made; see SECURITY.md).
     @discardableResult
     public func add(
-        _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID = UUID()
+        _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID? = nil
     ) throws(RecordsError) -> UUID {
+        let id = id ?? RecordIdentifiers.make()
         let (collection, schema) = try resolve(collection)
         let fields = schema.respelled(fields)
         // One transaction: the record is sealed under the key this handle holds, and the insert
@@ -429,7 +431,7 @@ public final class RecordStore: Sendable {
     }
 
     /// Adds several records to `collection` in one transaction (all or none); returns their ids in
-    /// order. Large batches are sealed on every core, a group of chunks at a time, while the storage
+    /// order (new time-ordered ids, increasing). Large batches are sealed on every core, a group of chunks at a time, while the storage
     /// writes the group sealed before.
     @discardableResult
     public func add(
@@ -447,7 +449,7 @@ public final class RecordStore: Sendable {
         var storeKeyed = true
         if case .password = sealing { storeKeyed = records.contains(where: { !hasSealedField($0) }) }
         if !unlocked, storeKeyed { try requireNoStoreKey() }
-        let ids = Self.randomUUIDs(records.count)
+        let ids = RecordIdentifiers.make(records.count)
         let chunk = 256
         let chunks = (records.count + chunk - 1) / chunk
         let sealedFields = schema.fields.values.filter(\.isSealed).count
@@ -495,17 +497,6 @@ public final class RecordStore: Sendable {
             try takeUpCurrentKey(refusedUnder: keyId)
         }
         throw Self.keyChangedAtEveryAttempt
-    }
-
-    /// `count` random (version 4) UUIDs from one read of the system generator.
-    static func randomUUIDs(_ count: Int) -> [UUID] {
-        let bytes = SecureRandom.bytes(count: 16 * count)
-        return (0..<count).map { i in
-            var b = Array(bytes[bytes.startIndex + 16 * i..<bytes.startIndex + 16 * i + 16])
-            b[6] = (b[6] & 0x0F) | 0x40
-            b[8] = (b[8] & 0x3F) | 0x80
-            return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
-        }
     }
 
     /// The record with `id`, sealed fields not opened.

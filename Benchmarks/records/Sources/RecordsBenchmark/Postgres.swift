@@ -60,11 +60,13 @@ func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSeale
     try store.createCollection("gifts", schema: schema)
     try store.unlock(with: sealer)
     let batch = (0..<count).map(fields)
-    let ours = try seconds { try store.add(contentsOf: batch, to: "gifts") }
+    var ids: [UUID] = []
+    let ours = try seconds { ids = try store.add(contentsOf: batch, to: "gifts") }
 
     // COPY of the same rows, unencrypted, into one table with the same indexes (id, searched
     // column, clear equality, full text), through psql, in one transaction.
-    let rows = (0..<count).map { i in [UUID().uuidString.lowercased(), toWhom(i), note(i), description(i), ssn(i)].joined(separator: "\t") }
+    // The same rows: the ids SecureRecords gave the records, in the same order.
+    let rows = (0..<count).map { i in [ids[i].uuidString.lowercased(), toWhom(i), note(i), description(i), ssn(i)].joined(separator: "\t") }
     let file = directory + "/copy.tsv"
     try (rows.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
     try createPlainTable("bench_copy", url: url, password: password)
