@@ -83,6 +83,9 @@ struct ChannelEndpoint: ExpressibleByArgument, CustomStringConvertible {
     static func validateTimeout(_ seconds: Double, _ option: String) throws {
         if !(seconds > 0 && seconds <= 600) { throw ValidationError("\(option) is a number of seconds above 0, at most 600") }
     }
+
+    /// `seconds` (a validated option) as a duration.
+    static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
 }
 
 struct ChannelServeCommand: AsyncParsableCommand {
@@ -142,7 +145,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
                 Terminal.writeError("sf channel: peer verified: \(fingerprint)")
-                let idle = idleTimeout.map { Duration.milliseconds(Int64($0 * 1000)) }
+                let idle = idleTimeout.map(ChannelEndpoint.duration)
                 guard keepServing else {
                     try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idle)
                     break
@@ -203,9 +206,12 @@ struct ChannelConnectCommand: AsyncParsableCommand {
     @OptionGroup var discovery: ChannelDiscoveryOption
     @Option(help: "Seconds to look for the --browse instance.") var timeout: Double = 5
     @Option(help: "Seconds the handshake may take.") var handshakeTimeout: Double = 10
+    @Option(help: "End the connection (exit 1) when nothing is sent or received for this many seconds (as nc -w): a server that goes quiet cannot hold the client.")
+    var idleTimeout: Double?
     @OptionGroup var peer: ChannelPeerOptions
 
     func validate() throws {
+        if let idleTimeout { try ChannelEndpoint.validateTimeout(idleTimeout, "--idle-timeout") }
         if (endpoint == nil) == (browse == nil) { throw ValidationError("give either HOST:PORT or --browse NAME") }
         if (browse == nil) != (interface == nil) { throw ValidationError("--browse and --interface go together") }
         if peer.count == 0 { throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint or --trust-on-first-use") }
@@ -237,7 +243,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
             throw CLIError("cannot connect to \(target): \(error)")
         }
         Terminal.writeError("sf channel: peer verified: \(connection.peerFingerprint.map(\.description) ?? "none")")
-        try await ChannelSession.run(connection, input: ChannelInput(), completion: .bothDirections)
+        try await ChannelSession.run(connection, input: ChannelInput(), completion: .bothDirections, idleTimeout: idleTimeout.map(ChannelEndpoint.duration))
     }
 }
 
@@ -306,7 +312,7 @@ enum ChannelDiscovery {
 
     static func resolve(name: String, interface: String, timeout: Double, backend: DiscoveryBackend) async throws -> Found {
         let instance = try await ServiceBrowser(interface: interface, backend: backend).resolve(
-            instanceName: name, timeout: .milliseconds(Int64(timeout * 1000)))
+            instanceName: name, timeout: ChannelEndpoint.duration(timeout))
         guard let address = preferredAddress(instance) else { throw CLIError("no service address for \"\(name)\"") }
         return Found(
             name: instance.name, endpoint: ChannelEndpoint(host: address, port: Int(instance.port)),
@@ -314,7 +320,7 @@ enum ChannelDiscovery {
     }
 
     static func browse(interface: String, timeout: Double, backend: DiscoveryBackend) async throws -> [ChannelBrowseCommand.Row] {
-        try await ServiceBrowser(interface: interface, backend: backend).browse(timeout: .milliseconds(Int64(timeout * 1000))).map {
+        try await ServiceBrowser(interface: interface, backend: backend).browse(timeout: ChannelEndpoint.duration(timeout)).map {
             ChannelBrowseCommand.Row(
                 name: $0.name, host: $0.host.description, address: preferredAddress($0), addresses: $0.addresses.map(\.description),
                 port: Int($0.port), fp: advertisement($0).advertisedFingerprint)

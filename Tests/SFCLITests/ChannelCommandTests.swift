@@ -265,6 +265,26 @@ struct ChannelCommandTests {
         #expect(next.waitForExit(timeout: 120) == 0, "\(next.standardError)")
     }
 
+    /// A server that authenticates and then goes quiet held `connect` forever (as nc without -w);
+    /// with --idle-timeout the client ends, exit 1, naming the wait. The option is validated.
+    @Test("connect --idle-timeout: a server that goes quiet after the handshake ends the client (exit 1)",
+          .requiresSFBinary, .hangBackstop)
+    func quietServerEndsTheClient() throws {
+        let parties = try Parties()
+        let server = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let client = try parties.spawn(
+            ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "1", "127.0.0.1:\(port)"] + parties.bob)
+        defer { client.kill() }
+        // Neither side sends anything, and both keep their standard input open.
+        #expect(client.waitForExit(timeout: 120) == 1, "\(client.standardError)")
+        #expect(client.standardError.contains("peer verified"), "\(client.standardError)")
+        #expect(client.standardError.contains("nothing sent or received"), "\(client.standardError)")
+        let invalid = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "0", "127.0.0.1:\(port)"] + parties.bob)
+        #expect(invalid.waitForExit(timeout: 120) == 2, "\(invalid.standardError)")
+    }
+
     /// A peer that ends its stream while the server's message waits for room (the peer reads
     /// nothing) ends that connection; the message not sent goes to the next connection with the
     /// rest of the input: nothing is lost (before, the message waiting was dropped).
