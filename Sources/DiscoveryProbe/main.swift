@@ -121,7 +121,7 @@ func advertise(_ options: Options) async throws {
     emit([
         "event": "stopped", "received": statistics.received, "malformed": statistics.malformed,
         "answered": statistics.answered, "rateLimited": statistics.rateLimited, "conflicts": statistics.conflicts, "offLink": statistics.offLink,
-        "delayed": statistics.delayed, "aggregated": statistics.aggregated, "lateConflicts": statistics.lateConflicts,
+        "delayed": statistics.delayed, "aggregated": statistics.aggregated, "lateConflicts": statistics.lateConflicts, "renumbered": statistics.renumbered,
         "name": String(decoding: advertiser.records.instanceName.labels[0], as: UTF8.self),
     ])
 }

@@ -55,6 +55,9 @@ public final class ServiceAdvertiser: Sendable {
         public var aggregated = 0
         /// Delayed answers dropped because another responder sent the same record meanwhile (§7.4).
         public var duplicatesSuppressed = 0
+        /// Times the interface's addresses changed while announced, and the new ones were
+        /// announced (RFC 6762 §8.4).
+        public var renumbered = 0
     }
 
     private enum Phase { case idle, probing, announced, stopped }
@@ -101,6 +104,10 @@ public final class ServiceAdvertiser: Sendable {
     private let state: Mutex<State>
     private let socketBox = Mutex<MulticastDNSSocket?>(nil)
     private let receiveTask = Mutex<Task<Void, Never>?>(nil)
+    private let addressTask = Mutex<Task<Void, Never>?>(nil)
+
+    /// How often the interface's addresses are read again, to announce a renumbering.
+    static let addressCheckInterval = Duration.seconds(2)
 
     private let system: SystemServiceRegistration?
 
@@ -172,6 +179,7 @@ public final class ServiceAdvertiser: Sendable {
             for await datagram in socket.datagrams { await handle(datagram, socket: socket) }
         }
         receiveTask.withLock { $0 = task }
+        addressTask.withLock { $0 = Task { [self] in await announceAddressChanges(socket: socket) } }
         do throws(ServiceDiscoveryError) {
             return try await probeAndAnnounce(socket: socket)
         } catch {
@@ -220,13 +228,39 @@ public final class ServiceAdvertiser: Sendable {
             state.lastMulticast = [:]
             return state.records
         }
+        try await announce(records, socket: socket)
+        return records
+    }
+
+    /// Sends the announcement of `records` now and once more a second later while they are still
+    /// the ones announced (RFC 6762 §8.3).
+    private func announce(_ records: ServiceRecords, socket: MulticastDNSSocket) async throws(ServiceDiscoveryError) {
         try await socket.send(try encode(records.announcement()))
         Task { [self] in
             try? await Task.sleep(for: .seconds(1))
             guard state.withLock({ $0.phase == .announced && $0.records == records }) else { return }
             try? await socket.send(try encode(records.announcement()))
         }
-        return records
+    }
+
+    /// RFC 6762 §8.4: reads the interface's addresses every `addressCheckInterval`; when they
+    /// changed while announced, the host records are announced again with the new ones (their
+    /// cache-flush bit replaces the old ones in the neighbours' caches). While probing, the next
+    /// attempt takes them up. Ends with the socket.
+    private func announceAddressChanges(socket: MulticastDNSSocket) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.addressCheckInterval)
+            socket.refreshAddresses()
+            let addresses = socket.addresses
+            let changed: ServiceRecords? = state.withLock { state in
+                guard state.phase == .announced, state.records.addresses != addresses else { return nil }
+                state.records = state.records.with(addresses: addresses)
+                state.lastMulticast = [:]
+                state.statistics.renumbered += 1
+                return state.records
+            }
+            if let changed { try? await announce(changed, socket: socket) }
+        }
     }
 
     /// RFC 6762 §9: after a conflict found once announced, probe again (renaming if the conflict
@@ -259,6 +293,7 @@ public final class ServiceAdvertiser: Sendable {
         if sendGoodbye && wasAnnounced, let bytes = try? encode(records.goodbye()) {
             try? await socket.send(bytes)
         }
+        addressTask.withLock { box in defer { box = nil }; return box }?.cancel()
         await socket.close()
         let task = receiveTask.withLock { box in defer { box = nil }; return box }
         await task?.value

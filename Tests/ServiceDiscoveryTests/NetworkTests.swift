@@ -212,6 +212,45 @@ struct NetworkTests {
         #expect((toGroup["lateConflicts"] as? Int ?? 0) >= 1, "a multicast response from another subnet on the link was ignored: \(toGroup)")
     }
 
+    /// The interface is renumbered while advertising (a new subnet; the old address removed): the
+    /// advertiser announces the new address, and a browser resolves it there (RFC 6762 §8.4).
+    /// Before, the addresses were read once at start (the old one was announced forever), and
+    /// multicast went out from the old address, which fails once it is removed.
+    @Test("a renumbered interface: the advertiser announces its new address and is resolved there", .enabled(if: canRun, Comment(rawValue: reason)))
+    func renumberedInterfaceIsAnnounced() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Moving", "--port", "4433", "--host", "moving"] + Self.txtArguments)
+        let advertised = try #require(advertiser.waitForEvent("advertised"), "advertiser did not start: \(advertiser.standardError)")
+        #expect((advertised["addresses"] as? [String])?.contains(pair.addressA) == true)
+
+        let (newA, newB) = ("198.51.100.1", "198.51.100.2")
+        for (ns, command) in [
+            (pair.a, ["ip", "addr", "add", "\(newA)/24", "dev", pair.interfaceA]), (pair.b, ["ip", "addr", "add", "\(newB)/24", "dev", pair.interfaceB]),
+            (pair.a, ["ip", "addr", "del", "\(pair.addressA)/24", "dev", pair.interfaceA]),
+        ] {
+            let result = try pair.run(in: ns, command)
+            try #require(result.status == 0, "\(command): \(result.stderrText)")
+        }
+        // A fresh browser in B asks until the answer carries the new address alone (the check
+        // runs every 2 s; a generous deadline for a loaded machine).
+        var addresses = [String]()
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            let resolved = try decode(
+                try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--name", "Moving", "--timeout", "3"]).stdoutText)
+            addresses = ((resolved["instances"] as? [[String: Any]])?.first?["addresses"] as? [String]) ?? []
+            if addresses.contains(newA) && !addresses.contains(pair.addressA) { break }
+        }
+        #expect(addresses.contains(newA) && !addresses.contains(pair.addressA), "resolved at \(addresses)")
+
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect((stopped["renumbered"] as? Int ?? 0) >= 1, "\(stopped)")
+    }
+
     @Test("a datagram larger than 2048 bytes is read whole: a legacy query of about 4,500 bytes is answered", .enabled(if: canRun, Comment(rawValue: reason)))
     func largeDatagramsAreReadWhole() throws {
         let probe = try requirements()

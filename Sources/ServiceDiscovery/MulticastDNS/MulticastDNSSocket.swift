@@ -2,6 +2,7 @@
 import Glibc
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// One UDP datagram received on the multicast DNS socket.
 struct Datagram: Sendable {
@@ -30,12 +31,21 @@ final class MulticastDNSSocket: Sendable {
     let v4: Channel?
     let v6: Channel?
     let datagrams: AsyncStream<Datagram>
-    /// The interface's addresses (IPv4 first), for A/AAAA records.
-    let addresses: [IPAddress]
     let interfaceName: String
-    /// The interface's IPv4 subnets and IPv6 prefixes, for the on-link check.
-    let link: LinkPrefixes
+    /// The interface's addresses and prefixes as last read (`refreshAddresses`).
+    private let addressing: Mutex<Addressing>
     private let continuation: AsyncStream<Datagram>.Continuation
+
+    /// The interface's addresses (sorted), for A/AAAA records, and its IPv4 subnets and IPv6
+    /// prefixes, for the on-link check, with when they were read.
+    private struct Addressing: Sendable {
+        var addresses: [IPAddress]
+        var link: LinkPrefixes
+        var readAt: ContinuousClock.Instant
+    }
+
+    /// The interface's addresses (sorted) as last read, for A/AAAA records.
+    var addresses: [IPAddress] { addressing.withLock { $0.addresses } }
 
     /// The families with an open socket.
     var families: IPFamilies {
@@ -52,25 +62,38 @@ final class MulticastDNSSocket: Sendable {
         self.v6 = v6
         self.datagrams = datagrams
         self.continuation = continuation
-        self.addresses = interface.addresses
         self.interfaceName = interface.name
-        self.link = interface.link
+        self.addressing = Mutex(Addressing(addresses: interface.addresses, link: interface.link, readAt: .now))
+    }
+
+    /// Reads the interface's addresses and prefixes again, unless they were read less than
+    /// `age` ago. An interface that is gone or cannot be read keeps what was read before. The
+    /// interface may be renumbered while the socket is open (DHCP, a new prefix, an address moved):
+    /// the advertiser then announces its new addresses, and the on-link check uses the new prefixes.
+    func refreshAddresses(ifOlderThan age: Duration = .zero) {
+        let now = ContinuousClock.now
+        guard addressing.withLock({ now - $0.readAt >= age }), let interface = try? Self.interface(interfaceName) else { return }
+        addressing.withLock { $0 = Addressing(addresses: interface.addresses, link: interface.link, readAt: now) }
     }
 
     /// True when `address` is on the interface's link: an IPv4 address in one of its subnets, an
     /// IPv6 link-local address (the socket is bound to the interface, so it came over this link) or
     /// an IPv6 address in one of its on-link prefixes. Only such sources get unicast replies (RFC
     /// 6762 §11), so an off-link host cannot make the responder send to a spoofed address.
+    /// An address off the prefixes as last read makes them be read again (at most once a second),
+    /// so that a renumbered interface's new link is known.
     func isOnLink(_ address: SocketAddress) -> Bool {
         guard let text = address.ipAddress, let ip = IPAddress(text) else { return false }
-        return link.contains(ip)
+        if addressing.withLock({ $0.link.contains(ip) }) { return true }
+        refreshAddresses(ifOlderThan: .seconds(1))
+        return addressing.withLock { $0.link.contains(ip) }
     }
 
     /// True when `address` is one of the interface's own addresses: a datagram from it is our own
     /// multicast looped back (or another socket of this host on the interface).
     func isOwnAddress(_ address: SocketAddress) -> Bool {
         guard let text = address.ipAddress, let ip = IPAddress(text) else { return false }
-        return addresses.contains(ip)
+        return addressing.withLock { $0.addresses.contains(ip) }
     }
 
     /// What the socket needs to know about one interface.
@@ -78,7 +101,7 @@ final class MulticastDNSSocket: Sendable {
         let name: String
         let index: Int
         /// The device entry of its first IPv4 and first IPv6 address (for joining the groups).
-        var v4: (address: in_addr, device: NIONetworkDevice)?
+        var v4: NIONetworkDevice?
         var v6: NIONetworkDevice?
         var addresses = [IPAddress]()
         var link = LinkPrefixes()
@@ -96,13 +119,10 @@ final class MulticastDNSSocket: Sendable {
             guard let text = device.address?.ipAddress, let ip = IPAddress(text) else { continue }
             result.addresses.append(ip)
             let mask = device.netmask?.ipAddress.flatMap(IPAddress.init)
-            switch (device.address, ip) {
-            case (.v4(let address)?, _):
-                if result.v4 == nil { result.v4 = (address.address.sin_addr, device) }
-            case (.v6?, _):
-                if result.v6 == nil { result.v6 = device }
-            default:
-                break
+            switch device.address {
+            case .v4?: if result.v4 == nil { result.v4 = device }
+            case .v6?: if result.v6 == nil { result.v6 = device }
+            default: break
             }
             if let mask { result.link.add(ip, mask: mask) }
         }
@@ -122,8 +142,8 @@ final class MulticastDNSSocket: Sendable {
         let wantV6 = families.contains(.ipv6) && info.v6 != nil
         var v4: Channel?, v6: Channel?
         do throws(ServiceDiscoveryError) {
-            if wantV4, let (address, device) = info.v4 {
-                v4 = try await openV4(interface: info, address: address, device: device, continuation: continuation)
+            if wantV4, let device = info.v4 {
+                v4 = try await openV4(interface: info, device: device, continuation: continuation)
             }
             if wantV6, let device = info.v6 {
                 do throws(ServiceDiscoveryError) {
@@ -168,7 +188,7 @@ final class MulticastDNSSocket: Sendable {
     }
 
     private static func openV4(
-        interface: Interface, address: in_addr, device: NIONetworkDevice, continuation: AsyncStream<Datagram>.Continuation
+        interface: Interface, device: NIONetworkDevice, continuation: AsyncStream<Datagram>.Continuation
     ) async throws(ServiceDiscoveryError) -> Channel {
         var bound: Channel?
         do {
@@ -179,7 +199,11 @@ final class MulticastDNSSocket: Sendable {
             }
             try await bindToDevice(options, interface.name)
             try await channel.setOption(.receivePacketInfo, value: true).get()  // (after the bind: it needs the family)
-            try await options.setIPMulticastIF(address).get()
+            // By the interface's index, not its address: the address may be removed while the
+            // socket is open, and a source address no longer ours makes every send fail.
+            var outgoing = ip_mreqn()
+            outgoing.imr_ifindex = Int32(interface.index)
+            try await options.unsafeSetSocketOption(level: .ip, name: .ip_multicast_if, value: outgoing).get()
             try await options.setIPMulticastTTL(255).get()
             try await options.setIPMulticastLoop(1).get()
             try await multicast.joinGroup(groupV4, device: device).get()

@@ -20,7 +20,7 @@ public struct ServiceRecords: Hashable, Sendable {
     /// The TXT attributes.
     public let txt: TXTRecord
     /// The host's addresses (A and AAAA).
-    public let addresses: [IPAddress]
+    public private(set) var addresses: [IPAddress]
 
     /// Builds the record set for `instance` of `type` on `hostLabel.local.` at `port`.
     /// Throws `invalidHostName` for a host label that is not 1 to 63 letters, digits and hyphens.
@@ -38,6 +38,13 @@ public struct ServiceRecords: Hashable, Sendable {
         self.port = port
         self.txt = txt
         self.addresses = addresses.sorted()
+    }
+
+    /// The same records with the host's addresses `addresses` (the interface was renumbered).
+    func with(addresses: [IPAddress]) -> ServiceRecords {
+        var records = self
+        records.addresses = addresses.sorted()
+        return records
     }
 
     /// The PTR record from the service type to the instance (shared, no cache-flush).
