@@ -8,8 +8,8 @@ import Synchronization
 /// Random (version 4) ids made every insert touch a random leaf of each index on the id (four on
 /// PostgreSQL: the record's and the three field tables' keys), splitting pages across the whole
 /// index and logging each touched page whole after a checkpoint. Time-ordered ids keep a bulk load
-/// and a stream of adds at the right edge of those indexes (Benchmarks/README.md, session 18: a
-/// bulk insert of 100,000 records 4.0 s before, 3.1 s after).
+/// and a stream of adds at the right edge of those indexes (Benchmarks/README.md, "record ids":
+/// a bulk insert of 100,000 records on PostgreSQL 4.0 s before, 3.1 s after).
 ///
 /// Layout (RFC 9562 §6.2, method 1): 48 bits of Unix time in milliseconds, the version, a 42-bit
 /// counter (the 12 bits of `rand_a` and the first 30 of `rand_b`) and 32 random bits. The counter
@@ -18,8 +18,10 @@ import Synchronization
 /// the clock steps back (the last millisecond is kept until the clock passes it). The 32 random
 /// bits of every id, and the counter's random start, keep the ids of concurrent processes apart.
 ///
-/// What an id reveals: the millisecond the record was created (SECURITY.md, "What a record's id
-/// tells"). An application that must not reveal it passes ids of its own (`add(_:to:sealing:id:)`).
+/// What an id reveals: the millisecond the record was created, and, next to another id of the same
+/// store handle and millisecond, how many ids were made between them (SECURITY.md, "What a
+/// record's id tells"). A store configured with `RecordIdKind.random` makes version 4 ids instead.
+/// One generator per store handle.
 final class RecordIdentifiers: Sendable {
     private struct Clock {
         var millisecond: UInt64 = 0
@@ -29,19 +31,11 @@ final class RecordIdentifiers: Sendable {
     private let clock = Mutex(Clock())
     static let counterBits: UInt64 = 42
 
-    /// The generator of a process.
-    static let shared = RecordIdentifiers()
-
-    /// `count` new ids from the shared generator, strictly increasing.
-    static func make(_ count: Int) -> [UUID] { shared.make(count) }
-
-    /// One new id from the shared generator.
-    static func make() -> UUID { shared.make(1)[0] }
-
     /// `count` new ids, strictly increasing and greater than every id this generator made before,
     /// stamped `millisecond` (the Unix time in milliseconds; the clock's by default) or later.
     /// `counterStart` replaces the counter's random start (for tests).
     func make(_ count: Int, at millisecond: UInt64 = RecordIdentifiers.now(), counterStart: UInt64? = nil) -> [UUID] {
+        precondition(millisecond < 1 << 48 && (counterStart ?? 0) < 1 << Self.counterBits, "outside the UUID version 7 fields")
         guard count > 0 else { return [] }
         let random = SecureRandom.bytes(count: 4 * count + 8)
         let start = counterStart ?? random.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4 * count, as: UInt64.self) } >> (65 - Self.counterBits)

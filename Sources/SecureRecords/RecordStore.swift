@@ -19,13 +19,31 @@ public final class RecordStore: Sendable {
         public var kdfLimits: KDFLimits
         /// Records re-sealed per transaction during key rotation.
         public var rotationBatchSize: Int
+        /// The ids given to new records (when the caller gives none).
+        public var recordIds: RecordIdKind
 
         /// The defaults, or the given values.
-        public init(passwordKDF: PasswordKDF = .default, kdfLimits: KDFLimits = .default, rotationBatchSize: Int = 256) {
+        public init(
+            passwordKDF: PasswordKDF = .default, kdfLimits: KDFLimits = .default, rotationBatchSize: Int = 256,
+            recordIds: RecordIdKind = .timeOrdered
+        ) {
             self.passwordKDF = passwordKDF
             self.kdfLimits = kdfLimits
             self.rotationBatchSize = max(1, rotationBatchSize)
+            self.recordIds = recordIds
         }
+    }
+
+    /// The kind of id a store gives new records (docs/FORMATS.md, "Record ids"; SECURITY.md, "What
+    /// a record's id tells").
+    public enum RecordIdKind: Sendable, Equatable {
+        /// UUID version 7 (RFC 9562): the creation time in milliseconds, then a counter and random
+        /// bits. Increasing, so the indexes on the id grow at one end (bulk loads about a fifth
+        /// faster on PostgreSQL); an id tells when its record was made.
+        case timeOrdered
+        /// UUID version 4: 122 random bits. An id tells nothing, and no id can be guessed from
+        /// another; each insert lands at a random place in the indexes on the id.
+        case random
     }
 
     struct Keyring: Sendable {
@@ -68,6 +86,9 @@ public final class RecordStore: Sendable {
     private let knownCollections = Locked<[String: RecordSchema]>([:])
     /// The threads of `async` calls, started when the first one is made.
     let blockingCalls: BlockingCallPool
+    /// The time-ordered ids of this handle: one generator per store handle, so that ids of
+    /// different stores share no counter.
+    private let timeOrderedIds = RecordIdentifiers()
 
     /// Opens the store in `storage`, creating it (a fresh random store id) when the storage is empty.
     public init(storage: any RecordStorage, configuration: Configuration = .init()) throws(RecordsError) {
@@ -374,13 +395,13 @@ public final class RecordStore: Sendable {
     }
 
     /// Adds a record to `collection`: fields the schema declares sealed are sealed with `sealing`,
-    /// the others stored clear. Returns its id: `id` when given, otherwise a new time-ordered one
-    /// (UUID version 7, which tells when it was made; see SECURITY.md).
+    /// the others stored clear. Returns its id: `id` when given, otherwise a new one of the kind
+    /// `configuration.recordIds` asks for (by default time-ordered, UUID version 7).
     @discardableResult
     public func add(
         _ fields: [String: FieldValue], to collection: String, sealing: RecordSealing = .storeKey, id: UUID? = nil
     ) throws(RecordsError) -> UUID {
-        let id = id ?? RecordIdentifiers.make()
+        let id = id ?? newRecordIds(1)[0]
         let (collection, schema) = try resolve(collection)
         let fields = schema.respelled(fields)
         // One transaction: the record is sealed under the key this handle holds, and the insert
@@ -431,7 +452,7 @@ public final class RecordStore: Sendable {
     }
 
     /// Adds several records to `collection` in one transaction (all or none); returns their ids in
-    /// order (new time-ordered ids, increasing). Large batches are sealed on every core, a group of chunks at a time, while the storage
+    /// order (new ids of the kind `configuration.recordIds` asks for). Large batches are sealed on every core, a group of chunks at a time, while the storage
     /// writes the group sealed before.
     @discardableResult
     public func add(
@@ -449,7 +470,7 @@ public final class RecordStore: Sendable {
         var storeKeyed = true
         if case .password = sealing { storeKeyed = records.contains(where: { !hasSealedField($0) }) }
         if !unlocked, storeKeyed { try requireNoStoreKey() }
-        let ids = RecordIdentifiers.make(records.count)
+        let ids = newRecordIds(records.count)
         let chunk = 256
         let chunks = (records.count + chunk - 1) / chunk
         let sealedFields = schema.fields.values.filter(\.isSealed).count
@@ -497,6 +518,14 @@ public final class RecordStore: Sendable {
             try takeUpCurrentKey(refusedUnder: keyId)
         }
         throw Self.keyChangedAtEveryAttempt
+    }
+
+    /// `count` ids for new records, of the kind the configuration asks for.
+    func newRecordIds(_ count: Int) -> [UUID] {
+        switch configuration.recordIds {
+        case .timeOrdered: return timeOrderedIds.make(count)
+        case .random: return (0..<count).map { _ in UUID() }
+        }
     }
 
     /// The record with `id`, sealed fields not opened.

@@ -85,7 +85,7 @@ struct ChannelEndpoint: ExpressibleByArgument, CustomStringConvertible {
     }
 
     /// `seconds` (a validated option) as a duration.
-    static func duration(_ seconds: Double) -> Duration { .milliseconds(Int64(seconds * 1000)) }
+    static func duration(_ seconds: Double) -> Duration { .seconds(seconds) }
 }
 
 struct ChannelServeCommand: AsyncParsableCommand {

@@ -275,7 +275,8 @@ struct ChannelCommandTests {
         defer { server.kill() }
         let port = try Parties.port(of: server)
         let client = try parties.spawn(
-            ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "1", "127.0.0.1:\(port)"] + parties.bob)
+            ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "1", "--handshake-timeout", "60", "127.0.0.1:\(port)"]
+                + parties.bob)
         defer { client.kill() }
         // Neither side sends anything, and both keep their standard input open.
         #expect(client.waitForExit(timeout: 120) == 1, "\(client.standardError)")
@@ -283,6 +284,25 @@ struct ChannelCommandTests {
         #expect(client.standardError.contains("nothing sent or received"), "\(client.standardError)")
         let invalid = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "0", "127.0.0.1:\(port)"] + parties.bob)
         #expect(invalid.waitForExit(timeout: 120) == 2, "\(invalid.standardError)")
+    }
+
+    /// The idle timeout counts from the last message, not from the handshake: a server that sends
+    /// a line every second for 8 s keeps a client with --idle-timeout 5.
+    @Test("connect --idle-timeout: each message received starts the wait again", .requiresSFBinary, .hangBackstop)
+    func messagesKeepTheClient() throws {
+        let parties = try Parties()
+        let server = try BackgroundProcess(["/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8; do echo line $i; sleep 1; done | exec \"$0\" \"$@\"",
+            parties.binary, "channel", "serve", "--tag", "alice", "--any-peer", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let client = try parties.spawn(
+            ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "5", "--handshake-timeout", "60", "127.0.0.1:\(port)"]
+                + parties.bob)
+        defer { client.kill() }
+        #expect(client.wait(timeout: 120) { $0.outputLines.contains("line 8") || !$0.isRunning }, "\(client.standardError)")
+        #expect(client.outputLines.filter { $0.hasPrefix("line ") } == (1...8).map { "line \($0)" }, "\(client.standardError)")
+        client.closeInput()
+        #expect(client.waitForExit(timeout: 120) == 0, "\(client.standardError)")
     }
 
     /// A peer that ends its stream while the server's message waits for room (the peer reads

@@ -28,10 +28,11 @@ import Testing
     }
 
     @Test func idsAreStampedWithTheTimeAndIncreaseAcrossCallsAndBatches() {
+        let generator = RecordIdentifiers()
         let before = RecordIdentifiers.now()
-        var ids = RecordIdentifiers.make(5_000)
-        ids += (0..<100).map { _ in RecordIdentifiers.make() }
-        ids += RecordIdentifiers.make(3)
+        var ids = generator.make(5_000)
+        ids += (0..<100).flatMap { _ in generator.make(1) }
+        ids += generator.make(3)
         let after = RecordIdentifiers.now()
         #expect(Set(ids).count == ids.count)
         #expect(Self.isIncreasing(ids))
@@ -59,11 +60,32 @@ import Testing
         #expect(Self.isIncreasing(ids))
     }
 
+    /// The counter bits of an id (`rand_a` and the first 30 bits of `rand_b`).
+    static func counter(_ id: UUID) -> UInt64 {
+        let b = bytes(id)
+        let randA = UInt64(b[6] & 0x0F) << 8 | UInt64(b[7])
+        let top30 = (UInt64(b[8] & 0x3F) << 24) | UInt64(b[9]) << 16 | UInt64(b[10]) << 8 | UInt64(b[11])
+        return randA << 30 | top30
+    }
+
+    @Test func theCounterStartsAtRandomBelow2To41AndEachIdEndsIn32RandomBits() {
+        // Generators of two store handles in the same millisecond share no counter.
+        let starts = (0..<64).map { _ in Self.counter(RecordIdentifiers().make(1, at: 1_000)[0]) }
+        #expect(starts.allSatisfy { $0 < 1 << 41 })
+        #expect(Set(starts).count == starts.count)
+        #expect(starts.contains { $0 >= 1 << 40 })  // all 41 bits are used (fails with probability 2^-64)
+        // Within one millisecond the counter counts up and the last 32 bits are random.
+        let ids = RecordIdentifiers().make(64, at: 1_000)
+        #expect(zip(ids, ids.dropFirst()).allSatisfy { Self.counter($1) == Self.counter($0) + 1 })
+        #expect(Set(ids.map { Array(Self.bytes($0)[12..<16]) }).count == ids.count)
+    }
+
     @Test func threadsGetDistinctIdsEachIncreasing() async {
         let perThread = 20_000
+        let generator = RecordIdentifiers()
         let batches = await withTaskGroup(of: [UUID].self) { group in
             for _ in 0..<4 {
-                group.addTask { (0..<perThread / 100).flatMap { _ in RecordIdentifiers.make(100) } }
+                group.addTask { (0..<perThread / 100).flatMap { _ in generator.make(100) } }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
@@ -82,5 +104,18 @@ import Testing
         #expect(Self.isIncreasing([one] + many))
         #expect(([one] + many).allSatisfy { Self.bytes($0)[6] >> 4 == 7 })
         #expect(try store.record(chosen).id == chosen)
+    }
+
+    @Test func aStoreConfiguredForRandomIdsMakesVersion4Ids() throws {
+        let scratch = try RecordsScratch(.sqlite)
+        _ = try makeStore(scratch)
+        var configuration = testConfiguration
+        configuration.recordIds = .random
+        let store = try RecordStore(storage: try scratch.storage(), configuration: configuration)
+        try store.unlock(with: appSealer)
+        let ids = [try store.add(BatchTests.gift(0), to: "gifts")] + (try store.add(contentsOf: (1..<300).map(BatchTests.gift), to: "gifts"))
+        #expect(ids.allSatisfy { Self.bytes($0)[6] >> 4 == 4 && Self.bytes($0)[8] >> 6 == 0b10 })
+        #expect(!Self.isIncreasing(ids))  // 300 random ids in increasing order: probability 1/300!
+        #expect(try store.open(ids[150]).fields == BatchTests.gift(150))
     }
 }
