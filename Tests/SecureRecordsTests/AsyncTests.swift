@@ -120,8 +120,9 @@ import Testing
         }.start()
         let advisoryWaits = "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = \(UInt32(truncatingIfNeeded: key))"
         try await waitUntil(admin, advisoryWaits, is: "1")
-        // The fallback: a broken offload would otherwise wait for the lock forever.
-        DispatchQueue.global().asyncAfter(deadline: .now() + 90) { try? release() }
+        // The fallback: a broken offload would otherwise wait for the lock forever. Well past
+        // what a starved test task may take to go on (the statements' own deadlines are 300 s).
+        DispatchQueue.global().asyncAfter(deadline: .now() + 240) { try? release() }
 
         let events = EventLog()
         let executor = QueueExecutor(width: 1, label: "AsyncTests.single-thread")
@@ -149,25 +150,30 @@ import Testing
         #expect(Set(try store.search(in: "gifts").map(\.id)) == Set(ids))
     }
 
-    /// Polls `sql` (on a thread outside the cooperative pool) until its one value is `value`, for
-    /// at most 180 s (then records an issue, with what the server's other sessions are waiting
-    /// for, and returns). It takes milliseconds alone; a whole-suite run once took over 60 s.
+    /// Polls `sql` until its one value is `value`, for at most 180 s (then records an issue, with
+    /// what the server's other sessions are waiting for, and returns). It takes milliseconds alone.
+    /// The whole loop runs on a thread of its own: a task resumed between polls waits for one of
+    /// the two cooperative threads, which other suites' blocking tests held for over 180 s in
+    /// whole-suite runs, so the wait used to end without looking again (the condition had held
+    /// for minutes: the session awaited was seen waiting for the lock).
     func waitUntil(_ storage: PostgresRecordStorage, _ sql: String, is value: String) async throws {
-        let deadline = Date().addingTimeInterval(180)
-        while try await TestSupport.onOwnThread({ try storage.queryText(sql) }) != [value] {
-            guard Date() < deadline else {
-                let sessions = try await TestSupport.onOwnThread {
-                    try storage.queryText(
-                        "SELECT string_agg(pid || ' ' || backend_type || ' ' || coalesce(state, '-') || ' ' || coalesce(wait_event_type, '-') || ' ' "
-                            + "|| coalesce(wait_event, '-') || ' ' || coalesce(left(query, 60), '-') || ' holds ' || coalesce((SELECT string_agg("
-                            + "coalesce(l.relation::regclass::text, l.locktype) || ':' || l.mode, ',') FROM pg_locks l WHERE l.pid = a.pid AND l.granted "
-                            + "AND l.locktype IN ('relation', 'advisory')), '-'), '; ') "
-                            + "FROM pg_stat_activity a WHERE pid <> pg_backend_pid()")
-                }
-                Issue.record("\(sql) did not give \(value) within 180 s; sessions: \(sessions)")
-                return
+        let reached = try await TestSupport.onOwnThread { () throws -> Bool in
+            let deadline = Date().addingTimeInterval(180)
+            while try storage.queryText(sql) != [value] {
+                guard Date() < deadline else { return false }
+                Thread.sleep(forTimeInterval: 0.01)
             }
-            try await Task.sleep(for: .milliseconds(10))
+            return true
         }
+        guard !reached else { return }
+        let sessions = try await TestSupport.onOwnThread {
+            try storage.queryText(
+                "SELECT string_agg(pid || ' ' || backend_type || ' ' || coalesce(state, '-') || ' ' || coalesce(wait_event_type, '-') || ' ' "
+                    + "|| coalesce(wait_event, '-') || ' ' || coalesce(left(query, 60), '-') || ' holds ' || coalesce((SELECT string_agg("
+                    + "coalesce(l.relation::regclass::text, l.locktype) || ':' || l.mode, ',') FROM pg_locks l WHERE l.pid = a.pid AND l.granted "
+                    + "AND l.locktype IN ('relation', 'advisory')), '-'), '; ') "
+                    + "FROM pg_stat_activity a WHERE pid <> pg_backend_pid()")
+        }
+        Issue.record("\(sql) did not give \(value) within 180 s; sessions: \(sessions)")
     }
 }
