@@ -75,6 +75,9 @@ public final class ServiceAdvertiser: Sendable {
         var tokens = 20.0
         var lastRefill = ContinuousClock.now
         var statistics = Statistics()
+        /// Addresses the interface had until the time given (kept `formerAddressLifetime`): our
+        /// own answers naming them may still arrive, and are not a rival's (§9).
+        var formerAddresses = [IPAddress: ContinuousClock.Instant]()
         /// The delayed multicast response being gathered (RFC 6762 §6), sent when its timer fires.
         var pending: PendingResponse?
     }
@@ -108,6 +111,8 @@ public final class ServiceAdvertiser: Sendable {
 
     /// How often the interface's addresses are read again, to announce a renumbering.
     static let addressCheckInterval = Duration.seconds(2)
+    /// How long an address the interface lost still counts as ours in conflict detection.
+    static let formerAddressLifetime = Duration.seconds(10)
 
     private let system: SystemServiceRegistration?
 
@@ -196,6 +201,7 @@ public final class ServiceAdvertiser: Sendable {
             let (instanceAttempt, hostAttempt, current) = state.withLock { ($0.instanceAttempt, $0.hostAttempt, $0.records) }
             let instanceName = instanceAttempt == 1 ? baseInstance.value : Self.renamed(baseInstance.value, instanceAttempt)
             let hostLabel = hostAttempt == 1 ? baseHost : "\(baseHost.prefix(58))-\(hostAttempt)"
+            socket.refreshAddresses()
             let records = try ServiceRecords(
                 instance: try ServiceInstanceName(instanceName), type: current.type, hostLabel: hostLabel, port: current.port,
                 txt: current.txt, addresses: socket.addresses)
@@ -228,39 +234,51 @@ public final class ServiceAdvertiser: Sendable {
             state.lastMulticast = [:]
             return state.records
         }
-        try await announce(records, socket: socket)
-        return records
-    }
-
-    /// Sends the announcement of `records` now and once more a second later while they are still
-    /// the ones announced (RFC 6762 §8.3).
-    private func announce(_ records: ServiceRecords, socket: MulticastDNSSocket) async throws(ServiceDiscoveryError) {
         try await socket.send(try encode(records.announcement()))
         Task { [self] in
             try? await Task.sleep(for: .seconds(1))
             guard state.withLock({ $0.phase == .announced && $0.records == records }) else { return }
             try? await socket.send(try encode(records.announcement()))
         }
+        return records
     }
 
     /// RFC 6762 §8.4: reads the interface's addresses every `addressCheckInterval`; when they
-    /// changed while announced, the host records are announced again with the new ones (their
-    /// cache-flush bit replaces the old ones in the neighbours' caches). While probing, the next
-    /// attempt takes them up. Ends with the socket.
+    /// changed while announced, the records are announced again, twice, a second apart, with the
+    /// new addresses (their cache-flush bit replaces the old ones in the neighbours' caches) and
+    /// the removed ones withdrawn (TTL 0) in the first. While probing, each attempt reads the
+    /// addresses itself. Cancelled by `shutDown` before the goodbye.
     private func announceAddressChanges(socket: MulticastDNSSocket) async {
         while !Task.isCancelled {
             try? await Task.sleep(for: Self.addressCheckInterval)
             socket.refreshAddresses()
             let addresses = socket.addresses
-            let changed: ServiceRecords? = state.withLock { state in
+            let changed: (records: ServiceRecords, removed: [IPAddress])? = state.withLock { state in
                 guard state.phase == .announced, state.records.addresses != addresses else { return nil }
+                let removed = state.records.addresses.filter { !addresses.contains($0) }
+                for address in removed { state.formerAddresses[address] = .now }
                 state.records = state.records.with(addresses: addresses)
+                // A delayed response gathered from the old records is not sent: the announcement
+                // answers its queries with the new ones.
+                state.pending = nil
                 state.lastMulticast = [:]
                 state.statistics.renumbered += 1
-                return state.records
+                return (state.records, removed)
             }
-            if let changed { try? await announce(changed, socket: socket) }
+            guard let changed, !Task.isCancelled else { continue }
+            try? await socket.send(try encode(changed.records.announcement(withdrawing: changed.removed)))
+            try? await Task.sleep(for: .seconds(1))
+            guard !Task.isCancelled, state.withLock({ $0.phase == .announced && $0.records == changed.records }) else { continue }
+            try? await socket.send(try encode(changed.records.announcement()))
         }
+    }
+
+    /// The addresses that count as ours in conflict detection: the interface's as now read, and
+    /// those it lost less than `formerAddressLifetime` ago.
+    private static func alsoOurs(_ state: inout State, socket: MulticastDNSSocket) -> Set<IPAddress> {
+        let now = ContinuousClock.now
+        state.formerAddresses = state.formerAddresses.filter { now - $0.value < formerAddressLifetime }
+        return Set(socket.addresses).union(state.formerAddresses.keys)
     }
 
     /// RFC 6762 §9: after a conflict found once announced, probe again (renaming if the conflict
@@ -290,10 +308,14 @@ public final class ServiceAdvertiser: Sendable {
             return state.phase == .announced
         }
         guard let socket = socketBox.withLock({ box in defer { box = nil }; return box }) else { return }
+        // The address watcher ends first, so that no announcement of it follows the goodbye.
+        if let watcher = addressTask.withLock({ box in defer { box = nil }; return box }) {
+            watcher.cancel()
+            await watcher.value
+        }
         if sendGoodbye && wasAnnounced, let bytes = try? encode(records.goodbye()) {
             try? await socket.send(bytes)
         }
-        addressTask.withLock { box in defer { box = nil }; return box }?.cancel()
         await socket.close()
         let task = receiveTask.withLock { box in defer { box = nil }; return box }
         await task?.value
@@ -328,13 +350,13 @@ public final class ServiceAdvertiser: Sendable {
         let action: ReplyAction? = state.withLock { state in
             switch state.phase {
             case .probing:
-                let found = state.records.conflicts(with: message)
+                let found = state.records.conflicts(with: message, alsoOurs: Self.alsoOurs(&state, socket: socket))
                 if found.instance { state.instanceConflict = true }
                 if found.host { state.hostConflict = true }
                 return nil
             case .announced:
                 if message.isResponse {
-                    let found = state.records.conflicts(with: message)
+                    let found = state.records.conflicts(with: message, alsoOurs: Self.alsoOurs(&state, socket: socket))
                     if found.instance || found.host {
                         // RFC 6762 §9: our unique records are disputed; back to probing.
                         state.phase = .probing

@@ -152,6 +152,23 @@ struct ResponderTests {
         #expect(records.conflicts(with: DNSMessage(questions: question, authorities: [records.text, higher])).instance == true)
     }
 
+    @Test("renumbering: the re-announcement withdraws removed addresses; an address of ours, current or former, is no conflict")
+    func renumbering() throws {
+        let records = try Self.records()
+        let moved = records.with(addresses: [IPAddress("198.51.100.1")!, IPAddress("fe80::1")!])
+        let removed = [IPAddress("192.0.2.1")!]
+        let message = moved.announcement(withdrawing: removed)
+        #expect(Array(message.answers.prefix(moved.allRecords.count)) == moved.allRecords)
+        let goodbyes = Array(message.answers.dropFirst(moved.allRecords.count))
+        #expect(goodbyes.map(\.data) == [.a(IPv4Address("192.0.2.1")!)] && goodbyes.allSatisfy { $0.ttl == 0 && $0.name == records.host })
+        // Our own earlier announcement (the old address), or a sibling responder of this host that
+        // read the new addresses first, is a conflict only when its address is not ours.
+        #expect(moved.conflicts(with: records.announcement()).host == true)
+        #expect(moved.conflicts(with: records.announcement(), alsoOurs: Set(removed)) == (false, false))
+        #expect(records.conflicts(with: moved.announcement(), alsoOurs: Set(moved.addresses)) == (false, false))
+        #expect(records.conflicts(with: moved.announcement(), alsoOurs: Set(records.addresses)).host == true)
+    }
+
     @Test("the cache resolves instances, honours goodbyes and cache-flush, and stays bounded")
     func cache() throws {
         let records = try Self.records()

@@ -72,8 +72,18 @@ final class MulticastDNSSocket: Sendable {
     /// the advertiser then announces its new addresses, and the on-link check uses the new prefixes.
     func refreshAddresses(ifOlderThan age: Duration = .zero) {
         let now = ContinuousClock.now
-        guard addressing.withLock({ now - $0.readAt >= age }), let interface = try? Self.interface(interfaceName) else { return }
-        addressing.withLock { $0 = Addressing(addresses: interface.addresses, link: interface.link, readAt: now) }
+        // The read is claimed first, so that concurrent callers, and a read that fails, do not
+        // read again within `age`; an older read finishing late does not replace a newer one.
+        let claimed = addressing.withLock { addressing in
+            guard now - addressing.readAt >= age else { return false }
+            addressing.readAt = now
+            return true
+        }
+        guard claimed, let interface = try? Self.interface(interfaceName) else { return }
+        addressing.withLock { addressing in
+            guard addressing.readAt <= now else { return }
+            addressing = Addressing(addresses: interface.addresses, link: interface.link, readAt: now)
+        }
     }
 
     /// True when `address` is on the interface's link: an IPv4 address in one of its subnets, an

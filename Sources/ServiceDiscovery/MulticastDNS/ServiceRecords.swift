@@ -104,6 +104,15 @@ public struct ServiceRecords: Hashable, Sendable {
         DNSMessage(flags: DNSMessage.responseFlags, answers: allRecords.map { var r = $0; r.ttl = 0; return r })
     }
 
+    /// The re-announcement after the host's addresses changed to these records' (RFC 6762 §8.4):
+    /// every record, and the address records of `removed` with TTL zero (§10.1), so that an
+    /// address family left without any address has its old records withdrawn too (a cache-flush
+    /// only replaces records of the type it carries).
+    func announcement(withdrawing removed: [IPAddress]) -> DNSMessage {
+        let goodbyes = with(addresses: removed).addressRecords.map { var r = $0; r.ttl = 0; return r }
+        return DNSMessage(flags: DNSMessage.responseFlags, answers: allRecords + goodbyes)
+    }
+
     /// How a response is to be sent.
     public enum Delivery: Hashable, Sendable {
         /// To the multicast group.
@@ -184,15 +193,21 @@ public struct ServiceRecords: Hashable, Sendable {
     /// host wins the simultaneous-probe tie-break (RFC 6762 §8.2). Messages identical to ours (our
     /// own multicast looped back) are never conflicts.
     public func conflicts(with message: DNSMessage) -> (instance: Bool, host: Bool) {
+        conflicts(with: message, alsoOurs: [])
+    }
+
+    /// `conflicts(with:)`, where an address record for our host naming one of `alsoOurs` (the
+    /// interface's addresses as now read, and those it had until moments ago) is ours too: while
+    /// the interface is renumbered, our own earlier answers, or another responder of this host
+    /// that read the new addresses first, are not a rival.
+    func conflicts(with message: DNSMessage, alsoOurs: Set<IPAddress>) -> (instance: Bool, host: Bool) {
         var instance = false, hostConflict = false
         let ours = Set(uniqueRecords)
         if message.isResponse {
             for record in message.answers + message.additionals where record.ttl > 0 && !ours.contains(where: { $0.data == record.data && $0.name == record.name }) {
                 if record.name == instanceName, record.type == .srv || record.type == .txt { instance = true }
-                if record.name == host, record.type == .a || record.type == .aaaa { hostConflict = true }
+                if record.name == host, !Self.names(record.data, oneOf: alsoOurs), record.type == .a || record.type == .aaaa { hostConflict = true }
             }
-            // A host record set is only in conflict when none of its addresses are ours; several
-            // responders may legitimately share a host's name only if they agree.
             return (instance, hostConflict)
         }
         for question in message.questions {
@@ -206,6 +221,15 @@ public struct ServiceRecords: Hashable, Sendable {
             }
         }
         return (instance, hostConflict)
+    }
+
+    /// Whether `data` is an A or AAAA record of one of `addresses`.
+    static func names(_ data: DNSRecordData, oneOf addresses: Set<IPAddress>) -> Bool {
+        switch data {
+        case .a(let v4): addresses.contains(.v4(v4))
+        case .aaaa(let v6): addresses.contains(.v6(v6))
+        default: false
+        }
     }
 
     /// Records sorted and flattened as RFC 6762 §8.2 compares them: class, type, then the record
