@@ -255,6 +255,42 @@ struct NetworkTests {
         #expect(stopped["lateConflicts"] as? Int == 0 && stopped["conflicts"] as? Int == 0, "\(stopped)")
     }
 
+    /// An interface with IPv6 alone when the advertiser starts gets an IPv4 address later (DHCP
+    /// after the link came up): IPv4 queriers find it at that address. Before, the IPv4 socket was
+    /// only opened for an interface that had an IPv4 address at the start.
+    @Test("an IPv4 address the interface gets after the advertiser started is served over IPv4", .enabled(if: canRun, Comment(rawValue: reason)))
+    func ipv4AddedLaterIsServed() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let (addressA, _) = try addIPv6(pair)
+        let removed = try pair.run(in: pair.a, ["ip", "addr", "del", "\(pair.addressA)/24", "dev", pair.interfaceA])
+        try #require(removed.status == 0, "\(removed.stderrText)")
+        let advertiser = try pair.spawn(
+            in: pair.a,
+            [probe, "advertise", "--interface", pair.interfaceA, "--name", "Late Four", "--port", "4433", "--host", "late", "--duration", "600"]
+                + Self.txtArguments)
+        let advertised = try #require(advertiser.waitForEvent("advertised"), "advertiser did not start: \(advertiser.standardError)")
+        #expect((advertised["addresses"] as? [String])?.contains(addressA) == true)
+        #expect((advertised["addresses"] as? [String])?.contains(pair.addressA) == false)
+
+        let added = try pair.run(in: pair.a, ["ip", "addr", "add", "\(pair.addressA)/24", "dev", pair.interfaceA])
+        try #require(added.status == 0, "\(added.stderrText)")
+        // An IPv4-only browser in B asks until it resolves the new address (generous deadline).
+        var addresses = [String]()
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            let browse = try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--family", "4", "--name", "Late Four", "--timeout", "3"])
+            let resolved = try? decode(browse.stdoutText)  // a browse that failed is tried again
+            addresses = ((resolved?["instances"] as? [[String: Any]])?.first?["addresses"] as? [String]) ?? []
+            if addresses.contains(pair.addressA) { break }
+        }
+        #expect(addresses.contains(pair.addressA), "resolved over IPv4 at \(addresses)")
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect(stopped["lateConflicts"] as? Int == 0 && stopped["conflicts"] as? Int == 0, "\(stopped)")
+    }
+
     @Test("a datagram larger than 2048 bytes is read whole: a legacy query of about 4,500 bytes is answered", .enabled(if: canRun, Comment(rawValue: reason)))
     func largeDatagramsAreReadWhole() throws {
         let probe = try requirements()

@@ -47,14 +47,6 @@ final class MulticastDNSSocket: Sendable {
     /// The interface's addresses (sorted) as last read, for A/AAAA records.
     var addresses: [IPAddress] { addressing.withLock { $0.addresses } }
 
-    /// The families with an open socket.
-    var families: IPFamilies {
-        var families = IPFamilies()
-        if v4 != nil { families.insert(.ipv4) }
-        if v6 != nil { families.insert(.ipv6) }
-        return families
-    }
-
     private init(
         v4: Channel?, v6: Channel?, datagrams: AsyncStream<Datagram>, continuation: AsyncStream<Datagram>.Continuation, interface: Interface
     ) {
@@ -110,11 +102,13 @@ final class MulticastDNSSocket: Sendable {
     struct Interface {
         let name: String
         let index: Int
-        /// The device entry of its first IPv4 and first IPv6 address (for joining the groups).
-        var v4: NIONetworkDevice?
+        /// The device entry of its first IPv6 address (for joining the IPv6 group).
         var v6: NIONetworkDevice?
         var addresses = [IPAddress]()
         var link = LinkPrefixes()
+
+        /// Whether the interface has an IPv4 address.
+        var hasIPv4: Bool { addresses.contains(where: \.isIPv4) }
     }
 
     /// The addresses and prefixes of interface `name`; throws `interfaceNotFound` when there is
@@ -129,31 +123,28 @@ final class MulticastDNSSocket: Sendable {
             guard let text = device.address?.ipAddress, let ip = IPAddress(text) else { continue }
             result.addresses.append(ip)
             let mask = device.netmask?.ipAddress.flatMap(IPAddress.init)
-            switch device.address {
-            case .v4?: if result.v4 == nil { result.v4 = device }
-            case .v6?: if result.v6 == nil { result.v6 = device }
-            default: break
-            }
+            if case .v6? = device.address, result.v6 == nil { result.v6 = device }
             if let mask { result.link.add(ip, mask: mask) }
         }
         result.addresses.sort()
         return result
     }
 
-    /// Opens the sockets of `families` on interface `name`. With both families, a family the
-    /// interface has no address of (or whose socket cannot be opened) is left out as long as the
-    /// other one opens; a single family asked for must open.
+    /// Opens the sockets of `families` on interface `name`. A single family asked for needs an
+    /// address of it on the interface. With both, the interface needs an address of either; the
+    /// IPv4 socket is opened even while the interface has no IPv4 address (it joins the group by
+    /// the interface's index), so that one the interface gets later (DHCP after the link came up)
+    /// is served, and an IPv6 socket that cannot be opened is left out as long as IPv4 opens.
     static func open(interface name: String, families: IPFamilies = .all) async throws(ServiceDiscoveryError) -> MulticastDNSSocket {
         let info = try Self.interface(name)
         if families == .ipv6, info.v6 == nil { throw .interfaceHasNoIPv6Address(name) }
-        if !families.contains(.ipv6) || info.v6 == nil, info.v4 == nil { throw .interfaceHasNoIPv4Address(name) }
+        if !families.contains(.ipv6) || info.v6 == nil, !info.hasIPv4 { throw .interfaceHasNoIPv4Address(name) }
         let (stream, continuation) = AsyncStream.makeStream(of: Datagram.self, bufferingPolicy: .bufferingNewest(256))
-        let wantV4 = families.contains(.ipv4) && info.v4 != nil
         let wantV6 = families.contains(.ipv6) && info.v6 != nil
         var v4: Channel?, v6: Channel?
         do throws(ServiceDiscoveryError) {
-            if wantV4, let device = info.v4 {
-                v4 = try await openV4(interface: info, device: device, continuation: continuation)
+            if families.contains(.ipv4) {
+                v4 = try await openV4(interface: info, continuation: continuation)
             }
             if wantV6, let device = info.v6 {
                 do throws(ServiceDiscoveryError) {
@@ -197,16 +188,12 @@ final class MulticastDNSSocket: Sendable {
         ).get()
     }
 
-    private static func openV4(
-        interface: Interface, device: NIONetworkDevice, continuation: AsyncStream<Datagram>.Continuation
-    ) async throws(ServiceDiscoveryError) -> Channel {
+    private static func openV4(interface: Interface, continuation: AsyncStream<Datagram>.Continuation) async throws(ServiceDiscoveryError) -> Channel {
         var bound: Channel?
         do {
             let channel = try await bootstrap(continuation, v6Only: false).bind(host: "0.0.0.0", port: port).get()
             bound = channel
-            guard let options = channel as? SocketOptionProvider, let multicast = channel as? MulticastChannel else {
-                throw ServiceDiscoveryError.socket("channel lacks socket options")
-            }
+            guard let options = channel as? SocketOptionProvider else { throw ServiceDiscoveryError.socket("channel lacks socket options") }
             try await bindToDevice(options, interface.name)
             try await channel.setOption(.receivePacketInfo, value: true).get()  // (after the bind: it needs the family)
             // By the interface's index, not its address: the address may be removed while the
@@ -216,7 +203,11 @@ final class MulticastDNSSocket: Sendable {
             try await options.unsafeSetSocketOption(level: .ip, name: .ip_multicast_if, value: outgoing).get()
             try await options.setIPMulticastTTL(255).get()
             try await options.setIPMulticastLoop(1).get()
-            try await multicast.joinGroup(groupV4, device: device).get()
+            // The group is joined by the interface's index too: no address of it is needed.
+            var membership = ip_mreqn()
+            membership.imr_multiaddr.s_addr = inet_addr("224.0.0.251")
+            membership.imr_ifindex = Int32(interface.index)
+            try await options.unsafeSetSocketOption(level: .ip, name: .ip_add_membership, value: membership).get()
             return channel
         } catch {
             try? await bound?.close()
@@ -257,7 +248,10 @@ final class MulticastDNSSocket: Sendable {
         if let address {
             if let channel = address.protocol == .inet6 ? v6 : v4 { targets.append((channel, address)) }
         } else {
-            if families.contains(.ipv4), let v4 { targets.append((v4, Self.groupV4)) }
+            // Only over a family the interface has an address of now: without one, the kernel
+            // would take another interface's address as the source.
+            let hasIPv4 = addresses.contains(where: \.isIPv4)
+            if families.contains(.ipv4), let v4, hasIPv4 { targets.append((v4, Self.groupV4)) }
             if families.contains(.ipv6), let v6 { targets.append((v6, Self.groupV6)) }
         }
         var failure: (any Error)?
@@ -279,6 +273,11 @@ final class MulticastDNSSocket: Sendable {
         try? await v6?.close()
         continuation.finish()
     }
+}
+
+extension IPAddress {
+    /// Whether this is an IPv4 address.
+    var isIPv4: Bool { if case .v4 = self { true } else { false } }
 }
 
 /// The on-link test of RFC 6762 §11 for one interface: its IPv4 subnets and IPv6 prefixes.
