@@ -212,6 +212,22 @@ struct NetworkTests {
         #expect((toGroup["lateConflicts"] as? Int ?? 0) >= 1, "a multicast response from another subnet on the link was ignored: \(toGroup)")
     }
 
+    /// The addresses that fresh browsers in B (of `family`, "4" or "6", or both) resolve `name`
+    /// to, asked again until `done` holds for them or 120 s passed (generous for a loaded machine);
+    /// a browse that failed is tried again.
+    func resolvedAddresses(_ pair: NamespacePair, _ probe: String, name: String, family: String? = nil, until done: ([String]) -> Bool) throws -> [String] {
+        var addresses = [String]()
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            let browse = try pair.run(
+                in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--name", name, "--timeout", "3"] + (family.map { ["--family", $0] } ?? []))
+            let resolved = try? decode(browse.stdoutText)
+            addresses = ((resolved?["instances"] as? [[String: Any]])?.first?["addresses"] as? [String]) ?? []
+            if done(addresses) { break }
+        }
+        return addresses
+    }
+
     /// The interface is renumbered while advertising (a new subnet; the old address removed): the
     /// advertiser announces the new address, and a browser resolves it there (RFC 6762 §8.4).
     /// Before, the addresses were read once at start (the old one was announced forever), and
@@ -237,15 +253,8 @@ struct NetworkTests {
             try #require(result.status == 0, "\(command): \(result.stderrText)")
         }
         // A fresh browser in B asks until the answer carries the new address alone (the check
-        // runs every 2 s; a generous deadline for a loaded machine).
-        var addresses = [String]()
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline {
-            let browse = try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--name", "Moving", "--timeout", "3"])
-            let resolved = try? decode(browse.stdoutText)  // a browse that failed is tried again
-            addresses = ((resolved?["instances"] as? [[String: Any]])?.first?["addresses"] as? [String]) ?? []
-            if addresses.contains(newA) && !addresses.contains(pair.addressA) { break }
-        }
+        // runs every 2 s).
+        let addresses = try resolvedAddresses(pair, probe, name: "Moving") { $0.contains(newA) && !$0.contains(pair.addressA) }
         #expect(addresses.contains(newA) && !addresses.contains(pair.addressA), "resolved at \(addresses)")
 
         advertiser.finish()
@@ -276,15 +285,8 @@ struct NetworkTests {
 
         let added = try pair.run(in: pair.a, ["ip", "addr", "add", "\(pair.addressA)/24", "dev", pair.interfaceA])
         try #require(added.status == 0, "\(added.stderrText)")
-        // An IPv4-only browser in B asks until it resolves the new address (generous deadline).
-        var addresses = [String]()
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline {
-            let browse = try pair.run(in: pair.b, [probe, "browse", "--interface", pair.interfaceB, "--family", "4", "--name", "Late Four", "--timeout", "3"])
-            let resolved = try? decode(browse.stdoutText)  // a browse that failed is tried again
-            addresses = ((resolved?["instances"] as? [[String: Any]])?.first?["addresses"] as? [String]) ?? []
-            if addresses.contains(pair.addressA) { break }
-        }
+        // An IPv4-only browser in B asks until it resolves the new address.
+        let addresses = try resolvedAddresses(pair, probe, name: "Late Four", family: "4") { $0.contains(pair.addressA) }
         #expect(addresses.contains(pair.addressA), "resolved over IPv4 at \(addresses)")
         advertiser.finish()
         let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
