@@ -293,6 +293,46 @@ struct NetworkTests {
         #expect(stopped["lateConflicts"] as? Int == 0 && stopped["conflicts"] as? Int == 0, "\(stopped)")
     }
 
+    /// IPv6 addresses the kernel does not let the host use yet, or at all, are not announced:
+    /// one whose duplicate address detection is still running (tentative), and one found to be
+    /// B's (DAD failed). `getifaddrs` lists both like any other address.
+    @Test("IPv6 addresses still tentative or found duplicate are not announced", .enabled(if: canRun, Comment(rawValue: reason)))
+    func unusableIPv6AddressesAreNotAnnounced() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let (tentative, duplicate) = ("2001:db8::7", "2001:db8::9")
+        let heldByB = try pair.run(in: pair.b, ["ip", "-6", "addr", "add", "\(duplicate)/64", "dev", pair.interfaceB, "nodad"])
+        try #require(heldByB.status == 0, "\(heldByB.stderrText)")
+        // 600 probes a second apart: A's next address stays tentative for the whole test.
+        let slowDAD = try pair.run(in: pair.a, ["sysctl", "-w", "net.ipv6.conf.\(pair.interfaceA).dad_transmits=600"])
+        try #require(slowDAD.status == 0, "\(slowDAD.stderrText)")
+        for address in [tentative, duplicate] {
+            let added = try pair.run(in: pair.a, ["ip", "-6", "addr", "add", "\(address)/64", "dev", pair.interfaceA])
+            try #require(added.status == 0, "\(added.stderrText)")
+        }
+        // B answers A's probe for its address: A marks it dadfailed.
+        func stateOfA() throws -> String { try pair.run(in: pair.a, ["ip", "-6", "addr", "show", "dev", pair.interfaceA]).stdoutText }
+        let deadline = Date().addingTimeInterval(60)
+        while try !stateOfA().contains("dadfailed"), Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        let failed = try stateOfA()
+        try #require(failed.contains("dadfailed"), "DAD of \(duplicate) did not fail: \(failed)")
+
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Unsure", "--port", "4433", "--host", "unsure", "--duration", "600"])
+        let advertised = try #require(advertiser.waitForEvent("advertised"), "advertiser did not start: \(advertiser.standardError)")
+        let announced = advertised["addresses"] as? [String] ?? []
+        #expect(announced.contains(pair.addressA) && !announced.contains(tentative) && !announced.contains(duplicate), "announced \(announced)")
+        let addresses = try resolvedAddresses(pair, probe, name: "Unsure") { $0.contains(pair.addressA) }
+        #expect(addresses.contains(pair.addressA), "resolved at \(addresses)")
+        #expect(!addresses.contains(tentative) && !addresses.contains(duplicate), "resolved at \(addresses)")
+        // Still tentative at the end: the check above saw it tentative throughout.
+        let state = try stateOfA()
+        #expect(state.contains("\(tentative)/64 scope global tentative"), "\(state)")
+        advertiser.finish()
+        _ = advertiser.waitForEvent("stopped", timeout: 30)
+    }
+
     @Test("a datagram larger than 2048 bytes is read whole: a legacy query of about 4,500 bytes is answered", .enabled(if: canRun, Comment(rawValue: reason)))
     func largeDatagramsAreReadWhole() throws {
         let probe = try requirements()

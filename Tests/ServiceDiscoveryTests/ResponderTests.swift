@@ -2,6 +2,8 @@ import Testing
 
 @testable import ServiceDiscovery
 
+// The built-in responder is Linux only (on Apple platforms the system's mDNSResponder answers).
+#if os(Linux)
 @Suite("mDNS responder logic and discovery cache")
 struct ResponderTests {
     static func records() throws -> ServiceRecords {
@@ -120,6 +122,26 @@ struct ResponderTests {
         #expect(!v4Only.contains(IPAddress("2001:db8::")!))
     }
 
+    @Test("IPv6 addresses still tentative or found duplicate (/proc/net/if_inet6 flags) are not ours to announce")
+    func unusableIPv6Addresses() throws {
+        let text = """
+            00000000000000000000000000000001 01 80 10 80       lo
+            fe8000000000000000fc00fffe000001 04 40 20 80     eth0
+            20010db8000000000000000000000001 04 40 00 c0     eth0
+            20010db8000000000000000000000002 04 40 00 88     eth0
+            20010db8000000000000000000000003 04 40 00 84     eth0
+            20010db8000000000000000000000004 05 40 00 c0     eth1
+            20010db80000000000000000000000zz 04 40 00 c0     eth0
+            20010db8000000000000000000000005 04 40
+            """
+        let unusable = MulticastDNSSocket.parseUnusableIPv6Addresses(text, interfaceIndex: 4)
+        // Tentative (0x40) and DAD-failed (0x08) are left out; permanent (0x80) and optimistic
+        // (0x04) stay; another interface's and lines that do not parse are ignored.
+        #expect(unusable == [IPAddress("2001:db8::1")!, IPAddress("2001:db8::2")!])
+        #expect(MulticastDNSSocket.parseUnusableIPv6Addresses(text, interfaceIndex: 5) == [IPAddress("2001:db8::4")!])
+        #expect(MulticastDNSSocket.parseUnusableIPv6Addresses("", interfaceIndex: 4).isEmpty)
+    }
+
     @Test("probe, announcement and goodbye carry the right records")
     func lifecycleMessages() throws {
         let records = try Self.records()
@@ -207,3 +229,4 @@ struct ResponderTests {
         #expect(bogus.instanceNames(of: .secureChannel).isEmpty)
     }
 }
+#endif

@@ -119,15 +119,60 @@ final class MulticastDNSSocket: Sendable {
         let matching = devices.filter { $0.name == name }
         guard let first = matching.first else { throw .interfaceNotFound(name) }
         var result = Interface(name: name, index: first.interfaceIndex)
+        let unusable = unusableIPv6Addresses(interfaceIndex: first.interfaceIndex)
         for device in matching {
             guard let text = device.address?.ipAddress, let ip = IPAddress(text) else { continue }
-            result.addresses.append(ip)
             let mask = device.netmask?.ipAddress.flatMap(IPAddress.init)
             if case .v6? = device.address, result.v6 == nil { result.v6 = device }
             if let mask { result.link.add(ip, mask: mask) }
+            // Its prefix is on the link all the same; the address is not ours to announce yet.
+            if !unusable.contains(ip) { result.addresses.append(ip) }
         }
         result.addresses.sort()
         return result
+    }
+
+    /// The IPv6 addresses of the interface with index `interfaceIndex` that the kernel does not
+    /// let anyone use (`/proc/net/if_inet6`): still tentative (duplicate address detection, RFC
+    /// 4862 §5.4, has not ended) or found duplicate (DAD failed: another host on the link holds
+    /// it). `getifaddrs` lists them like any other; announcing one would send peers to an address
+    /// that is not, or not yet, ours. They are announced once DAD succeeds (the advertiser reads
+    /// the addresses again every 2 s). Empty when the file cannot be read.
+    static func unusableIPv6Addresses(interfaceIndex: Int) -> Set<IPAddress> {
+        let descriptor = Glibc.open("/proc/net/if_inet6", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        defer { Glibc.close(descriptor) }
+        var contents = [UInt8](), chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            contents += chunk[0..<count]
+        }
+        return parseUnusableIPv6Addresses(String(decoding: contents, as: UTF8.self), interfaceIndex: interfaceIndex)
+    }
+
+    /// `unusableIPv6Addresses` of the text of `/proc/net/if_inet6`: one line per address, its 32
+    /// hex digits, then in hex the interface index, prefix length, scope and flags, then the
+    /// interface name. Unusable: `IFA_F_TENTATIVE` (0x40) or `IFA_F_DADFAILED` (0x08) set; an
+    /// optimistic address (RFC 4429) is usable. Lines that do not parse are skipped.
+    static func parseUnusableIPv6Addresses(_ text: String, interfaceIndex: Int) -> Set<IPAddress> {
+        let tentative: UInt32 = 0x40, dadFailed: UInt32 = 0x08
+        var unusable = Set<IPAddress>()
+        for line in text.split(separator: "\n") {
+            let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard columns.count >= 5, columns[0].utf8.count == 32, Int(columns[1], radix: 16) == interfaceIndex,
+                let flags = UInt32(columns[4], radix: 16), flags & (tentative | dadFailed) != 0
+            else { continue }
+            let hex = Array(columns[0].utf8)
+            var bytes = [UInt8]()
+            for i in stride(from: 0, to: 32, by: 2) {
+                guard let byte = UInt8(String(decoding: hex[i..<i + 2], as: UTF8.self), radix: 16) else { break }
+                bytes.append(byte)
+            }
+            if let address = IPv6Address(bytes: bytes) { unusable.insert(.v6(address)) }
+        }
+        return unusable
     }
 
     /// Opens the sockets of `families` on interface `name`. A single family asked for needs an
