@@ -80,6 +80,10 @@ public final class ServiceAdvertiser: Sendable {
         var formerAddresses = [IPAddress: ContinuousClock.Instant]()
         /// The delayed multicast response being gathered (RFC 6762 §6), sent when its timer fires.
         var pending: PendingResponse?
+        /// The records as last announced, withdrawn by the goodbye even while probing again.
+        var announced: ServiceRecords?
+        /// When the conflicts of the last ten seconds were found (RFC 6762 §8.1 rate limit).
+        var recentConflicts = [ContinuousClock.Instant]()
     }
 
     private struct MulticastKey: Hashable {
@@ -194,9 +198,10 @@ public final class ServiceAdvertiser: Sendable {
     }
 
     /// Probes for the current names (RFC 6762 §8.1), renaming after each conflict, then announces
-    /// (§8.3) and returns the records as announced. Throws `nameConflict` after ten conflicting
-    /// attempts, `invalidState` when the advertiser was stopped meanwhile.
-    private func probeAndAnnounce(socket: MulticastDNSSocket) async throws(ServiceDiscoveryError) -> ServiceRecords {
+    /// (§8.3) and returns the records as announced. Throws `nameConflict` after `attempts`
+    /// conflicting attempts (nil: never), `invalidState` when the advertiser was stopped meanwhile.
+    /// After fifteen conflicts within ten seconds, each further attempt waits five seconds (§8.1).
+    private func probeAndAnnounce(socket: MulticastDNSSocket, attempts: Int? = 10) async throws(ServiceDiscoveryError) -> ServiceRecords {
         for attempt in 1... {
             let (instanceAttempt, hostAttempt, current) = state.withLock { ($0.instanceAttempt, $0.hostAttempt, $0.records) }
             let instanceName = instanceAttempt == 1 ? baseInstance.value : Self.renamed(baseInstance.value, instanceAttempt)
@@ -219,19 +224,24 @@ public final class ServiceAdvertiser: Sendable {
                 if conflict.instance || conflict.host { break }
             }
             if !conflict.instance && !conflict.host { break }
-            state.withLock { state in
+            let now = ContinuousClock.now
+            let recent = state.withLock { state in
                 state.statistics.conflicts += 1
                 if conflict.instance { state.instanceAttempt += 1 }
                 if conflict.host { state.hostAttempt += 1 }
+                state.recentConflicts = state.recentConflicts.filter { now - $0 < .seconds(10) } + [now]
+                return state.recentConflicts.count
             }
-            guard attempt < 10 else { throw .nameConflict(records.instanceName.description) }
-            // RFC 6762 §8.1: after a conflict, wait before probing again.
-            try? await Task.sleep(for: .seconds(1))
+            if let attempts, attempt >= attempts { throw .nameConflict(records.instanceName.description) }
+            // RFC 6762 §8.1: after a conflict, wait before probing again; five seconds once
+            // fifteen conflicts came within ten seconds.
+            try? await Task.sleep(for: recent >= 15 ? .seconds(5) : .seconds(1))
         }
         let records = try state.withLock { state throws(ServiceDiscoveryError) in
             guard state.phase == .probing else { throw .invalidState("the advertiser was stopped") }
             state.phase = .announced
             state.lastMulticast = [:]
+            state.announced = state.records
             return state.records
         }
         try await socket.send(try encode(records.announcement()))
@@ -258,6 +268,7 @@ public final class ServiceAdvertiser: Sendable {
                 let removed = state.records.addresses.filter { !addresses.contains($0) }
                 for address in removed { state.formerAddresses[address] = .now }
                 state.records = state.records.with(addresses: addresses)
+                state.announced = state.records
                 // A delayed response gathered from the old records is not sent: the announcement
                 // answers its queries with the new ones.
                 state.pending = nil
@@ -282,13 +293,21 @@ public final class ServiceAdvertiser: Sendable {
     }
 
     /// RFC 6762 §9: after a conflict found once announced, probe again (renaming if the conflict
-    /// stands) and re-announce; when no name can be claimed, the advertiser stops.
+    /// stands) and re-announce. It never gives up (a host on the link that claims every name we
+    /// try would otherwise silence us for good): past fifteen conflicts in ten seconds it probes
+    /// once every five seconds (§8.1). It ends when the advertiser is stopped.
     private func reprobe(socket: MulticastDNSSocket) async {
-        do {
+        while true {
             try? await Task.sleep(for: Self.randomDuration(in: .zero ... .milliseconds(250)))  // §8.1 initial wait
-            _ = try await probeAndAnnounce(socket: socket)
-        } catch {
-            await shutDown(sendGoodbye: false)
+            do {
+                _ = try await probeAndAnnounce(socket: socket, attempts: nil)
+                return
+            } catch {
+                // Stopped meanwhile: done. Else a probe could not be sent (the link is down):
+                // try again a little later.
+                guard state.withLock({ $0.phase == .probing }) else { return }
+                try? await Task.sleep(for: .seconds(5))
+            }
         }
     }
 
@@ -303,9 +322,10 @@ public final class ServiceAdvertiser: Sendable {
     }
 
     private func shutDown(sendGoodbye: Bool) async {
-        let wasAnnounced = state.withLock { state in
+        // What was announced is withdrawn, also while probing again after a conflict.
+        let announced = state.withLock { state in
             defer { state.phase = .stopped }
-            return state.phase == .announced
+            return state.announced
         }
         guard let socket = socketBox.withLock({ box in defer { box = nil }; return box }) else { return }
         // The address watcher ends first, so that no announcement of it follows the goodbye.
@@ -313,7 +333,7 @@ public final class ServiceAdvertiser: Sendable {
             watcher.cancel()
             await watcher.value
         }
-        if sendGoodbye && wasAnnounced, let bytes = try? encode(records.goodbye()) {
+        if sendGoodbye, let announced, let bytes = try? encode(announced.goodbye()) {
             try? await socket.send(bytes)
         }
         await socket.close()
@@ -340,10 +360,11 @@ public final class ServiceAdvertiser: Sendable {
         let port = datagram.source.port ?? 0
         let onLink = socket.isOnLink(datagram.source)
         let fromUs = socket.isOwnAddress(datagram.source)
-        // RFC 6762 §11: a response sent to one of our addresses from off the link (routed to port
-        // 5353 from anywhere) is silently discarded, so that no host beyond the link can dispute
-        // our names. One sent to the group came over the link, whatever its source's subnet.
-        if message.isResponse, !datagram.toGroup, !onLink {
+        // RFC 6762 §11: a datagram sent to one of our addresses from off the link (routed to port
+        // 5353 from anywhere) is silently discarded: a response or a probe from there would let a
+        // host beyond the link dispute our names, and a query there spend our answer budget. One
+        // sent to the group came over the link, whatever its source's subnet.
+        if !datagram.toGroup, !onLink {
             state.withLock { $0.statistics.offLink += 1 }
             return
         }
@@ -380,6 +401,17 @@ public final class ServiceAdvertiser: Sendable {
                     return nil
                 }
                 let now = ContinuousClock.now
+                var response = answer.message
+                let delivery = answer.delivery
+                // A multicast answer of records multicast in the last second is not sent, and so
+                // costs no budget (queries repeated faster must not use it up for everyone else).
+                if delivery == .multicast {
+                    let fresh = response.answers.filter { !Self.multicastRecently($0, family: datagram.family, state: state, now: now) }
+                    guard !fresh.isEmpty else {
+                        state.statistics.rateLimited += 1
+                        return nil
+                    }
+                }
                 state.tokens = min(20, state.tokens + Double((now - state.lastRefill) / .milliseconds(50)))
                 state.lastRefill = now
                 guard state.tokens >= 1 else {
@@ -393,8 +425,6 @@ public final class ServiceAdvertiser: Sendable {
                     state.pending = pending
                     return .sendPending(after: Self.randomDuration(in: delay))
                 }
-                var response = answer.message
-                let delivery = answer.delivery
                 if delivery == .multicast {
                     guard Self.dropRecentlyMulticast(&response.answers, family: datagram.family, state: &state, now: now) else { return nil }
                 }
@@ -457,16 +487,19 @@ public final class ServiceAdvertiser: Sendable {
     private static func dropRecentlyMulticast(
         _ answers: inout [DNSResourceRecord], family: IPFamilies, state: inout State, now: ContinuousClock.Instant
     ) -> Bool {
-        answers.removeAll { record in
-            guard let last = state.lastMulticast[MulticastKey(record: record, family: family.rawValue)] else { return false }
-            return now - last < .seconds(1)
-        }
+        answers.removeAll { multicastRecently($0, family: family, state: state, now: now) }
         guard !answers.isEmpty else {
             state.statistics.rateLimited += 1
             return false
         }
         for record in answers { state.lastMulticast[MulticastKey(record: record, family: family.rawValue)] = now }
         return true
+    }
+
+    /// Whether `record` was multicast on `family` less than a second before `now`.
+    private static func multicastRecently(_ record: DNSResourceRecord, family: IPFamilies, state: State, now: ContinuousClock.Instant) -> Bool {
+        guard let last = state.lastMulticast[MulticastKey(record: record, family: family.rawValue)] else { return false }
+        return now - last < .seconds(1)
     }
 
     /// RFC 6762 §7.4: an answer waiting to be sent is dropped when another responder multicasts

@@ -77,18 +77,21 @@ public final class ServiceBrowser: Sendable {
                 interval = min(interval * 2, .seconds(60))
             }
         }
+        let deadline = ContinuousClock.now + timeout
         let timer = Task {
-            try? await Task.sleep(for: timeout)
+            try? await Task.sleep(until: deadline)
             await socket.close()
         }
         for await datagram in socket.datagrams {
+            // The datagrams still queued when the socket closes are not read: the timeout holds.
+            guard ContinuousClock.now < deadline else { break }
             // RFC 6762 §11: a response sent to the group came over the link; one sent to our
             // address only if its source is on the link (from anywhere else, it could fill the cache).
             guard datagram.toGroup || socket.isOnLink(datagram.source), let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse,
                 message.opcode == 0, message.responseCode == 0
             else { continue }
             let finished = cache.mutex.withLock { cache in
-                cache.insert(message.answers + message.additionals, now: .now)
+                cache.insert(message.answers + message.additionals, now: .now, about: type, names: extraNames)
                 return done(cache)
             }
             if finished { break }

@@ -95,6 +95,31 @@ struct MalformedTests {
         #expect(throws: DNSError.self) { try DNSMessage(parsing: twoLoop) }
     }
 
+    /// A message whose second answer's name enters a chain of `pointers` backward compression
+    /// pointers, each one step back, hidden in the first answer's opaque data and ending at the
+    /// question's name "a" (plus the answer name's own pointer into it).
+    static func pointerChain(_ pointers: Int) -> [UInt8] {
+        var bytes: [UInt8] = [0, 0, 0x84, 0, 0, 1, 0, 2, 0, 0, 0, 0] + [1, 0x61, 0, 0, 1, 0, 1]  // question "a" at 12
+        let length = 2 * pointers
+        bytes += [0xC0, 12, 0xFF, 0x00, 0, 1, 0, 0, 0, 120, UInt8(length >> 8), UInt8(length & 0xFF)]  // type 65280, opaque
+        let chainStart = bytes.count
+        for index in 0..<pointers {
+            let target = index == 0 ? 12 : chainStart + 2 * (index - 1)
+            bytes += [0xC0 | UInt8(target >> 8), UInt8(target & 0xFF)]
+        }
+        let last = chainStart + 2 * (pointers - 1)
+        bytes += [0xC0 | UInt8(last >> 8), UInt8(last & 0xFF), 0, 1, 0, 1, 0, 0, 0, 120, 0, 4, 192, 0, 2, 1]
+        return bytes
+    }
+
+    @Test("a name is read through at most 127 compression pointers: a long chain of them is refused")
+    func pointerChains() throws {
+        let accepted = try DNSMessage(parsing: Self.pointerChain(DNSReader.maximumPointers - 1))
+        #expect(accepted.answers.last?.name == (try DNSName("a")))
+        #expect(throws: DNSError.self) { try DNSMessage(parsing: Self.pointerChain(DNSReader.maximumPointers)) }
+        #expect(throws: DNSError.self) { try DNSMessage(parsing: Self.pointerChain(3_000)) }
+    }
+
     @Test("a name longer than 255 bytes through backward pointers is refused")
     func longNameThroughPointers() {
         // Answer 1 owns a 64-byte name at 12; answers 2..5 each prepend 63 bytes with a pointer back.

@@ -164,6 +164,117 @@ struct NetworkTests {
         #expect((stopped["conflicts"] as? Int ?? 0) >= 1, "the re-probe found the claim standing and renamed")
     }
 
+    /// RFC 6762 §8.1: a conflict found after announcing never makes the advertiser give up. A
+    /// host that claims every name it renames to (here "Hoarded" and "Hoarded (2)" to
+    /// "Hoarded (11)") once made it stop after ten attempts, silently; it must end up announced
+    /// as "Hoarded (12)".
+    @Test("a host claiming every name the advertiser renames to does not silence it: it probes on and is resolved under the next free name",
+          .enabled(if: canRun, Comment(rawValue: reason)))
+    func persistentClaimsDoNotSilence() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Hoarded", "--port", "4433", "--host", "ours", "--duration", "600"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let claimer = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "claim", "--interface-ip", pair.addressB, "--name", "Hoarded",
+             "--names", "11", "--port", "9", "--host", "claimer", "--duration", "600"])
+        _ = try #require(claimer.waitForEvent("claimed", timeout: 20), "\(claimer.standardError)")
+        let addresses = try resolvedAddresses(pair, probe, name: "Hoarded (12)") { !$0.isEmpty }
+        #expect(addresses.contains(pair.addressA), "Hoarded (12) resolved at \(addresses)")
+        claimer.kill()
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect(stopped["name"] as? String == "Hoarded (12)", "\(stopped)")
+        #expect((stopped["conflicts"] as? Int ?? 0) >= 11, "\(stopped)")
+    }
+
+    /// The goodbye withdraws what was announced also while the advertiser probes again after a
+    /// conflict (it sent none then: peers kept the old records until their TTLs ran out).
+    @Test("stopped while probing again after a conflict, the advertiser still withdraws what it announced", .enabled(if: canRun, Comment(rawValue: reason)))
+    func goodbyeWhileProbingAgain() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Leaving", "--port", "4433", "--host", "ours", "--duration", "600"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let watcher = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "goodbye-watch", "--interface-ip", pair.addressB, "--name", "Leaving",
+             "--renamed", "Leaving (2)", "--duration", "240"])
+        // Claims for 40 names keep it probing for far longer than the test runs.
+        let claimer = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "claim", "--interface-ip", pair.addressB, "--name", "Leaving",
+             "--names", "40", "--port", "9", "--host", "claimer", "--duration", "600"])
+        _ = try #require(claimer.waitForEvent("claimed", timeout: 20), "\(claimer.standardError)")
+        _ = try #require(watcher.waitForEvent("probe-seen", timeout: 120), "no probe for Leaving (2): \(watcher.standardError)")
+        advertiser.finish()
+        _ = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect(watcher.waitForEvent("goodbye", timeout: 30) != nil, "no goodbye for the announced Leaving")
+        claimer.kill()
+        watcher.kill()
+    }
+
+    /// RFC 6762 §6 allows a record to be multicast once a second; queries for it repeated faster
+    /// get nothing, and must not spend the budget other answers need (they did: 100 queries a
+    /// second for our SRV left no budget for a legacy query's answer).
+    @Test("queries repeated faster than the once-a-second multicast do not use up the answer budget", .enabled(if: canRun, Comment(rawValue: reason)))
+    func repeatedQueriesKeepTheBudget() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Busy", "--port", "4433", "--host", "ours", "--duration", "600"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        let flood = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "flood", "--interface-ip", pair.addressB, "--name", "Busy",
+             "--rate", "100", "--duration", "120"])
+        _ = try #require(flood.waitForEvent("flooding", timeout: 20), "\(flood.standardError)")
+        var answered = 0
+        for _ in 0..<5 {
+            let result = try pair.run(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", pair.addressB, "--target", pair.addressA,
+                 "--name", "Busy"])
+            if try decode(result.stdoutText)["answered"] as? Bool == true { answered += 1 }
+        }
+        #expect(flood.isRunning, "the flood ended before the queries")
+        flood.kill()
+        #expect(answered == 5, "\(answered) of 5 legacy queries answered during the flood")
+        advertiser.finish()
+        _ = advertiser.waitForEvent("stopped", timeout: 30)
+    }
+
+    /// Probes sent to our address from off the link (RFC 6762 §11) dispute nothing: only hosts on
+    /// the link probe for names there. They made the advertiser rename (and, past ten, give up).
+    @Test("probes sent to our address from another subnet do not make the advertiser rename", .enabled(if: canRun, Comment(rawValue: reason)))
+    func offLinkProbesAreDiscarded() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        #expect(try pair.run(in: pair.b, ["ip", "addr", "add", "169.254.77.2/16", "dev", pair.interfaceB]).status == 0)
+        #expect(try pair.run(in: pair.a, ["ip", "route", "add", "169.254.0.0/16", "dev", pair.interfaceA]).status == 0)
+        let prober = try pair.spawn(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-probe", "--interface-ip", "169.254.77.2", "--target", pair.addressA,
+             "--name", "Guarded", "--host", "ours", "--interval", "0.05", "--duration", "300"])
+        _ = try #require(prober.waitForEvent("probing", timeout: 20), "\(prober.standardError)")
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Guarded", "--port", "4433", "--host", "ours", "--duration", "600"])
+        let advertised = try #require(advertiser.waitForEvent("advertised", timeout: 120), "\(advertiser.standardError)")
+        #expect(advertised["name"] as? String == "Guarded" && advertised["host"] as? String == "ours.local.", "\(advertised)")
+        #expect(prober.isRunning, "the probes ended before the advertiser had probed")
+        prober.kill()
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect(stopped["conflicts"] as? Int == 0 && (stopped["offLink"] as? Int ?? 0) > 0, "\(stopped)")
+    }
+
     @Test("a response to our address from another subnet is discarded; one from the link, or sent to the group from any subnet, is a conflict (RFC 6762 §11)",
           .enabled(if: canRun, Comment(rawValue: reason)))
     func offLinkResponsesAreDiscarded() throws {

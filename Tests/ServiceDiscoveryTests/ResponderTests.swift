@@ -191,6 +191,43 @@ struct ResponderTests {
         #expect(records.conflicts(with: moved.announcement(), alsoOurs: Set(records.addresses)).host == true)
     }
 
+    @Test("a browse's cache: records about other names are not kept, and records flooded before a real response do not push it out")
+    func cacheUnderFlood() throws {
+        let records = try Self.records()
+        let start = ContinuousClock.now
+        // 512 address records of unrelated hosts with the longest TTL, then the real response.
+        var cache = DiscoveryCache()
+        let junk = try (0..<DiscoveryCache.maximumRecords).map { index in
+            DNSResourceRecord(name: try DNSName("x\(index).local"), ttl: UInt32.max >> 1, data: .a(IPv4Address(bytes: [10, 0, UInt8(index >> 8), UInt8(index & 0xFF)])!))
+        }
+        cache.insert(junk, now: start, about: .secureChannel)
+        #expect(cache.count == 0)
+        cache.insert(records.allRecords, now: start + .seconds(1), about: .secureChannel)
+        #expect(cache.resolvedInstances(of: .secureChannel).count == 1)
+        // The same flood into a cache that keeps everything (no type given): the records
+        // received longest ago go first, so the response stays whole.
+        var everything = DiscoveryCache()
+        everything.insert(junk, now: start)
+        everything.insert(records.allRecords, now: start + .seconds(1))
+        #expect(everything.count == DiscoveryCache.maximumRecords)
+        #expect(everything.resolvedInstances(of: .secureChannel).count == 1)
+        // 512 PTRs to fake instances of the type (records a browse keeps), then the real response.
+        var fakes = DiscoveryCache()
+        let fakePointers = try (0..<DiscoveryCache.maximumRecords).map { index in
+            DNSResourceRecord(name: ServiceType.secureChannel.domainName, ttl: UInt32.max >> 1, data: .ptr(try DNSName("fake\(index)._sf-channel._tcp.local")))
+        }
+        fakes.insert(fakePointers, now: start, about: .secureChannel)
+        fakes.insert(records.allRecords, now: start + .seconds(1), about: .secureChannel)
+        #expect(fakes.resolvedInstances(of: .secureChannel).map(\.name) == ["Alice's Mac"])
+        // Address records come in only for hosts an SRV record (in the same response or held) names.
+        var hosts = DiscoveryCache()
+        hosts.insert(records.addressRecords, now: start, about: .secureChannel)
+        #expect(hosts.count == 0)
+        hosts.insert([records.pointer, records.service, records.text], now: start, about: .secureChannel)
+        hosts.insert(records.addressRecords, now: start, about: .secureChannel)
+        #expect(hosts.resolvedInstances(of: .secureChannel).count == 1)
+    }
+
     @Test("the cache resolves instances, honours goodbyes and cache-flush, and stays bounded")
     func cache() throws {
         let records = try Self.records()
@@ -223,6 +260,13 @@ struct ResponderTests {
             cache.insert([DNSResourceRecord(name: ServiceType.secureChannel.domainName, ttl: 4500, data: .ptr(name))], now: start + .seconds(302))
         }
         #expect(cache.count == DiscoveryCache.maximumRecords)
+        // RFC 2181 §8: a TTL with its top bit set counts as 0 (a goodbye), not 68 years.
+        var huge = DiscoveryCache()
+        huge.insert(records.allRecords, now: start)
+        var forever = records.service
+        forever.ttl = 1 << 31
+        huge.insert([forever], now: start + .milliseconds(10))
+        #expect(huge.resolvedInstances(of: .secureChannel).isEmpty)
         // PTR targets that are not instances of the type are ignored.
         var bogus = DiscoveryCache()
         bogus.insert([DNSResourceRecord(name: ServiceType.secureChannel.domainName, ttl: 10, data: .ptr(try DNSName("evil.example.com")))], now: start)

@@ -19,6 +19,25 @@ written from RFC 1035 / RFC 6762, not by the code under test).
       or with --target group to 224.0.0.251 (on the link, whatever SOURCE's subnet), and prints
       {"sent": N}.
 
+  mdns_raw.py claim ... --names K
+      claims INSTANCE and the names the responder renames it to, "INSTANCE (2)" to "INSTANCE (K)".
+
+  mdns_raw.py flood --interface-ip IP --name INSTANCE [--rate R] [--duration S]
+      multicasts a QM query for INSTANCE's SRV record (a record the responder multicasts at most
+      once a second) R times a second for S seconds; prints {"event":"flooding"} after the first,
+      then {"event":"done","sent":N}.
+
+  mdns_raw.py unicast-probe --interface-ip SOURCE --target IP --name INSTANCE --host H [--interval I] [--duration S]
+      every I seconds for S seconds, sends from SOURCE:5353 to IP:5353 a probe (RFC 6762 §8.1)
+      for INSTANCE, "INSTANCE (2)" to "INSTANCE (10)", H.local. and "H-2.local." to "H-10.local.",
+      each with an authority record of type 65535 (which wins every tie-break, §8.2); prints
+      {"event":"probing"} after the first, then {"event":"done","sent":N}.
+
+  mdns_raw.py goodbye-watch --interface-ip IP --name INSTANCE --renamed NAME [--duration S]
+      listens on the group: prints {"event":"probe-seen"} once a probe (query) for NAME goes by,
+      then {"event":"goodbye"} once a response withdraws (TTL 0) INSTANCE's SRV record; ends
+      after S seconds.
+
   mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T] [--extra-questions N]
       sends a legacy unicast query (RFC 6762 §6.7: from an ephemeral port of SOURCE, ID 0x4242)
       for INSTANCE's SRV record (after N questions for names nobody has, to make it large) to
@@ -172,9 +191,13 @@ def claim_response(args):
 
 def claim(args):
     sock, group = open_socket(4, args.interface_ip, None)
-    instance = args.name + "." + args.type
-    response = claim_response(args)
-    sock.sendto(response, group)
+    names = [args.name] + ["%s (%d)" % (args.name, n) for n in range(2, args.names + 1)]
+    responses = {}
+    for name in names:
+        args.name = name
+        responses[(name + "." + args.type).lower()] = claim_response(args)
+    for response in responses.values():
+        sock.sendto(response, group)
     print(json.dumps({"event": "claimed"}), flush=True)
     answered = 0
     deadline = time.monotonic() + args.duration
@@ -186,8 +209,8 @@ def claim(args):
             flags, questions, _, _ = parse(data)
         except (ValueError, IndexError, struct.error):
             continue
-        if not flags & 0x8000 and any(name == instance.lower() for name, _ in questions):
-            sock.sendto(response, group)
+        for name in {name for name, _ in questions if not flags & 0x8000 and name in responses}:
+            sock.sendto(responses[name], group)
             answered += 1
     print(json.dumps({"event": "done", "answered": answered}), flush=True)
 
@@ -203,6 +226,65 @@ def unicast_claim(args):
     for _ in range(args.samples):
         sock.sendto(response, destination)
     print(json.dumps({"sent": args.samples}), flush=True)
+
+
+def flood(args):
+    sock, group = open_socket(4, args.interface_ip, None)
+    packet = query(args.name + "." + args.type, SRV)
+    sent, start = 0, time.monotonic()
+    while time.monotonic() < start + args.duration:
+        sock.sendto(packet, group)
+        sent += 1
+        if sent == 1:
+            print(json.dumps({"event": "flooding"}), flush=True)
+        time.sleep(max(0.0, start + sent / args.rate - time.monotonic()))
+    print(json.dumps({"event": "done", "sent": sent}), flush=True)
+
+
+def unicast_probe(args):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((args.interface_ip, PORT))
+    names = [args.name + "." + args.type] + ["%s (%d).%s" % (args.name, n, args.type) for n in range(2, 11)]
+    names += [args.host + ".local."] + ["%s-%d.local." % (args.host, n) for n in range(2, 11)]
+    questions = b"".join(encode_name(name) + struct.pack("!HH", 255, 1) for name in names)
+    authorities = b"".join(encode_name(name) + struct.pack("!HHIH", 65535, 1, 120, 0) for name in names)
+    packet = struct.pack("!HHHHHH", 0, 0, len(names), 0, len(names), 0) + questions + authorities
+    sent, start = 0, time.monotonic()
+    while time.monotonic() < start + args.duration:
+        sock.sendto(packet, (args.target, PORT))
+        sent += 1
+        if sent == 1:
+            print(json.dumps({"event": "probing"}), flush=True)
+        time.sleep(args.interval)
+    print(json.dumps({"event": "done", "sent": sent}), flush=True)
+
+
+def goodbye_watch(args):
+    sock, _ = open_socket(4, args.interface_ip, None)
+    instance = (args.name + "." + args.type).lower()
+    renamed = (args.renamed + "." + args.type).lower()
+    seen_probe = False
+    deadline = time.monotonic() + args.duration
+    while time.monotonic() < deadline:
+        if not select.select([sock], [], [], 0.1)[0]:
+            continue
+        data, _ = sock.recvfrom(9000)
+        try:
+            flags, questions, records, _ = parse(data)
+        except (ValueError, IndexError, struct.error):
+            continue
+        if not flags & 0x8000:
+            if not seen_probe and any(name == renamed for name, _ in questions):
+                seen_probe = True
+                print(json.dumps({"event": "probe-seen"}), flush=True)
+            continue
+        for name, rtype, offset, _ in records:
+            ttl = struct.unpack("!I", data[offset - 6:offset - 2])[0]
+            if name == instance and rtype == SRV and ttl == 0:
+                print(json.dumps({"event": "goodbye"}), flush=True)
+                return
 
 
 def legacy(args):
@@ -228,7 +310,7 @@ def legacy(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["timing", "claim", "unicast-claim", "legacy"])
+    parser.add_argument("command", choices=["timing", "claim", "unicast-claim", "legacy", "flood", "unicast-probe", "goodbye-watch"])
     parser.add_argument("--interface-ip", required=True)
     parser.add_argument("--interface")
     parser.add_argument("--target")
@@ -240,8 +322,13 @@ def main():
     parser.add_argument("--host", default="claimer")
     parser.add_argument("--duration", type=float, default=15)
     parser.add_argument("--extra-questions", type=int, default=0)
+    parser.add_argument("--names", type=int, default=1)
+    parser.add_argument("--rate", type=float, default=100)
+    parser.add_argument("--interval", type=float, default=0.1)
+    parser.add_argument("--renamed")
     args = parser.parse_args()
-    {"timing": timing, "claim": claim, "unicast-claim": unicast_claim, "legacy": legacy}[args.command](args)
+    {"timing": timing, "claim": claim, "unicast-claim": unicast_claim, "legacy": legacy, "flood": flood,
+     "unicast-probe": unicast_probe, "goodbye-watch": goodbye_watch}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,9 @@ extension DNSMessage {
 
 /// A bounds-checked cursor over a DNS message.
 struct DNSReader {
+    /// The most compression pointers followed in one name.
+    static let maximumPointers = 127
+
     let bytes: [UInt8]
     var offset = 0
 
@@ -74,8 +77,12 @@ struct DNSReader {
 
     /// Reads a possibly compressed name. Each pointer must target a position strictly before the
     /// start of the run of labels it ends, so positions strictly decrease and a loop is impossible.
+    /// At most `maximumPointers` are followed per name (a name has at most 127 labels, and an
+    /// encoder needs one pointer per name): a chain of thousands of pointers, each a step back,
+    /// would otherwise cost a walk of the whole message for every name that enters it.
     mutating func readName() throws(DNSError) -> DNSName {
         var labels = [[UInt8]]()
+        var pointers = 0
         var wireLength = 1
         var position = offset
         var runStart = offset
@@ -99,6 +106,8 @@ struct DNSReader {
                 guard position + 1 < bytes.count else { throw .truncated(offset: position + 1) }
                 let target = Int(length & 0x3F) << 8 | Int(bytes[position + 1])
                 guard target < runStart else { throw .invalidCompressionPointer(offset: position, target: target) }
+                pointers += 1
+                guard pointers <= Self.maximumPointers else { throw .invalidCompressionPointer(offset: position, target: target) }
                 if !jumped { offset = position + 2 }
                 jumped = true
                 position = target

@@ -1,9 +1,11 @@
 /// A bounded cache of records heard from the network, and the assembly of resolved instances from
 /// it (RFC 6763 §4–§6). Every record is untrusted; the cache only bounds how much memory hostile
-/// traffic can take (`maximumRecords`, oldest-expiring evicted first) and honours TTLs, goodbyes
-/// (TTL 0) and the cache-flush bit (RFC 6762 §10.1, §10.2).
+/// traffic can take (`maximumRecords`, the record received longest ago evicted first) and honours
+/// TTLs, goodbyes (TTL 0) and the cache-flush bit (RFC 6762 §10.1, §10.2).
 public struct DiscoveryCache: Sendable {
-    /// The most records kept; beyond it the record closest to expiry is evicted.
+    /// The most records kept; beyond it the record received longest ago is evicted (not the one
+    /// closest to expiry: records with huge TTLs would then stay, and each record of a real
+    /// response would evict the one before it).
     public static let maximumRecords = 512
 
     private struct Key: Hashable {
@@ -25,10 +27,12 @@ public struct DiscoveryCache: Sendable {
     /// The number of records held.
     public var count: Int { entries.count }
 
-    /// Adds the records of a response received at `now`.
+    /// Adds the records of a response received at `now`. A TTL with its top bit set counts as 0
+    /// (RFC 2181 §8).
     public mutating func insert(_ records: [DNSResourceRecord], now: ContinuousClock.Instant) {
         expire(now: now)
-        for record in records where record.recordClass == .internet {
+        for var record in records where record.recordClass == .internet {
+            if record.ttl >= 1 << 31 { record.ttl = 0 }
             let key = Key(name: record.name, data: record.data)
             if record.ttl == 0 {
                 entries[key] = nil
@@ -40,12 +44,40 @@ public struct DiscoveryCache: Sendable {
                 for (staleKey, _) in stale { entries[staleKey] = nil }
             }
             if entries[key] == nil, entries.count >= Self.maximumRecords,
-                let victim = entries.min(by: { $0.value.expires < $1.value.expires })?.key
+                let victim = entries.min(by: { $0.value.received < $1.value.received })?.key
             {
                 entries[victim] = nil
             }
             entries[key] = Entry(record: record, received: now, expires: now + .seconds(Int64(record.ttl)))
         }
+    }
+
+    /// Adds the records of a response received at `now` that can tell about instances of `type`
+    /// (or the instances `names`): PTR records of the type, SRV and TXT records of its instances,
+    /// and A and AAAA records of the hosts those SRV records (here or already held) name. Others
+    /// are not kept, so that records for unrelated names cannot push the browse's own out.
+    public mutating func insert(
+        _ records: [DNSResourceRecord], now: ContinuousClock.Instant, about type: ServiceType, names: [DNSName] = []
+    ) {
+        let domain = type.domainName
+        func isInstance(_ name: DNSName) -> Bool {
+            (name.labels.count == domain.labels.count + 1 && name.hasSuffix(domain)) || names.contains(name)
+        }
+        var hosts = Set<DNSName>()
+        for record in records where isInstance(record.name) {
+            if case .srv(let srv) = record.data { hosts.insert(srv.target) }
+        }
+        for entry in entries.values where isInstance(entry.record.name) {
+            if case .srv(let srv) = entry.record.data { hosts.insert(srv.target) }
+        }
+        insert(records.filter { record in
+            switch record.type {
+            case .ptr: record.name == domain
+            case .srv, .txt: isInstance(record.name)
+            case .a, .aaaa: hosts.contains(record.name)
+            default: false
+            }
+        }, now: now)
     }
 
     /// Drops the records whose TTL has passed.
