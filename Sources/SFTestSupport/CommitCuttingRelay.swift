@@ -7,6 +7,8 @@ import SecureCore
 /// the COMMIT on and closes both sides as the server answers; `.fatalAnswer` does the same but
 /// first tells the client, in the server's stead, that the session ended (an ErrorResponse of
 /// severity FATAL, SQLSTATE 08P01, as PgBouncer sends when it loses its server connection);
+/// `.errorAnswer` does the same with an error of severity ERROR (08P01), as a pooler that relays
+/// its lost server connection as a statement's error does (PgBouncer before 1.21);
 /// `.garbledAnswer` does the same with an answer the client cannot read (a message of an unknown
 /// type); `.request` keeps it from the server and closes the client's side only, leaving the server's
 /// process idle in its transaction (as a link that failed silently would); `.requestPassedOn`
@@ -15,7 +17,7 @@ import SecureCore
 /// each socket is read by one thread.
 public final class CommitCuttingRelay: @unchecked Sendable {
     /// How a COMMIT is lost.
-    public enum Cut: Sendable { case answer, fatalAnswer, garbledAnswer, request, requestPassedOn }
+    public enum Cut: Sendable { case answer, fatalAnswer, errorAnswer, garbledAnswer, request, requestPassedOn }
 
     /// The port clients connect to.
     public let port: Int
@@ -123,7 +125,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
                 }
                 inWriteTransaction = false
                 switch cut {
-                case .answer?, .fatalAnswer?, .garbledAnswer?:
+                case .answer?, .fatalAnswer?, .errorAnswer?, .garbledAnswer?:
                     cutOnAnswer.withLock { $0 = cut }
                     afterCut?()
                 case .requestPassedOn?:
@@ -154,7 +156,8 @@ public final class CommitCuttingRelay: @unchecked Sendable {
             guard count > 0 else { break }
             if let cut = cutOnAnswer.withLock({ $0 }) {
                 switch cut {
-                case .fatalAnswer: _ = Self.writeAll(client, Self.fatalSessionError)
+                case .fatalAnswer: _ = Self.writeAll(client, Self.sessionError(severity: "FATAL"))
+                case .errorAnswer: _ = Self.writeAll(client, Self.sessionError(severity: "ERROR"))
                 case .garbledAnswer: _ = Self.writeAll(client, Data("?".utf8) + Data([0, 0, 0, 4]))  // type '?', no body
                 default: break
                 }
@@ -166,16 +169,16 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         shutdown(server, Int32(SHUT_RDWR))
     }
 
-    /// An ErrorResponse: severity FATAL, SQLSTATE 08P01, PgBouncer's message for a lost server.
-    private static let fatalSessionError: Data = {
+    /// An ErrorResponse of `severity`, SQLSTATE 08P01, PgBouncer's message for a lost server.
+    private static func sessionError(severity: String) -> Data {
         var fields = Data()
-        for (code, value) in [("S", "FATAL"), ("V", "FATAL"), ("C", "08P01"), ("M", "server conn crashed?")] {
+        for (code, value) in [("S", severity), ("V", severity), ("C", "08P01"), ("M", "server conn crashed?")] {
             fields += Data(code.utf8) + Data(value.utf8) + Data([0])
         }
         fields.append(0)
         let length = UInt32(4 + fields.count)
         return Data("E".utf8) + Data([UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]) + fields
-    }()
+    }
 
     private static func writeAll(_ fd: Int32, _ data: Data) -> Bool {
         data.withUnsafeBytes { bytes in

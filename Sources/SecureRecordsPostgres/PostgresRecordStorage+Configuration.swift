@@ -44,9 +44,11 @@ extension PostgresRecordStorage {
         /// How long connecting may take (TCP, TLS, startup and authentication, retries while the
         /// server restarts) before it fails. URL: `connect_timeout` (seconds). Default 10.
         public var connectTimeoutSeconds: Int
-        /// How long one statement may take before the client gives up, closes the connection and
-        /// fails; also sent to the server as its `statement_timeout`. URL: `statement_timeout`
-        /// (milliseconds, as PostgreSQL's setting). Default 30 s.
+        /// How long one statement may take: sent to the server as its `statement_timeout` (it then
+        /// cancels the statement, SQLSTATE 57014, a final error). A server that does not answer is
+        /// given a second more (or a tenth more, if longer), then the client closes the connection
+        /// and the transaction runs again on a new one. URL: `statement_timeout` (milliseconds, as
+        /// PostgreSQL's setting). Default 30 s.
         public var statementTimeoutSeconds: Double
         /// How long one transaction may take, its retries on a new connection included; for an
         /// import (one transaction, as long as its input), how long it may go without a statement

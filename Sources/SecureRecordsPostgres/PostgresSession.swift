@@ -106,6 +106,15 @@ final class PostgresSession: Sendable {
         }
     }
 
+    /// The TLS client configuration: the system's trust roots, or those of `caFile` alone; TLS 1.2
+    /// at least, as libpq's `ssl_min_protocol_version` default (NIOSSL's own minimum is TLS 1.0).
+    static func tlsConfiguration(caFile: String?) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        if let caFile { configuration.trustRoots = .file(caFile) }
+        return configuration
+    }
+
     /// `Configuration.loopbackAddress(ofHost:)`, looked up on a thread of its own and waited for
     /// until `deadline`: a DNS resolver that does not answer (glibc waits timeout × attempts ×
     /// servers, 10 s or more) must not hold a connection attempt past its deadline. A lookup still
@@ -163,11 +172,8 @@ final class PostgresSession: Sendable {
             switch c.tls {
             case .disabled: tls = .disable
             case .automatic where loopback != nil: tls = .disable
-            case .automatic: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            case .required(let caFile):
-                var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
-                if let caFile { tlsConfiguration.trustRoots = .file(caFile) }
-                tls = .require(try NIOSSLContext(configuration: tlsConfiguration))
+            case .automatic: tls = .require(try NIOSSLContext(configuration: Self.tlsConfiguration(caFile: nil)))
+            case .required(let caFile): tls = .require(try NIOSSLContext(configuration: Self.tlsConfiguration(caFile: caFile)))
             }
         } catch {
             throw PostgresFailure(error: RecordsError.storage(StorageFailure(.cannotConnect, "\(c.displayName): TLS setup failed: \(error)")))
@@ -356,11 +362,20 @@ final class PostgresSession: Sendable {
         /// Holds a close of the connection while a `COPY` sends its data.
         let copyGuard: CopyGuard
 
-        /// The statement's deadline, or the transaction's if sooner (then named in a failure).
+        /// The statement's deadline, or the transaction's if sooner (then named in a failure). The
+        /// client waits `statementGrace` longer than the server's own `statement_timeout`, so
+        /// that a live server's cancellation (SQLSTATE 57014, a typed and final error) arrives
+        /// first: with the same deadline the client's timer nearly always fired first, and a slow
+        /// statement was taken for a lost connection and run again until the transaction's deadline.
         private var statementDeadline: (deadline: NIODeadline, transactionTimeout: Int64?) {
-            let statement = NIODeadline.now() + .milliseconds(Int64(session.configuration.statementTimeoutSeconds * 1000))
+            let timeout = session.configuration.statementTimeoutSeconds
+            let statement = NIODeadline.now() + .milliseconds(Int64((timeout + Self.statementGrace(timeout)) * 1000))
             return deadline.value < statement ? (deadline.value, deadline.timeout.nanoseconds / 1_000_000) : (statement, nil)
         }
+
+        /// How much longer than the server's `statement_timeout` of `timeout` seconds the client
+        /// waits for a statement: a second, or a tenth of it if more.
+        static func statementGrace(_ timeout: Double) -> Double { max(1, timeout / 10) }
 
         /// Runs `sql` with `binds` and returns every row.
         @discardableResult
@@ -681,7 +696,14 @@ final class PostgresSession: Sendable {
                     throw error
                 }
                 // A COMMIT that failed otherwise than with a statement's error may have committed.
-                let commitUnanswered = committing != nil && failure.map { !$0.isStatementError } ?? true
+                var commitUnanswered = committing != nil && failure.map { !$0.isStatementError } ?? true
+                // One that failed with a statement's error did not, if the session is still there
+                // to roll back: an ERROR followed by the end of the connection (a pooler relaying
+                // its lost server link as a statement's error) leaves the outcome unknown too.
+                var rolledBack = false
+                if committing != nil, !commitUnanswered, failure?.isConnectionLost != true {
+                    if (try? tx.query("ROLLBACK")) != nil { rolledBack = true } else { commitUnanswered = true }
+                }
                 if failure?.isConnectionLost == true || commitUnanswered {
                     drop(tx, from: &current)
                     retriesUntil = min(retriesUntil, deadline.value)
@@ -698,7 +720,7 @@ final class PostgresSession: Sendable {
                     throw unknownOutcome(error)
                 }
                 // A connection that cannot even roll back is not given back to the pool.
-                if (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
+                if !rolledBack, (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
                 if failure?.isTransient == true, transientRetries < 4 {
                     transientRetries += 1
                     continue

@@ -35,13 +35,16 @@ import Testing
     /// update, a delete gave `outcomeUnknown`, and a delete retried by hand `recordNotFound`);
     /// `.fatalAnswer`, the same with the answer replaced by a FATAL error of class 08, as PgBouncer
     /// reports a lost server connection (before, the call failed with SQLSTATE 08P01, its write stored);
+    /// `.errorAnswer`, the same with an error of severity ERROR, then the end of the connection, as
+    /// a pooler may relay its lost server (before, the call failed with 08P01, its write stored:
+    /// an ERROR was taken to mean the transaction was still there, rolled back);
     /// `.garbledAnswer`, the same with an answer the client cannot read (before, a failure, its
     /// write stored);
     /// `.request`, the COMMIT never reached the server, whose process stays in the transaction
     /// holding its locks (before, an add read that its record was missing, ran again, and waited on
     /// that process's row until the lock timeout). Each call succeeds, and the store holds each
     /// change once.
-    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .garbledAnswer, .request])
+    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .errorAnswer, .garbledAnswer, .request])
     func everyWriteWhoseCommitIsLostIsSettledByTheServer(cut: CommitCuttingRelay.Cut) throws {
         let relayed = try Self.relayedStore()
         defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
@@ -110,5 +113,40 @@ extension LostCommitTests {
         #expect(relay.cuts == 1, "no COMMIT was cut")
         #expect(try direct.queryText("SELECT last_value::text FROM \(runs)") == ["1"], "the transaction was ended and run again")
         #expect(try RecordStore(storage: direct, configuration: testConfiguration).search(in: "gifts").map(\.id) == [id])
+    }
+}
+
+extension LostCommitTests {
+    /// A statement that runs past `statement_timeout` on a live server ends with the server's
+    /// typed cancellation (SQLSTATE 57014), at once and on the connection it ran on. The client
+    /// waited exactly as long as the server: its own timer nearly always fired first, the
+    /// connection was taken for lost, and the statement was run again on new connections until
+    /// the transaction's deadline (here 20 s; about 20 runs).
+    @Test(.requires(.postgres))
+    func aStatementPastItsTimeoutGetsTheServersTypedError() throws {
+        let relayed = try Self.relayedStore()
+        defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
+        var configuration = relayed.direct.configuration
+        configuration.host = "127.0.0.1"
+        configuration.port = relayed.relay.port
+        configuration.tls = .disabled
+        configuration.statementTimeoutSeconds = 1
+        configuration.transactionTimeoutSeconds = 20
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        defer { storage.close() }
+        let connections = relayed.relay.serverSidePorts.count
+        let started = Date()
+        do {
+            _ = try storage.queryText("SELECT pg_sleep(4)::text")
+            Issue.record("a statement of 4 s ran under a statement_timeout of 1 s")
+        } catch {
+            guard case .storage(let failure) = error, case .server(let sqlState) = failure.cause else {
+                Issue.record("not the server's error: \(error)")
+                return
+            }
+            #expect(sqlState == "57014", "\(error)")
+        }
+        #expect(Date().timeIntervalSince(started) < 10, "the statement was run again until the transaction's deadline")
+        #expect(relayed.relay.serverSidePorts.count <= connections + 1, "run on \(relayed.relay.serverSidePorts.count - connections) connections")
     }
 }

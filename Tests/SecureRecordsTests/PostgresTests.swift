@@ -258,6 +258,44 @@ import Testing
         #expect(try plain.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["false"])
     }
 
+    /// TLS below 1.2 is refused, as libpq's `ssl_min_protocol_version` default (NIOSSL's own
+    /// minimum is TLS 1.0, which the client accepted): a PostgreSQL-shaped endpoint offering at most
+    /// TLS 1.1 fails the handshake; the same endpoint offering TLS 1.2 completes it.
+    @Test func tlsBelowOnePointTwoIsRefused() throws {
+        let scratch = try RecordsScratch()
+        let (ca, caKey, leaf, leafKey) = (scratch.path("ca.pem"), scratch.path("ca.key"), scratch.path("leaf.pem"), scratch.path("leaf.key"))
+        try "subjectAltName=DNS:localhost\n".write(toFile: scratch.path("san.txt"), atomically: true, encoding: .utf8)
+        for arguments in [
+            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=test CA",
+             "-keyout", caKey, "-out", ca],
+            ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost", "-keyout", leafKey,
+             "-out", scratch.path("leaf.csr")],
+            ["x509", "-req", "-in", scratch.path("leaf.csr"), "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-days", "1",
+             "-extfile", scratch.path("san.txt"), "-out", leaf],
+        ] {
+            let made = try TestSupport.run("openssl", arguments)
+            try #require(made.status == 0, "\(made.stderrText)")
+        }
+        /// The handshake report of the endpoint offering at most `version`, after a connect.
+        func handshake(upTo version: String) throws -> [String: Any] {
+            let server = try BackgroundProcess([
+                TestSupport.which("python3") ?? "/usr/bin/python3", TestSupport.packageRoot.appendingPathComponent("Tests/peers/tls_version_server.py").path,
+                "--cert", leaf, "--key", leafKey, "--max-version", version,
+            ])
+            defer { server.kill() }
+            let listening = try #require(server.waitForEvent("listening"), "\(server.standardError)")
+            let port = try #require(listening["port"] as? Int)
+            let configuration = try PostgresRecordStorage.Configuration(
+                url: "postgres://someone@localhost:\(port)/db?sslmode=verify-full&sslrootcert=\(ca)&connect_timeout=5")
+            #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+            return try #require(server.waitForEvent("handshake"), "\(server.standardError)")
+        }
+        let old = try handshake(upTo: "1.1")
+        #expect(old["ok"] as? Bool == false, "a TLS 1.1 handshake completed: \(old)")
+        let current = try handshake(upTo: "1.2")
+        #expect(current["ok"] as? Bool == true && current["version"] as? String == "TLSv1.2", "\(current)")
+    }
+
     /// Issue 19 item 3: a private CA is named in the URL (`sslrootcert`, as libpq) or with
     /// `sf records --postgres-ca-file`; a failed verification says which of these fixes it.
     @Test(.requires(.postgres), .enabled(if: TestSupport.postgresCAFile != nil || TestSupport.isCI, "SF_TEST_POSTGRES_CA_FILE is not set"))
