@@ -96,6 +96,24 @@ extension Noise {
                 responderPreMessage: pattern.responderPreMessage, messages: pattern.messages)
         }
 
+        /// Whether `role` ends the handshake having read a payload encrypted under a key mixed
+        /// from a DH with the other party's static key (`se` or `ss` for the responder, `es` or
+        /// `ss` for the initiator): only then has the other party proven it holds the static key
+        /// it sent or was known by. A static key alone, sent in the clear (IX's first message) or
+        /// known in advance (K, KK1, ...), proves nothing: the responder of IX, IN or KK1, or the
+        /// initiator of NX1 or XX1, finishes without such proof. False when the other party has
+        /// no static key in the pattern at all.
+        public func provesPeerStaticKey(to role: Noise.Role) -> Bool {
+            let peer = role.peer
+            let peerKeyTokens: Set<Token> = peer == .initiator ? [.se, .ss] : [.es, .ss]
+            var mixed = false
+            for message in messages {
+                if message.tokens.contains(where: peerKeyTokens.contains) { mixed = true }
+                if message.sender == peer && mixed { return true }
+            }
+            return false
+        }
+
         /// True for the one-way patterns (`N`, `K`, `X` and their psk variants): one message, after
         /// which only the initiator sends.
         public var isOneWay: Bool { messages.count == 1 }

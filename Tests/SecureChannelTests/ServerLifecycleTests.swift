@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -117,5 +118,53 @@ struct ServerLifecycleTests {
         #expect(reply == ByteBuffer(string: "still open"))
         try await echo.value
         #expect(failures.withLockedValue { $0 }.isEmpty, "\(failures.withLockedValue { $0 })")
+    }
+}
+
+/// A static key is the peer's only once the peer proved it holds it (a payload it sent under a key
+/// mixed from a DH with it). The responder of IX reads the initiator's static key in the clear in
+/// the first message and never reads another: anyone could send a trusted public key there.
+@Suite("SecureChannel: a peer's static key counts only once proven")
+struct PeerKeyProofTests {
+    @Test("which side of which pattern sees the peer prove its static key")
+    func provenByPattern() throws {
+        let cases: [(String, initiator: Bool, responder: Bool)] = [
+            ("XX", true, true), ("IK", true, true), ("KK", true, true), ("XK", true, true), ("IX", true, false), ("IN", false, false),
+            ("NN", false, false), ("NK", true, false), ("NX", true, false), ("KK1", true, false), ("XX1", false, true), ("NX1", false, false),
+            ("X1X", true, false), ("N", false, false), ("K", false, true), ("X", false, true), ("XXpsk3", true, true),
+        ]
+        for (name, initiator, responder) in cases {
+            let pattern = try Noise.HandshakePattern(named: name)
+            #expect(pattern.provesPeerStaticKey(to: .initiator) == initiator, "\(name), initiator")
+            #expect(pattern.provesPeerStaticKey(to: .responder) == responder, "\(name), responder")
+        }
+    }
+
+    @Test("a policy that trusts a key is refused for a pattern that never proves it; anonymous, the unproven key is not reported")
+    func unprovenKeysAreNotTheirHolders() async throws {
+        var ix = SecureChannel.Configuration()
+        ix.protocolName = try Noise.ProtocolName(parsing: "Noise_IX_25519_ChaChaPoly_SHA256")
+        for peer in [SecureChannel.PeerTrust.pinned(ChannelFixtures.clientKey.publicKey), .anyAuthenticatedKey] {
+            await #expect(throws: SecureChannelError.peerNotAuthenticated) {
+                _ = try await SecureChannel.Server.bind(host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: peer, configuration: ix)
+            }
+        }
+        // The initiator of XX1 reads the responder's key in the clear and never a payload under it.
+        var xx1 = SecureChannel.Configuration()
+        xx1.protocolName = try Noise.ProtocolName(parsing: "Noise_XX1_25519_ChaChaPoly_SHA256")
+        await #expect(throws: SecureChannelError.peerNotAuthenticated) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: 9, staticKey: ChannelFixtures.clientKey, peer: .pinned(ChannelFixtures.serverKey.publicKey), configuration: xx1)
+        }
+        // An anonymous IX server: a raw peer sends a random ephemeral key and the client's public
+        // key (in the clear, as IX's first message holds them); the connection it gets names no key.
+        let server = try await SecureChannel.Server.bind(host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: .anonymous, configuration: ix)
+        defer { Task { await server.close() } }
+        let peer = try RawPeer(port: server.port)
+        peer.sendFrame(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation + ChannelFixtures.clientKey.publicKey.rawRepresentation)
+        #expect(peer.receiveFrame() != nil, "no second handshake message")
+        var connections = server.connections.makeAsyncIterator()
+        let connection = try #require(await connections.next())
+        #expect(connection.peerStaticKey == nil && connection.peerFingerprint == nil, "an unproven key was reported as the peer's")
     }
 }

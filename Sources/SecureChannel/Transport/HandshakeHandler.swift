@@ -35,12 +35,15 @@ extension SecureChannel {
         private var firstMessageTimeout: Scheduled<Void>?
         private var peerChecked = false
         private var storeAfterHandshake: (tag: String, store: KeyStore)?
+        /// Whether the peer's static key counts as the peer's (`peerKeyCounts`).
+        private let provesPeerKey: Bool
 
         init(
             role: Noise.Role, staticKey: Curve25519.KeyAgreement.PrivateKey?, trust: PeerTrust, configuration: Configuration,
             established: EventLoopPromise<Established>
         ) throws {
             state = try Self.makeHandshakeState(role: role, staticKey: staticKey, trust: trust, configuration: configuration)
+            provesPeerKey = Self.peerKeyCounts(configuration.protocolName.pattern, role: role)
             self.trust = trust
             self.configuration = configuration
             self.established = established
@@ -52,6 +55,10 @@ extension SecureChannel {
             role: Noise.Role, staticKey: Curve25519.KeyAgreement.PrivateKey?, trust: PeerTrust, configuration: Configuration
         ) throws(SecureChannelError) -> Noise.HandshakeState {
             let pattern = configuration.protocolName.pattern
+            // A pattern that never makes the peer prove its static key (the responder of IX, the
+            // initiator of XX1, ...) cannot serve a policy that trusts a key: anyone could send
+            // the trusted public key and be taken for its holder.
+            if !trust.isAnonymous && !peerKeyCounts(pattern, role: role) { throw .peerNotAuthenticated }
             let needsPeerKey = (role == .initiator ? pattern.responderPreMessage : pattern.initiatorPreMessage).contains(.s)
             let known = try trust.knownKey()
             if needsPeerKey && known == nil { throw .peerKeyRequired }
@@ -63,6 +70,13 @@ extension SecureChannel {
             } catch {
                 throw .noise(error)
             }
+        }
+
+        /// Whether the peer's static key is one it proved it holds (`provesPeerStaticKey`), or the
+        /// key a one-way initiator encrypts to (its peer never sends anything to attribute to it,
+        /// and only the key's holder can read what it is sent).
+        static func peerKeyCounts(_ pattern: Noise.HandshakePattern, role: Noise.Role) -> Bool {
+            pattern.provesPeerStaticKey(to: role) || (pattern.isOneWay && role == .initiator)
         }
 
         func handlerAdded(context: ChannelHandlerContext) {
@@ -156,12 +170,14 @@ extension SecureChannel {
         }
 
         private func finish(context: ChannelHandlerContext) throws {
-            if !peerChecked {
+            // Only a key the peer proved it holds is the peer's (an unproven one is not reported).
+            let peerKey = provesPeerKey ? state.remoteStaticKey : nil
+            if !peerChecked || peerKey == nil {
                 peerChecked = true
-                storeAfterHandshake = try trust.evaluate(state.remoteStaticKey)
+                storeAfterHandshake = try trust.evaluate(peerKey)
             }
             let transport = try state.transportState()
-            if let (tag, store) = storeAfterHandshake, let key = transport.remoteStaticKey {
+            if let (tag, store) = storeAfterHandshake, let key = peerKey {
                 do { try store.storePartnerKey(.x25519(key), tag: tag) } catch {
                     throw SecureChannelError.keyStoreFailed(error)
                 }
@@ -177,7 +193,7 @@ extension SecureChannel {
             phase = .established
             established.succeed(
                 Established(
-                    peerStaticKey: transport.remoteStaticKey, handshakeHash: transport.handshakeHash, pacing: pacing,
+                    peerStaticKey: peerKey, handshakeHash: transport.handshakeHash, pacing: pacing,
                     streamEnd: streamEnd))
         }
 

@@ -50,6 +50,9 @@ extension SecureChannel {
         /// Expects no peer authentication at all (NN, or NK seen from the responder).
         public static let anonymous = PeerTrust(rule: .anonymous)
 
+        /// Whether the policy expects no peer authentication (`anonymous`).
+        var isAnonymous: Bool { if case .anonymous = rule { true } else { false } }
+
         /// The key to use as the peer's pre-message key (IK, NK, ...), if the policy names one.
         func knownKey() throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
             switch rule {
