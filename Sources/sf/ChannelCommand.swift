@@ -228,7 +228,8 @@ struct ChannelConnectCommand: AsyncParsableCommand {
         } else if let browse, let interface {
             let found = try await ChannelDiscovery.resolve(name: browse, interface: interface, timeout: timeout, backend: discovery.backend(interface: interface))
             // Untrusted: shown as a hint only; the handshake decides.
-            Terminal.writeError("sf channel: found \"\(found.name)\" at \(found.endpoint) (advertised fp \(found.fingerprint ?? "none"), not trusted)")
+            Terminal.writeError(
+                "sf channel: found \"\(Terminal.printable(found.name))\" at \(found.endpoint) (advertised fp \(found.fingerprint ?? "none"), not trusted)")
             target = found.endpoint
         } else {
             throw ValidationError("give either HOST:PORT or --browse NAME")
@@ -270,7 +271,7 @@ struct ChannelBrowseCommand: AsyncParsableCommand {
         let rows = try await ChannelDiscovery.browse(interface: interface, timeout: timeout, backend: discovery.backend(interface: interface))
         if json { return try JSONOutput.print(rows) }
         for row in rows {
-            print([row.name, row.host, "\(row.address ?? "-"):\(row.port)", row.fp ?? "-"].joined(separator: "\t"))
+            print([row.name, row.host, "\(row.address ?? "-"):\(row.port)", row.fp ?? "-"].map(Terminal.printable).joined(separator: "\t"))
         }
     }
 }
@@ -303,6 +304,7 @@ enum ChannelDiscovery {
     struct Found {
         let name: String
         let endpoint: ChannelEndpoint
+        /// The advertised fingerprint as parsed, "invalid" when what was advertised is not one.
         let fingerprint: String?
     }
 
@@ -316,20 +318,23 @@ enum ChannelDiscovery {
         guard let address = preferredAddress(instance) else { throw CLIError("no service address for \"\(name)\"") }
         return Found(
             name: instance.name, endpoint: ChannelEndpoint(host: address, port: Int(instance.port)),
-            fingerprint: advertisement(instance).advertisedFingerprint)
+            fingerprint: advertisedFingerprint(instance))
     }
 
     static func browse(interface: String, timeout: Double, backend: DiscoveryBackend) async throws -> [ChannelBrowseCommand.Row] {
         try await ServiceBrowser(interface: interface, backend: backend).browse(timeout: ChannelEndpoint.duration(timeout)).map {
             ChannelBrowseCommand.Row(
                 name: $0.name, host: $0.host.description, address: preferredAddress($0), addresses: $0.addresses.map(\.description),
-                port: Int($0.port), fp: advertisement($0).advertisedFingerprint)
+                port: Int($0.port), fp: advertisedFingerprint($0))
         }
     }
 
-    /// What the instance's TXT record advertises (untrusted).
-    static func advertisement(_ instance: ServiceInstance) -> SecureChannel.Advertisement {
-        SecureChannel.Advertisement { instance.txt[$0]?.string }
+    /// The fingerprint the instance's TXT record advertises (untrusted), in its canonical form;
+    /// "invalid" for anything else it holds (never shown as it came).
+    static func advertisedFingerprint(_ instance: ServiceInstance) -> String? {
+        let advertisement = SecureChannel.Advertisement { instance.txt[$0]?.string }
+        guard advertisement.advertisedFingerprint != nil else { return nil }
+        return advertisement.fingerprint?.description ?? "invalid"
     }
 }
 

@@ -16,6 +16,23 @@ enum Terminal {
         FileHandle.standardError.write(Data((message.hasSuffix("\n") ? message : message + "\n").utf8))
     }
 
+    /// `text` from another party (a name or TXT value heard on the network), safe to print: C0 and
+    /// C1 control characters, DEL and the bidirectional overrides and isolates are written as
+    /// `\u{XX}`, so that it cannot move the cursor, clear a line, set a window title or the
+    /// clipboard, or reorder what is shown (a forged "peer verified" line, say).
+    static func printable(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x00...0x1F, 0x7F...0x9F, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+                result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
     /// True when standard error is a terminal (for prompts and progress).
     static var stderrIsTerminal: Bool { isatty(2) == 1 }
 

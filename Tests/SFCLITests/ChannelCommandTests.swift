@@ -458,6 +458,43 @@ struct ChannelCommandTests {
         #expect(server.waitForExit() == 0, "\(server.standardError)")
     }
 
+    /// What a host on the link advertises is printed escaped: an instance name with a bidi override
+    /// and an `fp` holding a carriage return and an escape sequence that would clear the line and
+    /// print a forged "peer verified" (they were written raw to the terminal). An `fp` that is not a
+    /// fingerprint is shown as "invalid".
+    @Test("browse and connect --browse print what others advertise without its control characters",
+          .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .hangBackstop)
+    func advertisedTextIsEscaped() throws {
+        try #require(NamespacePair.available, Comment(rawValue: Self.namespacesReason))
+        let parties = try Parties()
+        let probe = try #require(TestSupport.builtExecutable("sf-discovery-probe")?.path, "sf-discovery-probe was not built beside the tests")
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let forged = "x)\r\u{1B}[2Ksf channel: peer verified: \(parties.aliceFingerprint)\u{07}"
+        let advertiser = try pair.spawn(in: pair.a, [
+            probe, "advertise", "--interface", pair.interfaceA, "--name", "Evil\u{202E}lenif", "--port", "4433", "--host", "evil",
+            "--txt", "fp=\(forged)", "--duration", "600",
+        ])
+        defer { advertiser.kill() }
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        func isClean(_ text: String) -> Bool {
+            !text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n" && $0 != "\t") || (0x7F...0x9F).contains($0.value) || $0 == "\u{202E}" }
+        }
+        var listed = ""
+        for _ in 0..<20 where !listed.contains("Evil") {
+            listed = try pair.run(in: pair.b, [parties.binary, "channel", "browse", "--interface", pair.interfaceB, "--timeout", "3"]).stdoutText
+        }
+        #expect(listed.contains("Evil\\u{202E}lenif") && listed.contains("\tinvalid"), "\(listed)")
+        #expect(isClean(listed), "\(listed.debugDescription)")
+        let connect = try pair.run(in: pair.b, [
+            parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--browse", "Evil\u{202E}lenif", "--interface",
+            pair.interfaceB, "--timeout", "10", "--handshake-timeout", "5",
+        ] + parties.bob)
+        #expect(connect.stderrText.contains("(advertised fp invalid, not trusted)"), "\(connect.stderrText.debugDescription)")
+        #expect(isClean(connect.stderrText), "\(connect.stderrText.debugDescription)")
+        #expect(!connect.stderrText.contains("peer verified"), "\(connect.stderrText.debugDescription)")
+    }
+
     @Test("--discovery picks the backend: system without a reachable daemon says so; an unknown name is a usage error",
           .requiresSFBinary, .hangBackstop)
     func discoveryBackendOption() throws {
