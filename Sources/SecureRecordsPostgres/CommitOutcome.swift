@@ -86,12 +86,12 @@ enum CommitOutcome {
             guard let idRow = rows[1].first else {
                 throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no transaction id from txid_current()"))
             }
-            let id = try idRow.decode(Int64.self)
+            let id = try idRow.decodeChecked(Int64.self)
             if let known { return Transaction(id: id, server: known) }
             guard let processRow = rows[2].first else {
                 throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server process"))
             }
-            let (process, started, statisticsReset) = try processRow.decode((Int32, Date, Date?).self)
+            let (process, started, statisticsReset) = try processRow.decodeChecked((Int32, Date, Date?).self)
             let server = ServerProcess(process: process, run: ServerRun(started: started, statisticsReset: statisticsReset))
             let kept = 2 * tx.session.configuration.maximumConnections
             tx.session.serverProcesses.withLock { known in
@@ -136,11 +136,11 @@ enum CommitOutcome {
                     guard let runRow = runRows.first else {
                         throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server's run"))
                     }
-                    let (startedAt, statisticsReset) = try runRow.decode((Date, Date?).self)
+                    let (startedAt, statisticsReset) = try runRow.decodeChecked((Date, Date?).self)
                     run = ServerRun(started: startedAt, statisticsReset: statisticsReset)
                     switch results[0] {
                     case .success(let rows):
-                        status = try rows.first?.decode(String?.self) ?? nil
+                        status = try rows.first?.decodeChecked(String?.self) ?? nil
                     case .failure(let failure) where failure.sqlState == "22023":
                         status = "not yet given"  // an id this server run has not handed out ("in the future")
                     case .failure(let failure):

@@ -98,7 +98,7 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         _ row: PostgresRow, _ type: (repeat each Column).Type
     ) throws(RecordsError) -> (repeat each Column) {
         do {
-            return try row.decode(type)
+            return try row.decodeChecked(type)
         } catch {
             throw .storage(StorageFailure(.malformedStorage, "\(configuration.displayName): unexpected column type: \(error)"))
         }
