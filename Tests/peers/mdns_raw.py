@@ -189,6 +189,20 @@ def claim_response(args):
     return struct.pack("!HHHHHH", 0, 0x8400, 0, len(answers), 0, 0) + b"".join(answers)
 
 
+def received(sock, duration):
+    """Yields (data, flags, questions, records) of each parseable datagram for `duration` seconds."""
+    deadline = time.monotonic() + duration
+    while time.monotonic() < deadline:
+        if not select.select([sock], [], [], 0.1)[0]:
+            continue
+        data, _ = sock.recvfrom(9000)
+        try:
+            flags, questions, records, _ = parse(data)
+        except (ValueError, IndexError, struct.error):
+            continue
+        yield data, flags, questions, records
+
+
 def claim(args):
     sock, group = open_socket(4, args.interface_ip, None)
     names = [args.name] + ["%s (%d)" % (args.name, n) for n in range(2, args.names + 1)]
@@ -200,15 +214,7 @@ def claim(args):
         sock.sendto(response, group)
     print(json.dumps({"event": "claimed"}), flush=True)
     answered = 0
-    deadline = time.monotonic() + args.duration
-    while time.monotonic() < deadline:
-        if not select.select([sock], [], [], 0.1)[0]:
-            continue
-        data, _ = sock.recvfrom(9000)
-        try:
-            flags, questions, _, _ = parse(data)
-        except (ValueError, IndexError, struct.error):
-            continue
+    for _, flags, questions, _ in received(sock, args.duration):
         for name in {name for name, _ in questions if not flags & 0x8000 and name in responses}:
             sock.sendto(responses[name], group)
             answered += 1
@@ -266,15 +272,7 @@ def goodbye_watch(args):
     instance = (args.name + "." + args.type).lower()
     renamed = (args.renamed + "." + args.type).lower()
     seen_probe = False
-    deadline = time.monotonic() + args.duration
-    while time.monotonic() < deadline:
-        if not select.select([sock], [], [], 0.1)[0]:
-            continue
-        data, _ = sock.recvfrom(9000)
-        try:
-            flags, questions, records, _ = parse(data)
-        except (ValueError, IndexError, struct.error):
-            continue
+    for data, flags, questions, records in received(sock, args.duration):
         if not flags & 0x8000:
             if not seen_probe and any(name == renamed for name, _ in questions):
                 seen_probe = True
