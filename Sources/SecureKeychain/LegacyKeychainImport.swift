@@ -46,6 +46,10 @@ extension Keychain {
         // dereference while bridging) on a binary plist holding a set (found by Fuzz/FuzzLegacyKeychain).
         // Decoded to a fixed depth (root, service, account): a binary plist's objects may refer to
         // each other in a cycle, which a recursive decoding would follow forever.
+        // Foundation traps on a binary plist object that runs past the data: checked first.
+        if contents.starts(with: Array("bplist".utf8)), !BinaryPropertyListCheck.isWellFormed(contents) {
+            throw .invalidLegacyFile("not a property list")
+        }
         let root: LegacyLevel<LegacyLevel<LegacyPassword>>
         do {
             root = try PropertyListDecoder().decode(LegacyLevel<LegacyLevel<LegacyPassword>>.self, from: contents)

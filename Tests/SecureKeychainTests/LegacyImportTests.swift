@@ -86,6 +86,36 @@ import Testing
         }
     }
 
+    /// Found by Fuzz/FuzzLegacyKeychain in a CI rehearsal (kept in Fuzz/Regressions/FuzzLegacyKeychain):
+    /// a binary plist holding a UTF-16 string of 57 characters that runs past the end of the file
+    /// crashed the import inside Foundation's binary plist decoder (a trap, not an error). Every
+    /// object's extent and reference is now checked first; so is every truncation of a valid file.
+    @Test func binaryPlistWithAnObjectPastItsEndIsRejectedNotACrash() async throws {
+        let file = Data(hex: """
+            62706c6973743030d2010203086f1039635f6d2e6578616d706c652e42696e617279466c72d20405060755616c6963
+            6553626f62467365637265745870617373776f7264d1090a5060080d1f252a31303b44474800000000000001010000
+            00000000000b00000000000000000000000000000049
+            """)
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            expectError(.invalidLegacyFile("not a property list")) { try keychain.importLegacy(file) }
+            #expect(keychain.items(matching: KeychainQuery()).isEmpty)
+        }
+        // A well-formed file passes the check; every truncation and every changed trailer byte of
+        // it is refused or decoded, never a crash.
+        let valid = try PropertyListSerialization.data(
+            fromPropertyList: ["com.example.app": ["alice": Data("secret".utf8), "bob": "password"]], format: .binary, options: 0)
+        #expect(BinaryPropertyListCheck.isWellFormed(valid))
+        for length in 0..<valid.count { #expect(!BinaryPropertyListCheck.isWellFormed(valid.prefix(length))) }
+        for index in valid.count - 32..<valid.count {
+            for value: UInt8 in [0x00, 0x01, 0x7F, 0xFF] {
+                var changed = valid
+                changed[index] = value
+                _ = try? Keychain.legacyEntries(changed)
+            }
+        }
+    }
+
     /// Found by Fuzz/FuzzLegacyKeychain (kept in Fuzz/Regressions/FuzzLegacyKeychain): a binary plist
     /// whose root dictionary holds itself as a value made a recursive decoding loop forever.
     @Test func binaryPlistWithACycleIsRejectedNotALoop() async throws {
