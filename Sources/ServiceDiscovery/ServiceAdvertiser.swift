@@ -80,10 +80,10 @@ public final class ServiceAdvertiser: Sendable {
         var formerAddresses = [IPAddress: ContinuousClock.Instant]()
         /// The delayed multicast response being gathered (RFC 6762 §6), sent when its timer fires.
         var pending: PendingResponse?
-        /// The records as last announced, withdrawn by the goodbye even while probing again.
-        var announced: ServiceRecords?
-        /// When the conflicts of the last ten seconds were found (RFC 6762 §8.1 rate limit).
-        var recentConflicts = [ContinuousClock.Instant]()
+        /// The records announced and still ours, withdrawn by the goodbye, also while probing
+        /// again: those of a name another host disputed are left out (its own identical records,
+        /// the PTR to a shared instance name, would be withdrawn from every cache with ours).
+        var announced = [DNSResourceRecord]()
     }
 
     private struct MulticastKey: Hashable {
@@ -200,12 +200,13 @@ public final class ServiceAdvertiser: Sendable {
     /// Probes for the current names (RFC 6762 §8.1), renaming after each conflict, then announces
     /// (§8.3) and returns the records as announced. Throws `nameConflict` after `attempts`
     /// conflicting attempts (nil: never), `invalidState` when the advertiser was stopped meanwhile.
-    /// After fifteen conflicts within ten seconds, each further attempt waits five seconds (§8.1).
+    /// A round takes at least 1.25 s (a probe, 250 ms, then a second's wait after a conflict), so
+    /// fewer than fifteen conflicts fit in ten seconds, the rate §8.1 caps.
     private func probeAndAnnounce(socket: MulticastDNSSocket, attempts: Int? = 10) async throws(ServiceDiscoveryError) -> ServiceRecords {
         for attempt in 1... {
             let (instanceAttempt, hostAttempt, current) = state.withLock { ($0.instanceAttempt, $0.hostAttempt, $0.records) }
-            let instanceName = instanceAttempt == 1 ? baseInstance.value : Self.renamed(baseInstance.value, instanceAttempt)
-            let hostLabel = hostAttempt == 1 ? baseHost : "\(baseHost.prefix(58))-\(hostAttempt)"
+            let instanceName = instanceAttempt == 1 ? baseInstance.value : Self.renamed(baseInstance.value, suffix: " (\(instanceAttempt))")
+            let hostLabel = hostAttempt == 1 ? baseHost : Self.renamed(baseHost, suffix: "-\(hostAttempt)")
             socket.refreshAddresses()
             let records = try ServiceRecords(
                 instance: try ServiceInstanceName(instanceName), type: current.type, hostLabel: hostLabel, port: current.port,
@@ -224,24 +225,20 @@ public final class ServiceAdvertiser: Sendable {
                 if conflict.instance || conflict.host { break }
             }
             if !conflict.instance && !conflict.host { break }
-            let now = ContinuousClock.now
-            let recent = state.withLock { state in
+            state.withLock { state in
                 state.statistics.conflicts += 1
                 if conflict.instance { state.instanceAttempt += 1 }
                 if conflict.host { state.hostAttempt += 1 }
-                state.recentConflicts = state.recentConflicts.filter { now - $0 < .seconds(10) } + [now]
-                return state.recentConflicts.count
             }
             if let attempts, attempt >= attempts { throw .nameConflict(records.instanceName.description) }
-            // RFC 6762 §8.1: after a conflict, wait before probing again; five seconds once
-            // fifteen conflicts came within ten seconds.
-            try? await Task.sleep(for: recent >= 15 ? .seconds(5) : .seconds(1))
+            // RFC 6762 §8.1: after a conflict, wait before probing again.
+            try? await Task.sleep(for: .seconds(1))
         }
         let records = try state.withLock { state throws(ServiceDiscoveryError) in
             guard state.phase == .probing else { throw .invalidState("the advertiser was stopped") }
             state.phase = .announced
             state.lastMulticast = [:]
-            state.announced = state.records
+            state.announced = state.records.allRecords
             return state.records
         }
         try await socket.send(try encode(records.announcement()))
@@ -268,7 +265,7 @@ public final class ServiceAdvertiser: Sendable {
                 let removed = state.records.addresses.filter { !addresses.contains($0) }
                 for address in removed { state.formerAddresses[address] = .now }
                 state.records = state.records.with(addresses: addresses)
-                state.announced = state.records
+                state.announced = state.records.allRecords
                 // A delayed response gathered from the old records is not sent: the announcement
                 // answers its queries with the new ones.
                 state.pending = nil
@@ -333,7 +330,8 @@ public final class ServiceAdvertiser: Sendable {
             watcher.cancel()
             await watcher.value
         }
-        if sendGoodbye, let announced, let bytes = try? encode(announced.goodbye()) {
+        let goodbye = DNSMessage(flags: DNSMessage.responseFlags, answers: announced.map { var record = $0; record.ttl = 0; return record })
+        if sendGoodbye, !announced.isEmpty, let bytes = try? encode(goodbye) {
             try? await socket.send(bytes)
         }
         await socket.close()
@@ -379,7 +377,12 @@ public final class ServiceAdvertiser: Sendable {
                 if message.isResponse {
                     let found = state.records.conflicts(with: message, alsoOurs: Self.alsoOurs(&state, socket: socket))
                     if found.instance || found.host {
-                        // RFC 6762 §9: our unique records are disputed; back to probing.
+                        // RFC 6762 §9: our unique records are disputed; back to probing. The
+                        // disputed name's records are no longer ours to withdraw.
+                        let (instance, host) = (state.records.instanceName, state.records.host)
+                        state.announced.removeAll { record in
+                            (found.instance && (record.name == instance || record.data == .ptr(instance))) || (found.host && record.name == host)
+                        }
                         state.phase = .probing
                         state.pending = nil
                         state.statistics.lateConflicts += 1
@@ -508,7 +511,8 @@ public final class ServiceAdvertiser: Sendable {
         guard var pending = state.pending else { return }
         let before = pending.answers.count
         pending.answers.removeAll { ours in
-            message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.ttl >= ours.ttl }
+            // (A TTL of 2^31 or more counts as 0, RFC 2181 §8: caches take it as a goodbye.)
+            message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.ttl >= ours.ttl && $0.ttl < 1 << 31 }
         }
         state.statistics.duplicatesSuppressed += before - pending.answers.count
         state.pending = pending
@@ -520,8 +524,9 @@ public final class ServiceAdvertiser: Sendable {
         return .milliseconds(Int64.random(in: low...high))
     }
 
-    static func renamed(_ base: String, _ attempt: Int) -> String {
-        let suffix = " (\(attempt))"
+    /// `base` followed by `suffix` (` (2)` for an instance, `-2` for a host), `base` shortened by
+    /// whole characters so that the result fits one label (63 bytes).
+    static func renamed(_ base: String, suffix: String) -> String {
         var prefix = base
         while prefix.utf8.count + suffix.utf8.count > DNSName.maximumLabelLength { prefix.removeLast() }
         return prefix + suffix

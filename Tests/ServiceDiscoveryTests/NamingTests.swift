@@ -38,12 +38,18 @@ struct NamingTests {
         #expect(throws: ServiceDiscoveryError.self) { try ServiceInstanceName("del\u{7F}") }
     }
 
-    @Test("a renamed instance stays within 63 bytes")
-    func renaming() {
-        #expect(ServiceAdvertiser.renamed("Printer", 2) == "Printer (2)")
+    @Test("a renamed instance or host label stays within 63 bytes, however many renames")
+    func renaming() throws {
+        #expect(ServiceAdvertiser.renamed("Printer", suffix: " (2)") == "Printer (2)")
         let long = String(repeating: "ü", count: 31)  // 62 bytes
-        let renamed = ServiceAdvertiser.renamed(long, 10)
+        let renamed = ServiceAdvertiser.renamed(long, suffix: " (10)")
         #expect(renamed.utf8.count <= 63 && renamed.hasSuffix(" (10)"))
+        // A host label of 63 bytes renamed for the 10,000th time (it kept 58 bytes before the
+        // suffix: 64 bytes, refused, and re-probing stopped for good without a word).
+        let host = ServiceAdvertiser.renamed(String(repeating: "h", count: 63), suffix: "-10000")
+        #expect(host.utf8.count == 63 && host.hasSuffix("-10000"))
+        _ = try ServiceRecords(
+            instance: try ServiceInstanceName("Printer"), type: .secureChannel, hostLabel: host, port: 1, txt: TXTRecord(), addresses: [])
     }
 
     @Test("host labels are validated")

@@ -110,7 +110,10 @@ struct ResponderTests {
         link.add(IPAddress("2001:db8::1")!, mask: IPAddress("ffff:ffff:ffff:ffff::")!)
         #expect(link.contains(IPAddress("192.0.2.200")!))
         #expect(!link.contains(IPAddress("192.0.3.1")!))
-        #expect(!link.contains(IPAddress("169.254.77.2")!))
+        #expect(!link.contains(IPAddress("198.18.77.2")!))
+        // IPv4 link-local sources are on the link whatever the subnets (RFC 3927: never routed).
+        #expect(link.contains(IPAddress("169.254.77.2")!))
+        #expect(LinkPrefixes().contains(IPAddress("169.254.0.1")!))
         #expect(link.contains(IPAddress("2001:db8::77")!))
         #expect(!link.contains(IPAddress("2001:db8:ffff::2")!))
         #expect(!link.contains(IPAddress("2001:db9::1")!))
@@ -129,14 +132,15 @@ struct ResponderTests {
             fe8000000000000000fc00fffe000001 04 40 20 80     eth0
             20010db8000000000000000000000001 04 40 00 c0     eth0
             20010db8000000000000000000000002 04 40 00 88     eth0
-            20010db8000000000000000000000003 04 40 00 84     eth0
+            20010db8000000000000000000000003 04 40 00 c4     eth0
             20010db8000000000000000000000004 05 40 00 c0     eth1
             20010db80000000000000000000000zz 04 40 00 c0     eth0
             20010db8000000000000000000000005 04 40
             """
         let unusable = MulticastDNSSocket.parseUnusableIPv6Addresses(text, interfaceIndex: 4)
         // Tentative (0x40) and DAD-failed (0x08) are left out; permanent (0x80) and optimistic
-        // (0x04) stay; another interface's and lines that do not parse are ignored.
+        // (0x04, tentative too while DAD runs) stay; another interface's and lines that do not
+        // parse are ignored.
         #expect(unusable == [IPAddress("2001:db8::1")!, IPAddress("2001:db8::2")!])
         #expect(MulticastDNSSocket.parseUnusableIPv6Addresses(text, interfaceIndex: 5) == [IPAddress("2001:db8::4")!])
         #expect(MulticastDNSSocket.parseUnusableIPv6Addresses("", interfaceIndex: 4).isEmpty)

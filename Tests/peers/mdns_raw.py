@@ -33,15 +33,17 @@ written from RFC 1035 / RFC 6762, not by the code under test).
       each with an authority record of type 65535 (which wins every tie-break, §8.2); prints
       {"event":"probing"} after the first, then {"event":"done","sent":N}.
 
-  mdns_raw.py goodbye-watch --interface-ip IP --name INSTANCE --renamed NAME [--duration S]
+  mdns_raw.py goodbye-watch --interface-ip IP --name INSTANCE --host H --renamed NAME [--duration S]
       listens on the group: prints {"event":"probe-seen"} once a probe (query) for NAME goes by,
-      then {"event":"goodbye"} once a response withdraws (TTL 0) INSTANCE's SRV record; ends
-      after S seconds.
+      then {"event":"goodbye","instance":bool} once a response withdraws (TTL 0) H.local.'s A
+      record, "instance" telling whether it also withdrew a record of INSTANCE (its SRV, TXT, or
+      the PTR to it); ends after S seconds.
 
-  mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T] [--extra-questions N]
+  mdns_raw.py legacy --interface-ip SOURCE --target IP --name INSTANCE [--type T] [--extra-questions N] [--timeout S]
       sends a legacy unicast query (RFC 6762 §6.7: from an ephemeral port of SOURCE, ID 0x4242)
       for INSTANCE's SRV record (after N questions for names nobody has, to make it large) to
-      IP:5353 (IPv4 or IPv6) twice and prints {"answered": bool, "bytes": size}.
+      IP:5353 (IPv4 or IPv6) twice, waiting S seconds (default 1) for each answer, and prints
+      {"answered": bool, "bytes": size}.
 
 Run inside the test's network namespace (ip netns exec); every packet goes to the mDNS group
 (224.0.0.251, or ff02::fb with --family 6) out of the given interface.
@@ -271,6 +273,7 @@ def goodbye_watch(args):
     sock, _ = open_socket(4, args.interface_ip, None)
     instance = (args.name + "." + args.type).lower()
     renamed = (args.renamed + "." + args.type).lower()
+    host = (args.host + ".local.").lower()
     seen_probe = False
     for data, flags, questions, records in received(sock, args.duration):
         if not flags & 0x8000:
@@ -278,18 +281,18 @@ def goodbye_watch(args):
                 seen_probe = True
                 print(json.dumps({"event": "probe-seen"}), flush=True)
             continue
-        for name, rtype, offset, _ in records:
-            ttl = struct.unpack("!I", data[offset - 6:offset - 2])[0]
-            if name == instance and rtype == SRV and ttl == 0:
-                print(json.dumps({"event": "goodbye"}), flush=True)
-                return
+        withdrawn = [(name, rtype, offset) for name, rtype, offset, _ in records if struct.unpack("!I", data[offset - 6:offset - 2])[0] == 0]
+        if any(name == host and rtype == A for name, rtype, _ in withdrawn):
+            of_instance = any(name == instance or (rtype == PTR and read_name(data, offset)[0] == instance) for name, rtype, offset in withdrawn)
+            print(json.dumps({"event": "goodbye", "instance": of_instance}), flush=True)
+            return
 
 
 def legacy(args):
     family = socket.AF_INET6 if ":" in args.target else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_DGRAM)
     sock.bind((args.interface_ip, 0))
-    sock.settimeout(1.0)
+    sock.settimeout(args.timeout)
     extra = b"".join(encode_name("nobody-%04d.local." % i) + struct.pack("!HH", A, 1) for i in range(args.extra_questions))
     packet = (struct.pack("!HHHHHH", 0x4242, 0, 1 + args.extra_questions, 0, 0, 0) + extra
               + encode_name(args.name + "." + args.type) + struct.pack("!HH", SRV, 1))
@@ -324,6 +327,7 @@ def main():
     parser.add_argument("--rate", type=float, default=100)
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--renamed")
+    parser.add_argument("--timeout", type=float, default=1.0)
     args = parser.parse_args()
     {"timing": timing, "claim": claim, "unicast-claim": unicast_claim, "legacy": legacy, "flood": flood,
      "unicast-probe": unicast_probe, "goodbye-watch": goodbye_watch}[args.command](args)

@@ -78,9 +78,10 @@ final class MulticastDNSSocket: Sendable {
         }
     }
 
-    /// True when `address` is on the interface's link: an IPv4 address in one of its subnets, an
-    /// IPv6 link-local address (the socket is bound to the interface, so it came over this link) or
-    /// an IPv6 address in one of its on-link prefixes. Only such sources get unicast replies (RFC
+    /// True when `address` is on the interface's link: an IPv4 address in one of its subnets, a
+    /// link-local address (IPv4 169.254/16, IPv6 fe80::/10: never routed, and the socket is bound
+    /// to the interface, so it came over this link) or an IPv6 address in one of its on-link
+    /// prefixes. Only such sources get unicast replies (RFC
     /// 6762 §11), so an off-link host cannot make the responder send to a spoofed address.
     /// An address off the prefixes as last read makes them be read again (at most once a second),
     /// so that a renumbered interface's new link is known.
@@ -154,15 +155,16 @@ final class MulticastDNSSocket: Sendable {
 
     /// `unusableIPv6Addresses` of the text of `/proc/net/if_inet6`: one line per address, its 32
     /// hex digits, then in hex the interface index, prefix length, scope and flags, then the
-    /// interface name. Unusable: `IFA_F_TENTATIVE` (0x40) or `IFA_F_DADFAILED` (0x08) set; an
-    /// optimistic address (RFC 4429) is usable. Lines that do not parse are skipped.
+    /// interface name. Unusable: `IFA_F_DADFAILED` (0x08), or `IFA_F_TENTATIVE` (0x40) without
+    /// `IFA_F_OPTIMISTIC` (0x04: optimistic DAD, RFC 4429, lets the address be used while DAD
+    /// runs). Lines that do not parse are skipped.
     static func parseUnusableIPv6Addresses(_ text: String, interfaceIndex: Int) -> Set<IPAddress> {
-        let tentative: UInt32 = 0x40, dadFailed: UInt32 = 0x08
+        let tentative: UInt32 = 0x40, dadFailed: UInt32 = 0x08, optimistic: UInt32 = 0x04
         var unusable = Set<IPAddress>()
         for line in text.split(separator: "\n") {
             let columns = line.split(separator: " ", omittingEmptySubsequences: true)
             guard columns.count >= 5, columns[0].utf8.count == 32, Int(columns[1], radix: 16) == interfaceIndex,
-                let flags = UInt32(columns[4], radix: 16), flags & (tentative | dadFailed) != 0
+                let flags = UInt32(columns[4], radix: 16), flags & dadFailed != 0 || (flags & tentative != 0 && flags & optimistic == 0)
             else { continue }
             let hex = Array(columns[0].utf8)
             var bytes = [UInt8]()
@@ -337,9 +339,11 @@ struct LinkPrefixes: Sendable {
         prefixes.append((zip(a, m).map { $0 & $1 }, m))
     }
 
-    /// True for an IPv6 link-local address, or an address inside one of the prefixes.
+    /// True for a link-local address (IPv6 fe80::/10, IPv4 169.254/16: routers never forward
+    /// them, RFC 4291, RFC 3927 §7), or an address inside one of the prefixes.
     func contains(_ address: IPAddress) -> Bool {
         if case .v6(let v6) = address, v6.isLinkLocal { return true }
+        if case .v4(let v4) = address, v4.bytes[0] == 169, v4.bytes[1] == 254 { return true }
         let bytes = address.bytes
         return prefixes.contains { prefix in
             prefix.network.count == bytes.count && zip(zip(bytes, prefix.mask), prefix.network).allSatisfy { $0.0 & $0.1 == $1 }
