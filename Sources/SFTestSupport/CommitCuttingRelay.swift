@@ -9,6 +9,9 @@ import SecureCore
 /// severity FATAL, SQLSTATE 08P01, as PgBouncer sends when it loses its server connection);
 /// `.errorAnswer` does the same with an error of severity ERROR (08P01), as a pooler that relays
 /// its lost server connection as a statement's error does (PgBouncer before 1.21);
+/// `.errorAnswerKeepingTheSession` answers with that error and ReadyForQuery instead of the
+/// server's answer and goes on relaying (a pooler in transaction mode, whose next statement runs
+/// in another server session: here the same one, whose transaction has ended);
 /// `.garbledAnswer` does the same with an answer the client cannot read (a message of an unknown
 /// type); `.request` keeps it from the server and closes the client's side only, leaving the server's
 /// process idle in its transaction (as a link that failed silently would); `.requestPassedOn`
@@ -17,7 +20,7 @@ import SecureCore
 /// each socket is read by one thread.
 public final class CommitCuttingRelay: @unchecked Sendable {
     /// How a COMMIT is lost.
-    public enum Cut: Sendable { case answer, fatalAnswer, errorAnswer, garbledAnswer, request, requestPassedOn }
+    public enum Cut: Sendable { case answer, fatalAnswer, errorAnswer, errorAnswerKeepingTheSession, garbledAnswer, request, requestPassedOn }
 
     /// The port clients connect to.
     public let port: Int
@@ -125,7 +128,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
                 }
                 inWriteTransaction = false
                 switch cut {
-                case .answer?, .fatalAnswer?, .errorAnswer?, .garbledAnswer?:
+                case .answer?, .fatalAnswer?, .errorAnswer?, .errorAnswerKeepingTheSession?, .garbledAnswer?:
                     cutOnAnswer.withLock { $0 = cut }
                     afterCut?()
                 case .requestPassedOn?:
@@ -155,6 +158,11 @@ public final class CommitCuttingRelay: @unchecked Sendable {
             let count = read(server, &buffer, buffer.count)
             guard count > 0 else { break }
             if let cut = cutOnAnswer.withLock({ $0 }) {
+                if cut == .errorAnswerKeepingTheSession {
+                    cutOnAnswer.withLock { $0 = nil }
+                    guard Self.writeAll(client, Self.sessionError(severity: "ERROR") + Data("Z".utf8) + Data([0, 0, 0, 5]) + Data("I".utf8)) else { break }
+                    continue
+                }
                 switch cut {
                 case .fatalAnswer: _ = Self.writeAll(client, Self.sessionError(severity: "FATAL"))
                 case .errorAnswer: _ = Self.writeAll(client, Self.sessionError(severity: "ERROR"))

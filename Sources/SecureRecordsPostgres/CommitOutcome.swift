@@ -193,7 +193,8 @@ enum CommitOutcome {
             WHERE pid = $1 AND backend_xid::text = $2
                 AND (state LIKE 'idle in transaction%' OR (state = 'disabled' AND wait_event = 'ClientRead'))
             """
-        let statement = NIODeadline.now() + .milliseconds(Int64(tx.session.configuration.statementTimeoutSeconds * 1000))
+        let timeout = tx.session.configuration.statementTimeoutSeconds
+        let statement = NIODeadline.now() + .milliseconds(Int64((timeout + PostgresSession.Transaction.statementGrace(timeout)) * 1000))
         _ = try? PostgresSession.wait(
             for: tx.connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: tx.logger),
             until: min(statement, deadline), doing: "ending the server process of a lost transaction", on: tx.connection)

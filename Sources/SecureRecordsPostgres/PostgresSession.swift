@@ -695,14 +695,22 @@ final class PostgresSession: Sendable {
                     if failure?.isConnectionLost == true || (try? tx.query("ROLLBACK")) == nil { drop(tx, from: &current) }
                     throw error
                 }
-                // A COMMIT that failed otherwise than with a statement's error may have committed.
-                var commitUnanswered = committing != nil && failure.map { !$0.isStatementError } ?? true
-                // One that failed with a statement's error did not, if the session is still there
-                // to roll back: an ERROR followed by the end of the connection (a pooler relaying
-                // its lost server link as a statement's error) leaves the outcome unknown too.
+                // A COMMIT that failed otherwise than with a statement's error may have committed;
+                // so may one answered with an error of class 08 (connection exception, which
+                // PostgreSQL never gives a COMMIT: a pooler relaying its lost server link, whose
+                // ROLLBACK may then reach another server session and succeed there).
+                var commitUnanswered = committing != nil && failure.map { !$0.isStatementError || $0.sqlState?.hasPrefix("08") == true } ?? true
+                // Any other statement's error means it did not commit, if the session is still
+                // there to roll back: an ERROR followed by the end of the connection leaves the
+                // outcome unknown too. (A ROLLBACK that only ran out of time changes nothing: the
+                // COMMIT's answer stands.)
                 var rolledBack = false
                 if committing != nil, !commitUnanswered, failure?.isConnectionLost != true {
-                    if (try? tx.query("ROLLBACK")) != nil { rolledBack = true } else { commitUnanswered = true }
+                    if (try? tx.query("ROLLBACK")) != nil {
+                        rolledBack = true
+                    } else if !(tx.failures.last?.error is DeadlineExceeded) {
+                        commitUnanswered = true
+                    }
                 }
                 if failure?.isConnectionLost == true || commitUnanswered {
                     drop(tx, from: &current)

@@ -38,13 +38,16 @@ import Testing
     /// `.errorAnswer`, the same with an error of severity ERROR, then the end of the connection, as
     /// a pooler may relay its lost server (before, the call failed with 08P01, its write stored:
     /// an ERROR was taken to mean the transaction was still there, rolled back);
+    /// `.errorAnswerKeepingTheSession`, the same error but the connection kept, as a pooler in
+    /// transaction mode would (the ROLLBACK that followed succeeded, and the call failed with its
+    /// write stored);
     /// `.garbledAnswer`, the same with an answer the client cannot read (before, a failure, its
     /// write stored);
     /// `.request`, the COMMIT never reached the server, whose process stays in the transaction
     /// holding its locks (before, an add read that its record was missing, ran again, and waited on
     /// that process's row until the lock timeout). Each call succeeds, and the store holds each
     /// change once.
-    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .errorAnswer, .garbledAnswer, .request])
+    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .errorAnswer, .errorAnswerKeepingTheSession, .garbledAnswer, .request])
     func everyWriteWhoseCommitIsLostIsSettledByTheServer(cut: CommitCuttingRelay.Cut) throws {
         let relayed = try Self.relayedStore()
         defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
