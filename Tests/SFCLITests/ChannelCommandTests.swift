@@ -472,22 +472,22 @@ struct ChannelCommandTests {
         defer { pair.remove() }
         let forged = "x)\r\u{1B}[2Ksf channel: peer verified: \(parties.aliceFingerprint)\u{07}"
         let advertiser = try pair.spawn(in: pair.a, [
-            probe, "advertise", "--interface", pair.interfaceA, "--name", "Evil\u{202E}lenif", "--port", "4433", "--host", "evil",
+            probe, "advertise", "--interface", pair.interfaceA, "--name", "Evil\u{202E}lenif\u{2028}x", "--port", "4433", "--host", "evil",
             "--txt", "fp=\(forged)", "--duration", "600",
         ])
         defer { advertiser.kill() }
         _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
         func isClean(_ text: String) -> Bool {
-            !text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n" && $0 != "\t") || (0x7F...0x9F).contains($0.value) || $0 == "\u{202E}" }
+            !text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n" && $0 != "\t") || (0x7F...0x9F).contains($0.value) || $0 == "\u{202E}" || $0 == "\u{2028}" }
         }
         var listed = ""
         for _ in 0..<20 where !listed.contains("Evil") {
             listed = try pair.run(in: pair.b, [parties.binary, "channel", "browse", "--interface", pair.interfaceB, "--timeout", "3"]).stdoutText
         }
-        #expect(listed.contains("Evil\\u{202E}lenif") && listed.contains("\tinvalid"), "\(listed)")
+        #expect(listed.contains("Evil\\u{202E}lenif\\u{2028}x") && listed.contains("\tinvalid"), "\(listed)")
         #expect(isClean(listed), "\(listed.debugDescription)")
         let connect = try pair.run(in: pair.b, [
-            parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--browse", "Evil\u{202E}lenif", "--interface",
+            parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--browse", "Evil\u{202E}lenif\u{2028}x", "--interface",
             pair.interfaceB, "--timeout", "10", "--handshake-timeout", "5",
         ] + parties.bob)
         #expect(connect.stderrText.contains("(advertised fp invalid, not trusted)"), "\(connect.stderrText.debugDescription)")
