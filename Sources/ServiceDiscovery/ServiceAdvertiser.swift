@@ -511,8 +511,7 @@ public final class ServiceAdvertiser: Sendable {
         guard var pending = state.pending else { return }
         let before = pending.answers.count
         pending.answers.removeAll { ours in
-            // (A TTL of 2^31 or more counts as 0, RFC 2181 §8: caches take it as a goodbye.)
-            message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.ttl >= ours.ttl && $0.ttl < 1 << 31 }
+            message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.effectiveTTL >= ours.ttl }
         }
         state.statistics.duplicatesSuppressed += before - pending.answers.count
         state.pending = pending

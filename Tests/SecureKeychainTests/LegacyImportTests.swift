@@ -71,41 +71,37 @@ import Testing
         }
     }
 
-    /// Found by Fuzz/FuzzLegacyKeychain (kept in Fuzz/Regressions/FuzzLegacyKeychain): a binary plist
-    /// whose root is a set of strings crashed the import inside Foundation's PropertyListSerialization.
-    @Test func binaryPlistWithASetIsRejectedNotACrash() async throws {
-        let file = Data(hex: """
-            62706c6973743030c2010203085f100f636f6d2e6578616d706c652e617070556f74686572d20405060755616c696365
-            53626f62467365637265745870617373776f7264d1090a5040080d1f252a30363b444748000000000000010100000000
-            0000000b00000000000000000000000000000049
-            """)
+    /// Every input Fuzz/FuzzLegacyKeychain found, kept in Fuzz/Regressions/FuzzLegacyKeychain, is
+    /// refused with `invalidLegacyFile` and stores nothing: a binary plist whose root is a set
+    /// (it crashed Foundation's PropertyListSerialization), one whose root dictionary holds itself
+    /// (a recursive decoding looped forever), and one holding a UTF-16 string of 57 characters that
+    /// runs past the end of the file (Foundation's binary plist decoder trapped; found in a CI
+    /// rehearsal, refused now by `BinaryPropertyListCheck` before Foundation sees it).
+    @Test func fuzzRegressionsAreRefusedNotACrash() async throws {
+        let directory = TestSupport.packageRoot.appendingPathComponent("Fuzz/Regressions/FuzzLegacyKeychain")
+        let inputs = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+        #expect(inputs.count >= 3)
         try await withKeychainDirectory { _, path in
             let keychain = try Keychain(path: path)
-            expectError(.invalidLegacyFile("the root is not a dictionary of services")) { try keychain.importLegacy(file) }
+            for input in inputs {
+                let contents = try Data(contentsOf: input)
+                #expect("\(input.lastPathComponent)") {
+                    try keychain.importLegacy(contents)
+                } throws: { error in
+                    if case .invalidLegacyFile = error as? KeychainError { true } else { false }
+                }
+            }
             #expect(keychain.items(matching: KeychainQuery()).isEmpty)
         }
     }
 
-    /// Found by Fuzz/FuzzLegacyKeychain in a CI rehearsal (kept in Fuzz/Regressions/FuzzLegacyKeychain):
-    /// a binary plist holding a UTF-16 string of 57 characters that runs past the end of the file
-    /// crashed the import inside Foundation's binary plist decoder (a trap, not an error). Every
-    /// object's extent and reference is now checked first; so is every truncation of a valid file.
-    @Test func binaryPlistWithAnObjectPastItsEndIsRejectedNotACrash() async throws {
-        let file = Data(hex: """
-            62706c6973743030d2010203086f1039635f6d2e6578616d706c652e42696e617279466c72d20405060755616c6963
-            6553626f62467365637265745870617373776f7264d1090a5060080d1f252a31303b44474800000000000001010000
-            00000000000b00000000000000000000000000000049
-            """)
-        try await withKeychainDirectory { _, path in
-            let keychain = try Keychain(path: path)
-            expectError(.invalidLegacyFile("not a property list")) { try keychain.importLegacy(file) }
-            #expect(keychain.items(matching: KeychainQuery()).isEmpty)
-        }
-        // A well-formed file passes the check; every truncation and every changed trailer byte of
-        // it is refused or decoded, never a crash.
+    /// The binary plist check passes a well-formed file and fails every truncation of it; no
+    /// change of its trailer makes the import crash.
+    @Test func binaryPlistCheckBoundsEveryObject() throws {
         let valid = try PropertyListSerialization.data(
             fromPropertyList: ["com.example.app": ["alice": Data("secret".utf8), "bob": "password"]], format: .binary, options: 0)
         #expect(BinaryPropertyListCheck.isWellFormed(valid))
+        #expect(try Keychain.legacyEntries(valid).count == 2)
         for length in 0..<valid.count { #expect(!BinaryPropertyListCheck.isWellFormed(valid.prefix(length))) }
         for index in valid.count - 32..<valid.count {
             for value: UInt8 in [0x00, 0x01, 0x7F, 0xFF] {
@@ -113,26 +109,6 @@ import Testing
                 changed[index] = value
                 _ = try? Keychain.legacyEntries(changed)
             }
-        }
-    }
-
-    /// Found by Fuzz/FuzzLegacyKeychain (kept in Fuzz/Regressions/FuzzLegacyKeychain): a binary plist
-    /// whose root dictionary holds itself as a value made a recursive decoding loop forever.
-    @Test func binaryPlistWithACycleIsRejectedNotALoop() async throws {
-        let file = Data(hex: """
-            62706c6973743030d2010203005f100f636f6d2e6578616d706c652e617014556f74686572d20405060755616c696365
-            53626f62467365637265745870617373776f7264d1090a5040080d1f252a30323b444748000000000000010100000000
-            0000000b00000000000000000000000000000049
-            """)
-        try await withKeychainDirectory { _, path in
-            let keychain = try Keychain(path: path)
-            // Which entry is reported first depends on dictionary order; any invalidLegacyFile will do.
-            #expect {
-                try keychain.importLegacy(file)
-            } throws: { error in
-                if case .invalidLegacyFile = error as? KeychainError { true } else { false }
-            }
-            #expect(keychain.items(matching: KeychainQuery()).isEmpty)
         }
     }
 }

@@ -83,6 +83,8 @@ public struct DNSResourceRecord: Hashable, Sendable {
     public var cacheFlush: Bool
     /// Time to live in seconds; zero in a goodbye announcement (RFC 6762 §10.1).
     public var ttl: UInt32
+    /// The TTL as a cache takes it: one with its top bit set counts as 0, a goodbye (RFC 2181 §8).
+    public var effectiveTTL: UInt32 { ttl >= 1 << 31 ? 0 : ttl }
     /// The record data, which also determines the type.
     public var data: DNSRecordData
 

@@ -27,12 +27,11 @@ public struct DiscoveryCache: Sendable {
     /// The number of records held.
     public var count: Int { entries.count }
 
-    /// Adds the records of a response received at `now`. A TTL with its top bit set counts as 0
-    /// (RFC 2181 §8).
+    /// Adds the records of a response received at `now`, each with its `effectiveTTL`.
     public mutating func insert(_ records: [DNSResourceRecord], now: ContinuousClock.Instant) {
         expire(now: now)
         for var record in records where record.recordClass == .internet {
-            if record.ttl >= 1 << 31 { record.ttl = 0 }
+            record.ttl = record.effectiveTTL
             let key = Key(name: record.name, data: record.data)
             if record.ttl == 0 {
                 entries[key] = nil
