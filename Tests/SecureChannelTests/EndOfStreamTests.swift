@@ -140,8 +140,12 @@ import Testing
     /// A relay holding no keys forwards the server's first `cut` bytes and then closes both TCP
     /// connections cleanly (FIN), for every cut inside and between the frames of a transfer: the
     /// client never ends without an error, and never receives more than the server sent.
-    @Test("a relay that cuts the TCP stream anywhere: closedBeforeEndOfStream or a truncated frame, never a clean end")
-    func aRelayThatTruncates() async throws {
+    /// The same relay ending with a reset (RST) instead of FIN: the stream was cut, and says so
+    /// (`closedBeforeEndOfStream`, not the socket's "connection reset by peer"). A reset can take
+    /// with it bytes the client had not read yet, even the end of the handshake.
+    @Test("a relay that cuts the TCP stream anywhere: closedBeforeEndOfStream or a truncated frame, never a clean end",
+          arguments: [TruncatingRelay.Ending.close, .reset])
+    func aRelayThatTruncates(ending: TruncatingRelay.Ending) async throws {
         let payload = Array(Self.messages.prefix(2))  // two messages: 2 × 2 frames, then the end of stream
         let framed = payload.reduce(0) { $0 + SecureChannel.ApplicationFraming.framedByteCount(forLength: $1.readableBytes) }
         let handshakeBytes = 2 + 32 + 48 + 16  // XX: the responder's one message (e, encrypted s, empty payload's tag), framed
@@ -155,17 +159,26 @@ import Testing
                     return try await Self.readAll(inbound)
                 }
             }
-            let relay = try await TruncatingRelay.start(target: server.server.port, serverBytes: handshakeBytes + cut)
-            let connection = try await SecureChannel.Client.connect(
-                host: "127.0.0.1", port: relay.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey))
+            let relay = try await TruncatingRelay.start(target: server.server.port, serverBytes: handshakeBytes + cut, ending: ending)
             let received = NIOLockedValueBox(0)
             do {
+                let connection: SecureChannel.Connection
+                do {
+                    connection = try await SecureChannel.Client.connect(
+                        host: "127.0.0.1", port: relay.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey))
+                } catch SecureChannelError.connectionClosedDuringHandshake where ending == .reset {
+                    await relay.stop()
+                    await server.server.close()
+                    continue
+                }
                 try await connection.executeThenClose { inbound, _ in
                     for try await message in inbound { received.withLockedValue { $0 += message.readableBytes } }
                 }
                 Issue.record("cut at \(cut): the stream ended cleanly with \(received.withLockedValue { $0 }) bytes")
             } catch let error as SecureChannelError {
                 #expect(error == .closedBeforeEndOfStream || error == .truncatedFrame, "cut at \(cut): \(error)")
+            } catch {
+                Issue.record("cut at \(cut), \(ending): not a SecureChannelError: \(error)")
             }
             #expect(received.withLockedValue { $0 } <= payload.reduce(0) { $0 + $1.readableBytes })
             await relay.stop()
@@ -189,8 +202,18 @@ import Testing
 }
 
 /// A TCP relay on 127.0.0.1 that holds no keys: it forwards the client's bytes to `target` and
-/// the first `serverBytes` of the server's bytes back, then closes both connections (FIN).
+/// the first `serverBytes` of the server's bytes back, then closes both connections.
 final class TruncatingRelay: Sendable {
+    /// How the relay ends the client's connection.
+    enum Ending: Sendable, CustomStringConvertible {
+        /// Shut down, then closed: the client reads the end of the TCP stream (FIN).
+        case close
+        /// Closed with a zero linger time: the client's socket is reset (RST).
+        case reset
+
+        var description: String { self == .close ? "FIN" : "RST" }
+    }
+
     let listener: Int32
     let port: Int
 
@@ -199,7 +222,7 @@ final class TruncatingRelay: Sendable {
         self.port = port
     }
 
-    static func start(target: Int, serverBytes: Int) async throws -> TruncatingRelay {
+    static func start(target: Int, serverBytes: Int, ending: Ending = .close) async throws -> TruncatingRelay {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -227,7 +250,15 @@ final class TruncatingRelay: Sendable {
             // Client to server: everything, on a thread of its own, until either side closes.
             Thread { TruncatingRelay.pump(from: client, to: server, limit: .max) }.start()
             TruncatingRelay.pump(from: server, to: client, limit: serverBytes)
-            shutdown(client, Int32(SHUT_RDWR))
+            if ending == .reset {
+                var immediately = linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(client, SOL_SOCKET, SO_LINGER, &immediately, socklen_t(MemoryLayout<linger>.size))
+                // Wakes the pump blocked reading the client (it sends nothing): a socket is
+                // released, and reset, only when no call is still using it.
+                shutdown(client, Int32(SHUT_RD))
+            } else {
+                shutdown(client, Int32(SHUT_RDWR))
+            }
             shutdown(server, Int32(SHUT_RDWR))
             _ = Glibc.close(client)
             _ = Glibc.close(server)

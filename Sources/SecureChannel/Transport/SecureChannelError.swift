@@ -24,8 +24,8 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     case emptyFrame
     /// The connection ended inside a frame.
     case truncatedFrame
-    /// The peer closed the connection (or shut its output) without sending its end of stream:
-    /// what arrived may be only part of what it sent.
+    /// The peer closed the connection (shut its output, or reset it) without sending its end of
+    /// stream: what arrived may be only part of what it sent.
     case closedBeforeEndOfStream
     /// Our end of stream could not be written within `Configuration.closeTimeout` (the peer
     /// reads nothing).

@@ -80,7 +80,12 @@ extension SecureChannel {
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            failed = true  // a socket error (a reset): the inbound sequence throws it
+            // A reset before the peer's end of stream cut the stream, as a close without it does
+            // (a relay that closes with unread bytes resets instead of closing cleanly).
+            if !peerEnded, let error = error as? IOError, error.errnoCode == ECONNRESET || error.errnoCode == EPIPE {
+                return fail(context: context, error: .closedBeforeEndOfStream)
+            }
+            failed = true  // any other socket error: the inbound sequence throws it
             context.fireErrorCaught(error)
         }
 
