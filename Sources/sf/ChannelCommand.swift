@@ -43,6 +43,27 @@ struct ChannelPeerOptions: ParsableArguments {
     }
 }
 
+/// The connection's timing: how long the handshake may take, and how soon a peer that vanished
+/// without closing is noticed.
+struct ChannelTimingOptions: ParsableArguments {
+    @Option(help: "Seconds the handshake may take.") var handshakeTimeout: Double = 10
+    @Option(help: "Probe the peer after this many seconds with nothing received (TCP keepalive, 6 probes over as long again): a peer that vanished without closing is noticed within about twice this; 0 turns the probes off.")
+    var keepalive: Double = 60
+
+    func validate() throws {
+        try ChannelEndpoint.validateTimeout(handshakeTimeout, "--handshake-timeout")
+        if keepalive != 0 { try ChannelEndpoint.validateTimeout(keepalive, "--keepalive") }
+    }
+
+    /// The channel's configuration with these timings.
+    var configuration: SecureChannel.Configuration {
+        let idle = TimeAmount.milliseconds(Int64(keepalive * 1000))
+        return SecureChannel.Configuration(
+            handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000)),
+            keepalive: keepalive == 0 ? nil : SecureChannel.Keepalive(idle: idle, interval: .nanoseconds(idle.nanoseconds / 6), probes: 6))
+    }
+}
+
 /// The local key: an X25519 key pair by tag, unlocked like `sf key --tag`.
 struct ChannelKeyOptions: ParsableArguments {
     @Option(help: "Our X25519 key pair's tag (from `sf key generate --type x25519 --tag`).") var tag: String
@@ -114,7 +135,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
     @Flag(help: "Accept any peer that proves a static key (its fingerprint is printed).") var anyPeer = false
     @Flag(help: "Serve connections one after another (one at a time) instead of stopping after the first, each until the peer's end of stream; a connection that fails is reported and the next is served.")
     var keepServing = false
-    @Option(help: "Seconds a handshake may take.") var handshakeTimeout: Double = 10
+    @OptionGroup var timing: ChannelTimingOptions
     @Option(help: "End a connection on which nothing is sent or received for this many seconds (connections are served one at a time, so a quiet peer would hold the server).")
     var idleTimeout: Double?
 
@@ -125,14 +146,13 @@ struct ChannelServeCommand: AsyncParsableCommand {
             throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint, --trust-on-first-use or --any-peer")
         }
         if (advertise == nil) != (interface == nil) { throw ValidationError("--advertise and --interface go together") }
-        try ChannelEndpoint.validateTimeout(handshakeTimeout, "--handshake-timeout")
     }
 
     func run() async throws {
         let (store, staticKey) = try key.open()
         let trust = try peer.trust(store: store, anyPeer: anyPeer)
         let endpoint = listen ?? ChannelEndpoint(host: advertise == nil ? "127.0.0.1" : "0.0.0.0", port: 0)
-        let configuration = SecureChannel.Configuration(handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000)))
+        let configuration = timing.configuration
         let server = try await SecureChannel.Server.bind(
             host: endpoint.host, port: endpoint.port, staticKey: staticKey, peer: trust, configuration: configuration,
             onHandshakeFailure: { error in Terminal.writeError("sf channel: rejected a connection: \(error)") })
@@ -205,7 +225,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
     @Option(help: "The network interface to browse on.") var interface: String?
     @OptionGroup var discovery: ChannelDiscoveryOption
     @Option(help: "Seconds to look for the --browse instance.") var timeout: Double = 5
-    @Option(help: "Seconds the handshake may take.") var handshakeTimeout: Double = 10
+    @OptionGroup var timing: ChannelTimingOptions
     @Option(help: "End the connection (exit 1) when nothing is sent or received for this many seconds (as nc -w): a server that goes quiet cannot hold the client.")
     var idleTimeout: Double?
     @OptionGroup var peer: ChannelPeerOptions
@@ -216,7 +236,6 @@ struct ChannelConnectCommand: AsyncParsableCommand {
         if (browse == nil) != (interface == nil) { throw ValidationError("--browse and --interface go together") }
         if peer.count == 0 { throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint or --trust-on-first-use") }
         try ChannelEndpoint.validateTimeout(timeout, "--timeout")
-        try ChannelEndpoint.validateTimeout(handshakeTimeout, "--handshake-timeout")
     }
 
     func run() async throws {
@@ -236,8 +255,8 @@ struct ChannelConnectCommand: AsyncParsableCommand {
         }
         let connection: SecureChannel.Connection
         do {
-            connection = try await SecureChannel.Client.connect(host: target.host, port: target.port, staticKey: staticKey, peer: trust,
-                configuration: SecureChannel.Configuration(handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000))))
+            connection = try await SecureChannel.Client.connect(
+                host: target.host, port: target.port, staticKey: staticKey, peer: trust, configuration: timing.configuration)
         } catch let error as SecureChannelError {
             throw CLIError("\(target): \(error)")
         } catch {

@@ -284,6 +284,10 @@ struct ChannelCommandTests {
         #expect(client.standardError.contains("nothing sent or received"), "\(client.standardError)")
         let invalid = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "0", "127.0.0.1:\(port)"] + parties.bob)
         #expect(invalid.waitForExit(timeout: 120) == 2, "\(invalid.standardError)")
+        for keepalive in ["-1", "601", "nan"] {
+            let refused = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--keepalive", keepalive, "127.0.0.1:\(port)"] + parties.bob)
+            #expect(refused.waitForExit(timeout: 120) == 2, "--keepalive \(keepalive): \(refused.standardError)")
+        }
     }
 
     /// The idle timeout counts from the last message, not from the handshake: a server that sends
@@ -464,6 +468,49 @@ struct ChannelCommandTests {
         server.closeInput()
         #expect(client.waitForExit() == 0, "\(client.standardError)")
         #expect(server.waitForExit() == 0, "\(server.standardError)")
+    }
+
+    /// A peer that vanishes without closing (its link goes down) held `serve --keep-serving` and
+    /// the client forever: no byte and no close ever comes. With TCP keepalive (`--keepalive 1`:
+    /// noticed within 7 s) both ends say the peer stopped answering; the server serves the next.
+    @Test("a peer that vanishes: keepalive ends the connection on both sides and the server serves the next",
+          .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .hangBackstop)
+    func vanishedPeerIsNoticed() throws {
+        try #require(NamespacePair.available, Comment(rawValue: Self.namespacesReason))
+        let parties = try Parties()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let server = try pair.spawn(in: pair.a, [
+            parties.binary, "channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "\(pair.addressA):0",
+            "--keep-serving", "--keepalive", "1",
+        ] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        func connect() throws -> BackgroundProcess {
+            try pair.spawn(in: pair.b, [
+                parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "\(pair.addressA):\(port)", "--keepalive", "1",
+            ] + parties.bob)
+        }
+        let vanishing = try connect()
+        defer { vanishing.kill() }
+        #expect(vanishing.wait { $0.standardError.contains("peer verified") }, "\(vanishing.standardError)")
+        #expect(server.wait { $0.standardError.contains("peer verified") }, "\(server.standardError)")
+        // Nothing is sent either way; then the client's host drops off the network.
+        let down = try pair.run(in: pair.b, ["ip", "link", "set", pair.interfaceB, "down"])
+        #expect(down.status == 0, "\(down.stderrText)")
+        #expect(server.wait(timeout: 120) { $0.standardError.contains("failed: the peer stopped answering") }, "\(server.standardError)")
+        #expect(vanishing.waitForExit(timeout: 120) == 1, "\(vanishing.standardError)")
+        #expect(vanishing.standardError.contains("the peer stopped answering"), "\(vanishing.standardError)")
+        #expect(server.isRunning, "\(server.standardError)")
+
+        let up = try pair.run(in: pair.b, ["ip", "link", "set", pair.interfaceB, "up"])
+        #expect(up.status == 0, "\(up.stderrText)")
+        let next = try connect()
+        defer { next.kill() }
+        next.write(Data("after the outage\n".utf8))
+        #expect(server.wait { $0.outputLines.contains("after the outage") }, "\(server.standardError) \(next.standardError)")
+        next.closeInput()
+        #expect(next.waitForExit() == 0, "\(next.standardError)")
     }
 
     /// What a host on the link advertises is printed escaped: an instance name with a bidi override

@@ -91,6 +91,7 @@ extension SecureChannel {
         do {
             let handshake = try HandshakeHandler(
                 role: role, staticKey: staticKey, trust: trust, configuration: configuration, established: established)
+            try configuration.keepalive?.apply(to: channel)
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(FrameDecoder(maxFrameLength: configuration.maxFrameLength))
             try sync.addHandler(handshake)

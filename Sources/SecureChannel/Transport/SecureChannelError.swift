@@ -27,6 +27,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     /// The peer closed the connection (shut its output, or reset it) without sending its end of
     /// stream: what arrived may be only part of what it sent.
     case closedBeforeEndOfStream
+    /// The peer stopped answering: keepalive probes, or data sent, went unacknowledged for
+    /// `Configuration.keepalive`'s deadline (the peer vanished without closing, or its network did).
+    case peerUnresponsive
     /// Our end of stream could not be written within `Configuration.closeTimeout` (the peer
     /// reads nothing).
     case closeTimeout
@@ -59,6 +62,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .emptyFrame: "empty frame"
         case .truncatedFrame: "the connection ended inside a frame"
         case .closedBeforeEndOfStream: "connection closed before the end of the stream"
+        case .peerUnresponsive: "the peer stopped answering (it, or the network to it, is gone)"
         case .closeTimeout: "the end of the stream could not be sent in time (the peer is not reading)"
         case .messageTooLarge(let limit): "application message exceeds the limit of \(limit) bytes"
         case .malformedApplicationFrame: "malformed application frame"

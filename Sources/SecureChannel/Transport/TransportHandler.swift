@@ -82,8 +82,15 @@ extension SecureChannel {
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
             // A reset before the peer's end of stream cut the stream, as a close without it does
             // (a relay that closes with unread bytes resets instead of closing cleanly).
-            if !peerEnded, let error = error as? IOError, error.errnoCode == ECONNRESET || error.errnoCode == EPIPE {
-                return fail(context: context, error: .closedBeforeEndOfStream)
+            if let error = error as? IOError {
+                if !peerEnded, error.errnoCode == ECONNRESET || error.errnoCode == EPIPE {
+                    return fail(context: context, error: .closedBeforeEndOfStream)
+                }
+                // Keepalive (or TCP_USER_TIMEOUT) gave up on the peer: timed out, or with the
+                // reason its last probe could not be sent or answered (the kernel reports that).
+                if [ETIMEDOUT, EHOSTUNREACH, ENETUNREACH].contains(error.errnoCode) {
+                    return fail(context: context, error: .peerUnresponsive)
+                }
             }
             failed = true  // any other socket error: the inbound sequence throws it
             context.fireErrorCaught(error)
