@@ -99,7 +99,10 @@ public final class ServiceBrowser: Sendable {
         querier.cancel()
         timer.cancel()
         await socket.close()
-        return cache.mutex.withLock { $0 }
+        return cache.mutex.withLock { cache in
+            cache.expire(now: .now)  // what expired, or said goodbye, since the last response
+            return cache
+        }
     }
 }
 

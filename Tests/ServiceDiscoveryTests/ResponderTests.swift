@@ -253,15 +253,26 @@ struct ResponderTests {
         // Expiry after the host records' 120 s TTL.
         cache.expire(now: start + .seconds(200))
         #expect(cache.resolvedInstances(of: .secureChannel).isEmpty)
-        // Goodbye removes.
+        // A goodbye removes one second later (RFC 6762 §10.1): until then another responder's
+        // answer rescues the records (here the SRV), and the rest go.
         cache.insert(records.allRecords, now: start + .seconds(300))
         #expect(cache.resolvedInstances(of: .secureChannel).count == 1)
         cache.insert(records.goodbye().answers, now: start + .seconds(301))
+        cache.expire(now: start + .milliseconds(301_900))
+        #expect(cache.count == records.allRecords.count, "removed at once")
+        cache.insert([records.service], now: start + .milliseconds(301_900))
+        cache.expire(now: start + .milliseconds(302_100))
+        #expect(cache.count == 1 && cache.resolvedInstances(of: .secureChannel).isEmpty)
+        cache.insert(records.goodbye().answers, now: start + .seconds(303))
+        cache.expire(now: start + .milliseconds(304_100))
+        #expect(cache.count == 0)
+        // A goodbye for a record not held adds nothing.
+        cache.insert(records.goodbye().answers, now: start + .seconds(305))
         #expect(cache.count == 0)
         // Flooding with distinct records keeps at most maximumRecords.
         for index in 0..<2000 {
             let name = try DNSName("junk\(index)._sf-channel._tcp.local")
-            cache.insert([DNSResourceRecord(name: ServiceType.secureChannel.domainName, ttl: 4500, data: .ptr(name))], now: start + .seconds(302))
+            cache.insert([DNSResourceRecord(name: ServiceType.secureChannel.domainName, ttl: 4500, data: .ptr(name))], now: start + .seconds(306))
         }
         #expect(cache.count == DiscoveryCache.maximumRecords)
         // RFC 2181 §8: a TTL with its top bit set counts as 0 (a goodbye), not 68 years.
@@ -270,6 +281,7 @@ struct ResponderTests {
         var forever = records.service
         forever.ttl = 1 << 31
         huge.insert([forever], now: start + .milliseconds(10))
+        huge.expire(now: start + .milliseconds(1_100))
         #expect(huge.resolvedInstances(of: .secureChannel).isEmpty)
         // PTR targets that are not instances of the type are ignored.
         var bogus = DiscoveryCache()

@@ -34,7 +34,11 @@ public struct DiscoveryCache: Sendable {
             record.ttl = record.effectiveTTL
             let key = Key(name: record.name, data: record.data)
             if record.ttl == 0 {
-                entries[key] = nil
+                // A goodbye: the record goes one second later, not at once (RFC 6762 §10.1), so
+                // that another responder holding it can rescue it meanwhile (its answer renews it).
+                if let held = entries[key] {
+                    entries[key] = Entry(record: held.record, received: held.received, expires: min(held.expires, now + .seconds(1)))
+                }
                 continue
             }
             if record.cacheFlush {
@@ -79,7 +83,8 @@ public struct DiscoveryCache: Sendable {
         }, now: now)
     }
 
-    /// Drops the records whose TTL has passed.
+    /// Drops the records whose TTL has passed (or that said goodbye more than a second ago):
+    /// lookups see what the last call left.
     public mutating func expire(now: ContinuousClock.Instant) {
         entries = entries.filter { $0.value.expires > now }
     }
