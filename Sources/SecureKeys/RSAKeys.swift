@@ -145,6 +145,11 @@ public struct RSAPrivateKey: Sendable {
         guard e.count <= 4, e.last.map({ $0 & 1 == 1 }) == true, e != Data([1]), !d.isEmpty, d.count <= n.count else {
             throw KeyError.invalidKey("RSA exponents out of range")
         }
+        // swift-crypto's recovery of p and q never ends for a prime or prime-power modulus with a
+        // d chosen to match (every try gives ±1, and such tries are not counted).
+        guard RSAModulusCheck.canBeProductOfDistinctPrimes(n) else {
+            throw KeyError.invalidKey("the RSA modulus n is not a product of distinct primes")
+        }
         let key: _RSA.Signing.PrivateKey
         do {
             key = try _RSA.Signing.PrivateKey._createFromNumbers(n: n, e: e, d: d)
