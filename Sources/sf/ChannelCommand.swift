@@ -47,20 +47,22 @@ struct ChannelPeerOptions: ParsableArguments {
 /// without closing is noticed.
 struct ChannelTimingOptions: ParsableArguments {
     @Option(help: "Seconds the handshake may take.") var handshakeTimeout: Double = 10
-    @Option(help: "Probe the peer after this many seconds with nothing received (TCP keepalive, 6 probes over as long again): a peer that vanished without closing is noticed within about twice this; 0 turns the probes off.")
-    var keepalive: Double = 60
+    @Option(help: "Probe the peer after this many whole seconds with nothing received (TCP keepalive, up to 6 probes over as long again): an idle peer that vanished without closing is noticed within about twice this; 0 turns the probes off.")
+    var keepalive: Int = 60
 
     func validate() throws {
         try ChannelEndpoint.validateTimeout(handshakeTimeout, "--handshake-timeout")
-        if keepalive != 0 { try ChannelEndpoint.validateTimeout(keepalive, "--keepalive") }
+        if !(0...600).contains(keepalive) { throw ValidationError("--keepalive is a number of seconds from 1 to 600, or 0 for none") }
     }
 
-    /// The channel's configuration with these timings.
+    /// The channel's configuration with these timings: `--keepalive S` probes after S seconds,
+    /// then min(S, 6) probes S / probes seconds apart, so the peer has about 2S in all.
     var configuration: SecureChannel.Configuration {
-        let idle = TimeAmount.milliseconds(Int64(keepalive * 1000))
+        let probes = min(keepalive, 6)
         return SecureChannel.Configuration(
             handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000)),
-            keepalive: keepalive == 0 ? nil : SecureChannel.Keepalive(idle: idle, interval: .nanoseconds(idle.nanoseconds / 6), probes: 6))
+            keepalive: keepalive == 0
+                ? nil : SecureChannel.Keepalive(idle: .seconds(Int64(keepalive)), interval: .seconds(Int64(keepalive / probes)), probes: probes))
     }
 }
 

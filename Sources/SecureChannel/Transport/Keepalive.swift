@@ -6,8 +6,10 @@ extension SecureChannel {
     /// every `interval`, and after `probes` unanswered ones the connection fails with
     /// `SecureChannelError.peerUnresponsive`. So a peer that vanished without closing (powered off,
     /// unplugged, its network gone, a NAT that forgot the connection) ends a connection that would
-    /// otherwise wait for it forever. On Linux data left unacknowledged for as long
-    /// (`TCP_USER_TIMEOUT`) ends it too: keepalive probes are only sent while nothing is in flight.
+    /// otherwise wait for it forever. Probes are sent only while nothing is in flight: with data
+    /// unacknowledged, the system's retransmission timeout ends it instead (about 15 minutes on
+    /// Linux). No `TCP_USER_TIMEOUT` is set: since Linux 5.11 it also ends a connection whose live
+    /// peer keeps its receive window shut that long (a slow reader under backpressure).
     ///
     /// A peer that is alive but sends and reads nothing answers every probe: that is an idle
     /// connection, which only the application can time out.
@@ -19,14 +21,15 @@ extension SecureChannel {
         /// Unanswered probes after which the connection fails; 1 to 127.
         public var probes: Int
 
-        /// Probes after 60 s of silence, every 10 s, 6 of them: a vanished peer is noticed within two minutes.
+        /// Probes after 60 s of silence, every 10 s, 6 of them: an idle peer that vanished is noticed within two minutes.
         public init(idle: TimeAmount = .seconds(60), interval: TimeAmount = .seconds(10), probes: Int = 6) {
             self.idle = idle
             self.interval = interval
             self.probes = probes
         }
 
-        /// The longest a vanished peer goes unnoticed: `idle + interval × probes` (as applied).
+        /// The longest a vanished peer goes unnoticed on an idle connection: `idle + interval ×
+        /// probes` (as applied).
         public var deadline: TimeAmount {
             .seconds(Self.seconds(idle) + Self.seconds(interval) * Int64(Self.probeCount(probes)))
         }
@@ -36,16 +39,13 @@ extension SecureChannel {
             guard let options = channel.syncOptions else { return }
             try options.setOption(.socketOption(.so_keepalive), value: 1)
             #if canImport(Darwin)
-            try options.setOption(.tcpOption(.init(rawValue: TCP_KEEPALIVE)), value: Int(Self.seconds(idle)))
+            let idleOption = TCP_KEEPALIVE
             #else
-            try options.setOption(.tcpOption(.init(rawValue: TCP_KEEPIDLE)), value: Int(Self.seconds(idle)))
+            let idleOption = TCP_KEEPIDLE
             #endif
-            try options.setOption(.tcpOption(.init(rawValue: TCP_KEEPINTVL)), value: Int(Self.seconds(interval)))
-            try options.setOption(.tcpOption(.init(rawValue: TCP_KEEPCNT)), value: Self.probeCount(probes))
-            #if os(Linux)
-            try options.setOption(
-                .tcpOption(.init(rawValue: Int32(TCP_USER_TIMEOUT))), value: Int(deadline.nanoseconds / 1_000_000))
-            #endif
+            try options.setOption(.tcpOption(.init(rawValue: idleOption)), value: SocketOptionValue(Self.seconds(idle)))
+            try options.setOption(.tcpOption(.init(rawValue: TCP_KEEPINTVL)), value: SocketOptionValue(Self.seconds(interval)))
+            try options.setOption(.tcpOption(.init(rawValue: TCP_KEEPCNT)), value: SocketOptionValue(Self.probeCount(probes)))
         }
 
         /// Whole seconds, rounded up, from 1 to 32,767 (Linux's `MAX_TCP_KEEPIDLE`).

@@ -47,8 +47,8 @@ public enum SecureChannel {
         /// How long `Connection.executeThenClose` waits, after its body returns, for the end of
         /// stream to be written to the socket (a peer that reads nothing holds it back).
         public var closeTimeout: TimeAmount
-        /// TCP keepalive on every connection, so a peer that vanished without closing ends it
-        /// within `Keepalive.deadline`; nil leaves the system's default (usually none).
+        /// TCP keepalive on every connection, so a peer that vanished without closing ends an idle
+        /// connection within `Keepalive.deadline`; nil leaves the system's default (usually none).
         public var keepalive: Keepalive?
 
         /// The default prologue: `SecureChannel/2` (version 2 of the framing added the end of stream).
@@ -57,7 +57,7 @@ public enum SecureChannel {
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
         /// timeout (3 seconds for the peer's first message), 65,535-byte frames, 16 MiB messages, 64 handshakes, 128 pending connections,
         /// 1 MiB of buffered outbound bytes, a 10-second close timeout, and keepalive probes after
-        /// 60 seconds of silence (a vanished peer is noticed within two minutes).
+        /// 60 seconds of silence (an idle peer that vanished is noticed within two minutes).
         public init(
             protocolName: Noise.ProtocolName = try! Noise.ProtocolName(parsing: "Noise_XX_25519_ChaChaPoly_SHA256"),
             prologue: Data = defaultPrologue, presharedKeys: [SymmetricKey] = [],

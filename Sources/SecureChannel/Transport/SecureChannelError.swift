@@ -27,8 +27,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     /// The peer closed the connection (shut its output, or reset it) without sending its end of
     /// stream: what arrived may be only part of what it sent.
     case closedBeforeEndOfStream
-    /// The peer stopped answering: keepalive probes, or data sent, went unacknowledged for
-    /// `Configuration.keepalive`'s deadline (the peer vanished without closing, or its network did).
+    /// The peer stopped answering: keepalive probes (`Configuration.keepalive`) or data sent
+    /// went unacknowledged until the system gave up (the peer vanished without closing, or the
+    /// network to it did).
     case peerUnresponsive
     /// Our end of stream could not be written within `Configuration.closeTimeout` (the peer
     /// reads nothing).

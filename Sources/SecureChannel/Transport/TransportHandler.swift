@@ -18,8 +18,9 @@ extension SecureChannel {
     /// message after every message flushed before it and shuts the socket's output down once it
     /// is written, unless the connection's `StreamEnd` was aborted (then the socket's output is
     /// shut without it, and the peer sees a cut stream). The peer's end of stream ends the
-    /// inbound sequence; the peer closing or shutting its output without one raises
-    /// `closedBeforeEndOfStream`, and anything after it is `malformedApplicationFrame`.
+    /// inbound sequence; the peer closing, resetting or shutting its output without one raises
+    /// `closedBeforeEndOfStream`, and anything after it is `malformedApplicationFrame`. A peer
+    /// that keepalive or retransmission gave up on raises `peerUnresponsive`.
     final class TransportHandler: ChannelDuplexHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -80,20 +81,29 @@ extension SecureChannel {
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            // A reset before the peer's end of stream cut the stream, as a close without it does
-            // (a relay that closes with unread bytes resets instead of closing cleanly).
-            if let error = error as? IOError {
-                if !peerEnded, error.errnoCode == ECONNRESET || error.errnoCode == EPIPE {
-                    return fail(context: context, error: .closedBeforeEndOfStream)
-                }
-                // Keepalive (or TCP_USER_TIMEOUT) gave up on the peer: timed out, or with the
-                // reason its last probe could not be sent or answered (the kernel reports that).
-                if [ETIMEDOUT, EHOSTUNREACH, ENETUNREACH].contains(error.errnoCode) {
-                    return fail(context: context, error: .peerUnresponsive)
-                }
-            }
+            if let typed = streamError(for: error) { return fail(context: context, error: typed) }
             failed = true  // any other socket error: the inbound sequence throws it
             context.fireErrorCaught(error)
+        }
+
+        /// What a socket error means for the stream, when it has a meaning of its own: a reset
+        /// before the peer's end of stream cut the stream, as a close without it does (a relay
+        /// that closes with unread bytes resets instead of closing cleanly); a timeout, or no
+        /// route left to the peer, is keepalive or retransmission giving up on it. The error
+        /// comes on a read, or on a write that meets it first (NIO then closes without raising it).
+        private func streamError(for error: any Error) -> SecureChannelError? {
+            guard let error = error as? IOError else { return nil }
+            if !peerEnded, error.errnoCode == ECONNRESET || error.errnoCode == EPIPE { return .closedBeforeEndOfStream }
+            if [ETIMEDOUT, EHOSTUNREACH, ENETUNREACH].contains(error.errnoCode) { return .peerUnresponsive }
+            return nil
+        }
+
+        /// A write's outcome as the writer sees it: a socket error with a meaning for the stream
+        /// fails the connection with it (and the write), as it would on a read.
+        private func writeOutcome(_ result: Result<Void, any Error>, context: ChannelHandlerContext) -> Result<Void, any Error> {
+            guard case .failure(let error) = result, let typed = streamError(for: error) else { return result }
+            fail(context: context, error: typed)
+            return .failure(typed)
         }
 
         private func fail(context: ChannelHandlerContext, error: SecureChannelError) {
@@ -139,7 +149,8 @@ extension SecureChannel {
             // The socket's output is shut only once the end of stream has been written: shutting
             // it while writes are pending (after the peer's own shutdown) would drop them.
             let written = context.eventLoop.makePromise(of: Void.self)
-            written.futureResult.assumeIsolated().whenComplete { [streamEnd] result in
+            written.futureResult.assumeIsolated().whenComplete { [self] result in
+                let result = writeOutcome(result, context: context)
                 streamEnd.settle(result)
                 guard case .success = result else {
                     promise?.completeWith(result)
@@ -201,9 +212,9 @@ extension SecureChannel {
         private func seal(_ message: ByteBuffer, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
             let count = message.readableBytes
             let written = context.eventLoop.makePromise(of: Void.self)
-            written.futureResult.whenComplete { [pacing] result in
+            written.futureResult.assumeIsolated().whenComplete { [self] result in
                 pacing.release(count)
-                promise?.completeWith(result)
+                promise?.completeWith(writeOutcome(result, context: context))
             }
             do {
                 try ApplicationFraming.seal(
