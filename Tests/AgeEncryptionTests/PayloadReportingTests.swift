@@ -69,6 +69,39 @@ import Testing
         #expect(Self.sameBytes(opened, plaintext))
     }
 
+    /// An armored file whose plaintext fills whole batches (2 MiB) ends its payload exactly at a
+    /// batch's end, so only one more read, the probe for bytes after the final chunk, meets what
+    /// follows: garbage after the END line, or no END line. `read(into:)` took that read's error
+    /// for the end of the input and handed out the whole plaintext as a valid file (age refuses
+    /// both, the testkit's armor_garbage_trailing and armor_no_end_line); now both APIs refuse.
+    @Test(arguments: [1, 2])
+    func armoredFileEndingAtABatchIsChecked(batches: Int) throws {
+        let plaintext = SecureRandom.bytes(count: batches * Self.batch * Self.chunk)
+        let armored = try Age.encrypt(plaintext, to: [Self.identity.recipient], armored: true)
+        let text = String(decoding: armored, as: UTF8.self)
+        let endLine = "-----END AGE ENCRYPTED FILE-----"
+        #expect(text.hasSuffix(endLine + "\n"))
+        for damaged in [text + "garbage\n", String(text.dropLast(endLine.count + 1))] {
+            var errors = [String]()
+            do {
+                try Age.Decryptor(from: Age.DataSource(Data(damaged.utf8)), identities: [Self.identity], encoding: .armored)
+                    .decrypt(to: Age.DataSink())
+                errors.append("decrypt(to:) accepted it")
+            } catch let error as AgeError {
+                if case .armor = error {} else { errors.append("decrypt(to:): \(error)") }
+            }
+            do {
+                let decryptor = try Age.Decryptor(from: Age.DataSource(Data(damaged.utf8)), identities: [Self.identity], encoding: .armored)
+                var buffer = [UInt8](repeating: 0, count: 1 << 20)
+                while try buffer.withUnsafeMutableBytes({ try decryptor.read(into: $0) }) > 0 {}
+                errors.append("read(into:) accepted it")
+            } catch let error as AgeError {
+                if case .armor = error {} else { errors.append("read(into:): \(error)") }
+            }
+            #expect(errors.isEmpty, "\(errors)")
+        }
+    }
+
     @Test func emptyPayload() throws {
         let (file, payloadStart) = try Self.encrypt(Data())
         let (opened, error) = Self.attempt(file)

@@ -43,7 +43,8 @@ extension STREAM {
         private var spare: SlotBuffer?
         private var counter: UInt64 = 0
         private var finished = false
-        private var pendingError: STREAMError?
+        /// The failure that ended the stream, thrown again by every later call.
+        private var pendingError: (any Error)?
 
         /// A decryptor starting at chunk 0.
         package init(_ stream: STREAM) {
@@ -59,9 +60,17 @@ extension STREAM {
             if finished { return [] }
             let batch = try readBatch(into: current, read)
             let outcomes = Self.open(stream, current, batch, first: counter)
-            let (plaintexts, error) = resolve(outcomes, batch) {
-                var byte: UInt8 = 0
-                return ((try? withUnsafeMutableBytes(of: &byte) { try read($0) }) ?? 0) > 0
+            let (plaintexts, error): ([Data], STREAMError?)
+            do {
+                // Whether anything follows the final chunk: one more read, whose failure (an armor
+                // error after the last line, an I/O error) is the stream's, as on the pipelined path.
+                (plaintexts, error) = try resolve(outcomes, batch) {
+                    var byte: UInt8 = 0
+                    return try withUnsafeMutableBytes(of: &byte) { try read($0) } > 0
+                }
+            } catch {
+                pendingError = error
+                throw error
             }
             guard let error else { return plaintexts }
             pendingError = error
@@ -161,8 +170,8 @@ extension STREAM {
         /// to raise after them, if any. Marks the stream finished at its final chunk.
         /// `moreInput` tells whether anything follows the batch (asked only when it matters).
         private func resolve(
-            _ outcomes: ResultSlots<Outcome>, _ batch: Batch, moreInput: () -> Bool
-        ) -> ([Data], STREAMError?) {
+            _ outcomes: ResultSlots<Outcome>, _ batch: Batch, moreInput: () throws -> Bool
+        ) rethrows -> ([Data], STREAMError?) {
             var plaintexts = [Data]()
             let first = counter
             counter += UInt64(outcomes.count)
@@ -183,7 +192,7 @@ extension STREAM {
                     finished = true
                     if plaintext.isEmpty && index > 0 { return (plaintexts, .emptyFinalChunk) }
                     plaintexts.append(plaintext)
-                    if i < outcomes.count - 1 || (!batch.reachedEnd && moreInput()) { return (plaintexts, .trailingData) }
+                    if try i < outcomes.count - 1 || (!batch.reachedEnd && moreInput()) { return (plaintexts, .trailingData) }
                     return (plaintexts, nil)
                 }
             }
