@@ -19,8 +19,9 @@ enum Bech32 {
         return uppercase ? text.uppercased() : text
     }
 
-    /// Decodes `text` into its human-readable part (lowercased) and data bytes. Nil for mixed case,
-    /// characters outside the alphabet, a bad checksum, or non-zero padding bits.
+    /// Decodes `text` into its human-readable part (in the case it was written: age compares it
+    /// exactly, so `AGE1…` is no recipient and `age-secret-key-1…` no identity) and data bytes. Nil
+    /// for mixed case, characters outside the alphabet, a bad checksum, or non-zero padding bits.
     static func decode(_ text: String) -> (hrp: String, data: [UInt8])? {
         let bytes = Array(text.utf8)
         guard bytes.allSatisfy({ (33...126).contains($0) }) else { return nil }
@@ -41,7 +42,7 @@ enum Bech32 {
         }
         guard polymod(expand(hrp) + values) == 1 else { return nil }
         guard let data = regroup(Array(values.dropLast(6)), from: 5, to: 8, pad: false) else { return nil }
-        return (String(decoding: hrp, as: UTF8.self), data)
+        return (String(decoding: bytes[..<separator], as: UTF8.self), data)
     }
 
     private static func expand(_ hrp: [UInt8]) -> [UInt8] {

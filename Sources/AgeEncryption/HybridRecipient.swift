@@ -62,7 +62,7 @@ extension Age {
         /// Parses an `AGE-SECRET-KEY-PQ-1…` identity; throws `AgeError.invalidIdentity` for anything
         /// else (the error never repeats the secret input).
         public init(_ text: String) throws(AgeError) {
-            guard let (hrp, data) = Bech32.decode(text), hrp == "age-secret-key-pq-", data.count == 32,
+            guard let (hrp, data) = Bech32.decode(text), hrp == "AGE-SECRET-KEY-PQ-", data.count == 32,
                 let key = try? XWingMLKEM768X25519.PrivateKey(seedRepresentation: data, publicKey: nil)
             else { throw AgeError.invalidIdentity("not an AGE-SECRET-KEY-PQ-1… hybrid identity") }
             privateKey = key

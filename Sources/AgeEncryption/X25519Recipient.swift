@@ -72,7 +72,7 @@ extension Age {
         /// Parses an `AGE-SECRET-KEY-1…` Bech32 identity; throws `AgeError.invalidIdentity` for
         /// anything else. The error never repeats the input, which may be secret.
         public init(_ text: String) throws(AgeError) {
-            guard let (hrp, data) = Bech32.decode(text), hrp == "age-secret-key-", data.count == 32,
+            guard let (hrp, data) = Bech32.decode(text), hrp == "AGE-SECRET-KEY-", data.count == 32,
                 let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: data)
             else { throw AgeError.invalidIdentity("not an AGE-SECRET-KEY-1… X25519 identity") }
             privateKey = key

@@ -82,6 +82,14 @@ import Testing
         corrupted[10] = corrupted[10] == "q" ? "p" : "q"
         #expect(throws: AgeError.self) { try Age.X25519Recipient(String(corrupted)) }
         #expect(throws: AgeError.self) { try Age.X25519Recipient("Age1" + identity.recipient.string.dropFirst(4)) }
+        // The other letter case is valid Bech32, but age compares the prefix exactly: an `AGE1…`
+        // recipient and an `age-secret-key-1…` identity are refused (they were accepted).
+        #expect(throws: AgeError.self) { try Age.X25519Recipient(identity.recipient.string.uppercased()) }
+        #expect(throws: AgeError.self) { try Age.X25519Identity(identity.secretString.lowercased()) }
+        let hybrid = try Age.HybridIdentity()
+        #expect(throws: AgeError.self) { try Age.HybridRecipient(hybrid.recipient.description.uppercased()) }
+        #expect(throws: AgeError.self) { try Age.HybridIdentity(hybrid.secretString.lowercased()) }
+        #expect(try Age.HybridIdentity(hybrid.secretString).recipient.description == hybrid.recipient.description)
     }
 
     @Test func identityAndRecipientFiles() throws {
