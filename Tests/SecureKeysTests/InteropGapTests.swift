@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SFTestSupport
 import SecureCore
@@ -112,6 +113,58 @@ import Testing
         for type in [KeyType.rsa1024, .rsa2048, .rsa3072, .rsa4096] {
             guard case .rsa(let key) = Fixtures.key(type).key.publicKey else { continue }
             #expect(RSAModulusCheck.canBeProductOfDistinctPrimes(key.components.modulus), "\(type)")
+        }
+    }
+}
+
+/// The same key rules on every import path (review of session 20): an Ed25519 public key must be
+/// an RFC 8032 point encoding in SPKI, JWK and raw form as it already had to be in OpenSSH form
+/// (swift-crypto checks its length only), and an EC JWK's coordinates must be full length.
+@Suite struct ImportPathConsistencyTests {
+    /// y = 2^255 − 1 (not below p), and y = 1 with the sign bit set (x = 0, "negative").
+    static let badEd25519Points = [Data(repeating: 0xFF, count: 31) + Data([0x7F]), Data([1]) + Data(count: 30) + Data([0x80])]
+
+    @Test func ed25519PointsAreCheckedOnEveryPath() throws {
+        for point in Self.badEd25519Points {
+            let spki = Data([0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]) + point
+            let jwk = #"{"kty":"OKP","crv":"Ed25519","x":""# + point.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "") + #""}"#
+            for (path, attempt) in [
+                ("SPKI", { _ = try KeyImport.publicKey(from: spki) }),
+                ("JWK", { _ = try KeyImport.publicKey(from: Data(jwk.utf8)) }),
+                ("raw", { _ = try KeyImport.rawPublicKey(point, type: .ed25519) }),
+            ] as [(String, () throws -> Void)] {
+                do {
+                    try attempt()
+                    Issue.record("\(path): \(point.map { String(format: "%02x", $0) }.joined()) was accepted")
+                } catch let error as KeyError {
+                    guard case .invalidKey(let detail) = error else {
+                        Issue.record("\(path): \(error)")
+                        continue
+                    }
+                    #expect(detail.hasPrefix("not an Ed25519 point"), "\(path): \(detail)")
+                }
+            }
+        }
+        // A real key still imports on each path.
+        let key = Curve25519.Signing.PrivateKey().publicKey
+        #expect(try KeyImport.rawPublicKey(key.rawRepresentation, type: .ed25519).spkiDERRepresentation
+            == AsymmetricPublicKey.ed25519(key).spkiDERRepresentation)
+    }
+
+    @Test func ecJWKCoordinatesAreFullLength() throws {
+        guard case .p256(let key) = Fixtures.key(.p256).key.publicKey else { return }
+        let point = key.x963Representation.dropFirst()
+        func b64(_ data: Data) -> String {
+            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        func jwk(_ x: Data, _ y: Data) -> Data { Data(#"{"kty":"EC","crv":"P-256","x":"\#(b64(x))","y":"\#(b64(y))"}"#.utf8) }
+        #expect(try KeyImport.publicKey(from: jwk(Data(point.prefix(32)), Data(point.suffix(32)))).spkiDERRepresentation
+            == AsymmetricPublicKey.p256(key).spkiDERRepresentation)
+        // The same 64 bytes split 31 / 33: the same point before, now refused.
+        #expect(throws: KeyError.malformedJWK("`x` and `y` must each be 32 bytes for P-256")) {
+            try KeyImport.publicKey(from: jwk(Data(point.prefix(31)), Data(point.suffix(33))))
         }
     }
 }

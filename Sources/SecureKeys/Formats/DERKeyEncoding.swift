@@ -26,7 +26,7 @@ extension AsymmetricPublicKey {
             }
         case OID.ed25519:
             try requireAbsentParameters(info.algorithm)
-            self = .ed25519(try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: key) })
+            self = .ed25519(try ed25519PublicKey(key))
         case OID.x25519:
             try requireAbsentParameters(info.algorithm)
             self = .x25519(try curveKey { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: key) })
@@ -129,4 +129,18 @@ func curveKey<K>(_ make: () throws -> K) throws(KeyError) -> K {
         // swift-crypto's error says only "underlyingCoreCryptoError(error: N)"; say what is wrong instead.
         throw KeyError.invalidKey("the key bytes are not a valid point or scalar for this curve (a point off the curve, or a scalar of zero or not below the group order)")
     }
+}
+
+/// An Ed25519 public key from its 32 bytes, which must be an RFC 8032 §5.1.3 point encoding on
+/// every import path, as on OpenSSH's (swift-crypto checks the length only: a y not below p, a y
+/// of no point, or x = 0 with the sign bit set were stored and fingerprinted, then failed later).
+func ed25519PublicKey(_ raw: some DataProtocol) throws(KeyError) -> Curve25519.Signing.PublicKey {
+    let bytes = Data(raw)
+    switch Edwards25519.defect(ofPoint: bytes) {
+    case nil, .wrongLength?: break  // the length is swift-crypto's to refuse
+    case .nonCanonicalY?: throw KeyError.invalidKey("not an Ed25519 point: y is not below p (a non-canonical encoding)")
+    case .notOnCurve?: throw KeyError.invalidKey("not an Ed25519 point: no point on the curve has this y")
+    case .signedZeroX?: throw KeyError.invalidKey("not an Ed25519 point: x is 0 but its sign bit is set")
+    }
+    return try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: bytes) }
 }

@@ -64,6 +64,12 @@ enum JSONWebKey {
             return .private(.rsa(try RSAPrivateKey(structure: structure)))
         case "EC":
             let x = try field(jwk.x, "x"), y = try field(jwk.y, "y")
+            // RFC 7518 §6.2.1.2-3: each coordinate is the full length of the curve's field
+            // (x of 31 bytes and y of 33 made the same point as 32 and 32).
+            let coordinateLength = ["P-256": 32, "P-384": 48, "P-521": 66][jwk.crv ?? ""]
+            if let coordinateLength, x.count != coordinateLength || y.count != coordinateLength {
+                throw KeyError.malformedJWK("`x` and `y` must each be \(coordinateLength) bytes for \(jwk.crv ?? "")")
+            }
             let point = Data([4]) + x + y
             let d = try jwk.d.map { d throws(KeyError) in try field(d, "d") }
             let key: ImportedKey
@@ -84,7 +90,7 @@ enum JSONWebKey {
             let key: ImportedKey
             switch jwk.crv {
             case "Ed25519":
-                if let d { key = .private(.ed25519(try curveKey { try Curve25519.Signing.PrivateKey(rawRepresentation: d) })) } else { key = .public(.ed25519(try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: x) })) }
+                if let d { key = .private(.ed25519(try curveKey { try Curve25519.Signing.PrivateKey(rawRepresentation: d) })) } else { key = .public(.ed25519(try ed25519PublicKey(x))) }
             case "X25519":
                 if let d { key = .private(.x25519(try curveKey { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: d) })) } else { key = .public(.x25519(try curveKey { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: x) })) }
             default:

@@ -42,7 +42,7 @@ enum OpenSSHPublicKey {
         guard ssh.label == ssh.keyType else { throw .malformedOpenSSH("key type in the blob differs from the line") }
         switch ssh.key {
         case .rsa(let exponent, let modulus): return .rsa(try RSAPublicKey(modulus: modulus, exponent: exponent))
-        case .ed25519(let raw): return .ed25519(try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: raw) })
+        case .ed25519(let raw): return .ed25519(try ed25519PublicKey(raw))
         case .ecdsa(.nistp256, let point): return .p256(try curveKey { try P256.Signing.PublicKey(x963Representation: point) })
         case .ecdsa(.nistp384, let point): return .p384(try curveKey { try P384.Signing.PublicKey(x963Representation: point) })
         case .ecdsa(.nistp521, let point): return .p521(try curveKey { try P521.Signing.PublicKey(x963Representation: point) })

@@ -31,7 +31,7 @@ extension KeyImport {
             return .p384(try curveKey { compressed ? try P384.Signing.PublicKey(compressedRepresentation: raw) : try P384.Signing.PublicKey(x963Representation: raw) })
         case .p521:
             return .p521(try curveKey { compressed ? try P521.Signing.PublicKey(compressedRepresentation: raw) : try P521.Signing.PublicKey(x963Representation: raw) })
-        case .ed25519: return .ed25519(try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: raw) })
+        case .ed25519: return .ed25519(try ed25519PublicKey(raw))
         case .x25519: return .x25519(try curveKey { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: raw) })
         case .rsa1024, .rsa2048, .rsa3072, .rsa4096: throw KeyError.notApplicable("RSA keys have no raw form; use modulus and exponent")
         }
