@@ -118,6 +118,7 @@ final class BufferedSource: Age.ByteSource {
         var searchFrom = pendingStart
         while true {
             if let lf = pending[searchFrom...].firstIndex(of: UInt8(ascii: "\n")) {
+                guard lf - pendingStart <= maximumLength else { return nil }
                 let line = Array(pending[pendingStart..<lf])
                 pendingStart = lf + 1
                 return line

@@ -15,6 +15,10 @@ extension Age {
         /// Base64 characters in one stanza body: 64 KiB, far above any stanza type's body (a wrapped
         /// 16-byte file key), so a hostile header cannot grow memory without bound.
         static let maximumStanzaBodyColumns = 64 * 1024
+        /// Ceiling on the whole header's bytes: far above the most stanzas of any known type (1,024
+        /// hybrid post-quantum stanzas take about 1.6 MB), so that a hostile header cannot take the
+        /// 84 MB the other ceilings allow before its MAC can be checked.
+        public static let maximumHeaderBytes = 4 << 20
 
         /// The recipient stanzas, in file order (at least one).
         public var stanzas: [Stanza]
@@ -73,7 +77,8 @@ extension Age {
 
         /// Reads and strictly parses a header from `source`, leaving it positioned at the payload.
         static func parse(from source: BufferedSource) throws -> Header {
-            let version = try readLine(source)
+            var budget = maximumHeaderBytes
+            let version = try readLine(source, &budget)
             guard version == Array(versionLine.utf8) else {
                 let prefix = Array("age-encryption.org/".utf8)
                 if version.starts(with: prefix), version.count > prefix.count, version.allSatisfy(isVisible) {
@@ -83,12 +88,12 @@ extension Age {
             }
             var stanzas = [Stanza]()
             while true {
-                let line = try readLine(source)
+                let line = try readLine(source, &budget)
                 if line.starts(with: Array("-> ".utf8)) {
                     guard stanzas.count < maximumStanzaCount else {
                         throw AgeError.malformedHeader("more than \(maximumStanzaCount) recipient stanzas")
                     }
-                    stanzas.append(try parseStanza(argumentLine: line, source: source))
+                    stanzas.append(try parseStanza(argumentLine: line, source: source, budget: &budget))
                 } else if line.starts(with: Array("---".utf8)) {
                     guard !stanzas.isEmpty else { throw AgeError.malformedHeader("the header has no recipient stanza") }
                     return Header(stanzas: stanzas, mac: try parseMAC(line))
@@ -98,14 +103,14 @@ extension Age {
             }
         }
 
-        private static func parseStanza(argumentLine line: [UInt8], source: BufferedSource) throws -> Stanza {
+        private static func parseStanza(argumentLine line: [UInt8], source: BufferedSource, budget: inout Int) throws -> Stanza {
             let arguments = line.dropFirst(3).split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
             guard arguments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isVisible) }) else {
                 throw AgeError.malformedHeader("a stanza argument is empty or not printable ASCII")
             }
             var body = [UInt8]()
             while true {
-                let bodyLine = try readLine(source)
+                let bodyLine = try readLine(source, &budget)
                 guard bodyLine.count <= 64, bodyLine.allSatisfy(RawBase64.isAlphabet) else {
                     throw AgeError.malformedHeader("a stanza body line is longer than 64 columns or not base64")
                 }
@@ -129,11 +134,14 @@ extension Age {
             return mac
         }
 
-        /// One line without its LF. CR is not a line ending in the header (it fails `isVisible` later).
-        private static func readLine(_ source: BufferedSource) throws -> [UInt8] {
+        /// One line without its LF, charged with its LF to the header's `budget`. CR is not a line
+        /// ending in the header (it fails `isVisible` later).
+        private static func readLine(_ source: BufferedSource, _ budget: inout Int) throws -> [UInt8] {
             guard let line = try source.readLine(maximumLength: maximumLineLength) else {
-                throw AgeError.malformedHeader("the file ends inside the header")
+                throw AgeError.malformedHeader("the file ends inside the header, or a header line is longer than \(maximumLineLength) bytes")
             }
+            budget -= line.count + 1
+            guard budget >= 0 else { throw AgeError.malformedHeader("the header is longer than \(maximumHeaderBytes) bytes") }
             return line
         }
 

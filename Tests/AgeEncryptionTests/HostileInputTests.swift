@@ -34,4 +34,29 @@ import Testing
             #expect(reason.contains("stanza body is longer"))
         }
     }
+
+    /// Every stanza within the ceilings (1,024 stanzas of 64 KiB of base64 each) still made an
+    /// 84 MB header, read and decoded before its MAC could be checked; the whole header now has
+    /// its own ceiling, 4 MiB. And a line is measured by its whole length: a 20 KiB line passed the
+    /// 16 KiB ceiling (it was checked a 4 KiB read late), and was reported as the file's end.
+    @Test func aHugeHeaderIsRefusedBeforeItsEnd() throws {
+        let body = String(repeating: String(repeating: "A", count: 64) + "\n", count: 1_000) + "AA\n"  // 64,002 columns
+        let stanza = "-> x\n" + body
+        let header = "age-encryption.org/v1\n" + String(repeating: stanza, count: 70)  // 4.6 MB, no "---" line
+        do {
+            _ = try Age.decrypt(Data(header.utf8), identities: [Age.X25519Identity()])
+            Issue.record("a 4.6 MB header was read to its end")
+        } catch AgeError.malformedHeader(let reason) {
+            #expect(reason == "the header is longer than \(Age.Header.maximumHeaderBytes) bytes", "\(reason)")
+        }
+        for length in [16 * 1024 + 1, 20 * 1024] {
+            let long = "age-encryption.org/v1\n-> " + String(repeating: "a", count: length - 3) + "\n"
+            do {
+                _ = try Age.decrypt(Data(long.utf8), identities: [Age.X25519Identity()])
+                Issue.record("a header line of \(length) bytes was accepted")
+            } catch AgeError.malformedHeader(let reason) {
+                #expect(reason.contains("longer than 16384 bytes"), "\(length): \(reason)")
+            }
+        }
+    }
 }
