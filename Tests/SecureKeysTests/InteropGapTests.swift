@@ -22,11 +22,15 @@ import Testing
         #expect(spki.status == 0 && spki.stdout == key.publicKey.spkiDERRepresentation)
     }
 
-    @Test func ecParametersMustMatchTheKey() throws {
+    @Test(.requires(.openssl)) func ecParametersMustMatchTheKey() throws {
+        // OpenSSL's EC PRIVATE KEY block alone (-noout: without its parameters).
+        let generated = try TestSupport.run(try TestSupport.path(of: .openssl), ["ecparam", "-genkey", "-noout", "-name", "prime256v1"])
+        try #require(generated.status == 0 && generated.stdoutText.hasPrefix("-----BEGIN EC PRIVATE KEY-----"), "\(generated.stderrText)")
+        let key = generated.stdoutText
         // P-384's named-curve parameters in front of a P-256 key.
         let p384Parameters = PEM.encode(Data([0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22]), label: "EC PARAMETERS")
-        let p256 = try AsymmetricPrivateKey.generate(.p256)
-        let key = String(decoding: try p256.exported(as: .pkcs8).withUnsafeBytes { Data($0) }, as: UTF8.self)
+        let p256Parameters = PEM.encode(Data([0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]), label: "EC PARAMETERS")
+        #expect(try KeyImport.privateKey(from: Data((p256Parameters + key).utf8)).type == .p256)
         #expect(throws: KeyError.invalidKey("EC PARAMETERS name p384 but the key is p256")) {
             try KeyImport.privateKey(from: Data((p384Parameters + key).utf8))
         }
@@ -34,6 +38,16 @@ import Testing
         let explicit = PEM.encode(Data([0x30, 0x03, 0x02, 0x01, 0x01]), label: "EC PARAMETERS")
         #expect(throws: KeyError.self) { try KeyImport.privateKey(from: Data((explicit + key).utf8)) }
         #expect(throws: KeyError.self) { try KeyImport.privateKey(from: Data(p384Parameters.utf8)) }
+        // Only an EC PRIVATE KEY block may follow (as openssl ecparam -genkey writes): not PKCS#8,
+        // nor a public key (which was accepted, the parameters then describing a public key).
+        let p256 = try AsymmetricPrivateKey.generate(.p256)
+        let pkcs8 = String(decoding: try p256.exported(as: .pkcs8).withUnsafeBytes { Data($0) }, as: UTF8.self)
+        let publicKey = String(decoding: try p256.publicKey.exported(as: .spkiPEM), as: UTF8.self)
+        for other in [pkcs8, publicKey] {
+            #expect(throws: KeyError.malformedPEM("EC PARAMETERS must be followed by the EC PRIVATE KEY block (openssl ecparam -genkey)")) {
+                try KeyImport.key(from: Data((p256Parameters + other).utf8))
+            }
+        }
     }
 
     // Live peer: ssh-keygen writes the OpenSSH private key files.

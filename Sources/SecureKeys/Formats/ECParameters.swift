@@ -9,7 +9,8 @@ enum ECParameters {
     static let begin = "-----BEGIN EC PARAMETERS-----"
     private static let end = "-----END EC PARAMETERS-----"
 
-    /// Reads `EC PARAMETERS` followed by one key block, checking that both name the same curve.
+    /// Reads `EC PARAMETERS` followed by one `EC PRIVATE KEY` block, checking that both name the
+    /// same curve.
     static func keyAfterParameters(_ text: String) throws(KeyError) -> ImportedKey {
         guard let stop = text.range(of: end) else { throw KeyError.malformedPEM("EC PARAMETERS block without its END line") }
         let parametersText = String(text[..<stop.upperBound])
@@ -21,10 +22,10 @@ enum ECParameters {
             throw .pem(error)
         }
         let curve = try namedCurve(document.der)
-        guard rest.hasPrefix("-----BEGIN ") else {
+        // Only what `openssl ecparam -genkey` writes: not a public key, nor any other block.
+        guard rest.hasPrefix("-----BEGIN EC PRIVATE KEY-----") else {
             throw KeyError.malformedPEM("EC PARAMETERS must be followed by the EC PRIVATE KEY block (openssl ecparam -genkey)")
         }
-        guard !rest.hasPrefix(begin) else { throw KeyError.malformedPEM("two EC PARAMETERS blocks") }
         let key = try KeyImport.key(from: Data(rest.utf8))
         guard key.publicKey.type == curve else {
             throw KeyError.invalidKey("EC PARAMETERS name \(curve.rawValue) but the key is \(key.publicKey.type.rawValue)")
