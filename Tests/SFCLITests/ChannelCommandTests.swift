@@ -423,6 +423,19 @@ struct ChannelCommandTests {
     static let namespacesUsable = NamespacePair.available || TestSupport.isCI
     static let namespacesReason = NamespacePair.unavailableReason ?? ""
 
+    /// `sf channel serve` as alice for bob on namespace A's address, with `options`, and its port.
+    static func serve(in pair: NamespacePair, _ parties: Parties, _ options: [String]) throws -> (BackgroundProcess, Int) {
+        let server = try pair.spawn(in: pair.a, [
+            parties.binary, "channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "\(pair.addressA):0",
+        ] + options + parties.alice)
+        do {
+            return (server, try Parties.port(of: server))
+        } catch {
+            server.kill()
+            throw error
+        }
+    }
+
     @Test("serve --advertise in one namespace, browse and connect --browse from another",
           .requiresSFBinary, .enabled(if: namespacesUsable, Comment(rawValue: namespacesReason)), .hangBackstop)
     func advertiseBrowseConnect() throws {
@@ -430,12 +443,8 @@ struct ChannelCommandTests {
         let parties = try Parties()
         let pair = try NamespacePair()
         defer { pair.remove() }
-        let server = try pair.spawn(in: pair.a, [
-            parties.binary, "channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "\(pair.addressA):0",
-            "--advertise", "Alice's channel", "--interface", pair.interfaceA,
-        ] + parties.alice)
+        let (server, port) = try Self.serve(in: pair, parties, ["--advertise", "Alice's channel", "--interface", pair.interfaceA])
         defer { server.kill() }
-        let port = try Parties.port(of: server)
         #expect(server.wait { $0.standardError.contains("advertising") }, "\(server.standardError)")
 
         // Browse lists the instance with its address, port and (untrusted) fingerprint.
@@ -483,12 +492,8 @@ struct ChannelCommandTests {
         let parties = try Parties()
         let pair = try NamespacePair()
         defer { pair.remove() }
-        let server = try pair.spawn(in: pair.a, [
-            parties.binary, "channel", "serve", "--tag", "alice", "--peer-tag", "bob", "--listen", "\(pair.addressA):0",
-            "--keep-serving", "--keepalive", "1",
-        ] + parties.alice)
+        let (server, port) = try Self.serve(in: pair, parties, ["--keep-serving", "--keepalive", "1"])
         defer { server.kill() }
-        let port = try Parties.port(of: server)
         func connect() throws -> BackgroundProcess {
             try pair.spawn(in: pair.b, [
                 parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "\(pair.addressA):\(port)", "--keepalive", "1",
