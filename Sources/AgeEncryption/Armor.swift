@@ -84,9 +84,13 @@ final class ArmorReader: Age.ByteSource {
 
     /// The next line without LF or CRLF; a missing final line ending is accepted.
     private func nextLine() throws -> [UInt8] {
-        guard var line = try source.readLine(maximumLength: 128, acceptingUnterminated: true) else {
-            throw AgeError.armor("the END line is missing or a line is too long")
+        let read: [UInt8]?
+        do {
+            read = try source.readLine(maximumLength: 128, acceptingUnterminated: true)
+        } catch is BufferedSource.LineTooLong {
+            throw AgeError.armor("a line is longer than 128 bytes")
         }
+        guard var line = read else { throw AgeError.armor("the END line is missing") }
         if line.last == 0x0d { line.removeLast() }
         return line
     }

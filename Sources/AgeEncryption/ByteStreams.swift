@@ -112,19 +112,23 @@ final class BufferedSource: Age.ByteSource {
 
     init(_ base: Age.ByteSource) { self.base = base }
 
-    /// The next line without its LF; nil at the end of input or when no LF comes within
-    /// `maximumLength` bytes. With `acceptingUnterminated`, a non-empty last line without LF is returned.
+    /// A line longer than the maximum asked for.
+    struct LineTooLong: Error {}
+
+    /// The next line without its LF; nil at the end of input; throws `LineTooLong` when no LF
+    /// comes within `maximumLength` bytes. With `acceptingUnterminated`, a non-empty last line
+    /// without LF is returned.
     func readLine(maximumLength: Int, acceptingUnterminated: Bool = false) throws -> [UInt8]? {
         var searchFrom = pendingStart
         while true {
             if let lf = pending[searchFrom...].firstIndex(of: UInt8(ascii: "\n")) {
-                guard lf - pendingStart <= maximumLength else { return nil }
+                guard lf - pendingStart <= maximumLength else { throw LineTooLong() }
                 let line = Array(pending[pendingStart..<lf])
                 pendingStart = lf + 1
                 return line
             }
             let scanned = pending.count - pendingStart
-            guard scanned <= maximumLength else { return nil }
+            guard scanned <= maximumLength else { throw LineTooLong() }
             if try !fill() {
                 guard acceptingUnterminated, scanned > 0 else { return nil }
                 let line = Array(pending[pendingStart...])

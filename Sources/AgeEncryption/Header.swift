@@ -137,9 +137,13 @@ extension Age {
         /// One line without its LF, charged with its LF to the header's `budget`. CR is not a line
         /// ending in the header (it fails `isVisible` later).
         private static func readLine(_ source: BufferedSource, _ budget: inout Int) throws -> [UInt8] {
-            guard let line = try source.readLine(maximumLength: maximumLineLength) else {
-                throw AgeError.malformedHeader("the file ends inside the header, or a header line is longer than \(maximumLineLength) bytes")
+            let read: [UInt8]?
+            do {
+                read = try source.readLine(maximumLength: maximumLineLength)
+            } catch is BufferedSource.LineTooLong {
+                throw AgeError.malformedHeader("a header line is longer than \(maximumLineLength) bytes")
             }
+            guard let line = read else { throw AgeError.malformedHeader("the file ends inside the header") }
             budget -= line.count + 1
             guard budget >= 0 else { throw AgeError.malformedHeader("the header is longer than \(maximumHeaderBytes) bytes") }
             return line

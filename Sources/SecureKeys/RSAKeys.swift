@@ -148,7 +148,7 @@ public struct RSAPrivateKey: Sendable {
         // swift-crypto's recovery of p and q never ends for a prime or prime-power modulus with a
         // d chosen to match (every try gives ±1, and such tries are not counted).
         guard RSAModulusCheck.canBeProductOfDistinctPrimes(n) else {
-            throw KeyError.invalidKey("the RSA modulus n is not a product of distinct primes")
+            throw KeyError.invalidKey("the RSA modulus n is not a product of distinct odd primes")
         }
         let key: _RSA.Signing.PrivateKey
         do {

@@ -56,13 +56,16 @@ struct ChannelTimingOptions: ParsableArguments {
     }
 
     /// The channel's configuration with these timings: `--keepalive S` probes after S seconds,
-    /// then min(S, 6) probes S / probes seconds apart, so the peer has about 2S in all.
+    /// then min(S, 6) probes S / probes seconds apart (rounded up), so the peer has from 2S to
+    /// 2S + 5 seconds in all.
     var configuration: SecureChannel.Configuration {
         let probes = min(keepalive, 6)
         return SecureChannel.Configuration(
             handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000)),
             keepalive: keepalive == 0
-                ? nil : SecureChannel.Keepalive(idle: .seconds(Int64(keepalive)), interval: .seconds(Int64(keepalive / probes)), probes: probes))
+                ? nil
+                : SecureChannel.Keepalive(
+                    idle: .seconds(Int64(keepalive)), interval: .seconds(Int64((keepalive + probes - 1) / probes)), probes: probes))
     }
 }
 

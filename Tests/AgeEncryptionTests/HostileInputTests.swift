@@ -49,14 +49,22 @@ import Testing
         } catch AgeError.malformedHeader(let reason) {
             #expect(reason == "the header is longer than \(Age.Header.maximumHeaderBytes) bytes", "\(reason)")
         }
+        // A whole header around the long line: only its length is wrong.
+        let mac = String(repeating: "A", count: 43)
         for length in [16 * 1024 + 1, 20 * 1024] {
-            let long = "age-encryption.org/v1\n-> " + String(repeating: "a", count: length - 3) + "\n"
+            let long = "age-encryption.org/v1\n-> " + String(repeating: "a", count: length - 3) + "\nAAAA\n--- \(mac)\n"
             do {
                 _ = try Age.decrypt(Data(long.utf8), identities: [Age.X25519Identity()])
                 Issue.record("a header line of \(length) bytes was accepted")
             } catch AgeError.malformedHeader(let reason) {
-                #expect(reason.contains("longer than 16384 bytes"), "\(length): \(reason)")
+                #expect(reason == "a header line is longer than 16384 bytes", "\(length): \(reason)")
             }
+        }
+        // The longest line allowed is read, and a header cut short says so.
+        let longest = "age-encryption.org/v1\n-> " + String(repeating: "a", count: 16 * 1024 - 3) + "\nAAAA\n--- \(mac)\n"
+        #expect(throws: AgeError.noIdentityMatched) { try Age.decrypt(Data(longest.utf8), identities: [Age.X25519Identity()]) }
+        #expect(throws: AgeError.malformedHeader("the file ends inside the header")) {
+            try Age.decrypt(Data("age-encryption.org/v1\n-> X25519 abc\n".utf8), identities: [Age.X25519Identity()])
         }
     }
 }

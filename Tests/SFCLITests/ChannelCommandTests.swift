@@ -285,8 +285,10 @@ struct ChannelCommandTests {
         let invalid = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "0", "127.0.0.1:\(port)"] + parties.bob)
         #expect(invalid.waitForExit(timeout: 120) == 2, "\(invalid.standardError)")
         for keepalive in ["-1", "601", "nan"] {
-            let refused = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--keepalive", keepalive, "127.0.0.1:\(port)"] + parties.bob)
+            let refused = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--keepalive=\(keepalive)", "127.0.0.1:\(port)"] + parties.bob)
             #expect(refused.waitForExit(timeout: 120) == 2, "--keepalive \(keepalive): \(refused.standardError)")
+            let expected = keepalive == "nan" ? "--keepalive" : "--keepalive is a number of seconds from 1 to 600, or 0 for none"
+            #expect(refused.standardError.contains(expected), "--keepalive \(keepalive): \(refused.standardError)")
         }
     }
 

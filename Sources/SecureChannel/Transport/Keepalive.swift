@@ -4,9 +4,9 @@ import NIOCore
 extension SecureChannel {
     /// TCP keepalive for a connection: after `idle` with nothing received, the kernel sends a probe
     /// every `interval`, and after `probes` unanswered ones the connection fails with
-    /// `SecureChannelError.peerUnresponsive`. So a peer that vanished without closing (powered off,
-    /// unplugged, its network gone, a NAT that forgot the connection) ends a connection that would
-    /// otherwise wait for it forever. Probes are sent only while nothing is in flight: with data
+    /// `SecureChannelError.peerUnresponsive` (or `closedBeforeEndOfStream`, when a probe meets a
+    /// reset). So a peer that vanished without closing (powered off, unplugged, its network gone, a
+    /// NAT that forgot the connection) ends a connection that would otherwise wait for it forever. Probes are sent only while nothing is in flight: with data
     /// unacknowledged, the system's retransmission timeout ends it instead (about 15 minutes on
     /// Linux). No `TCP_USER_TIMEOUT` is set: since Linux 5.11 it also ends a connection whose live
     /// peer keeps its receive window shut that long (a slow reader under backpressure).

@@ -58,19 +58,22 @@ extension STREAM {
         package func nextBatch(reading read: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> [Data] {
             if let pendingError { throw pendingError }
             if finished { return [] }
-            let batch = try readBatch(into: current, read)
-            let outcomes = Self.open(stream, current, batch, first: counter)
-            let (plaintexts, error): ([Data], STREAMError?)
             do {
-                // Whether anything follows the final chunk: one more read, whose failure (an armor
-                // error after the last line, an I/O error) is the stream's, as on the pipelined path.
-                (plaintexts, error) = try resolve(outcomes, batch) {
-                    var byte: UInt8 = 0
-                    return try withUnsafeMutableBytes(of: &byte) { try read($0) } > 0
-                }
+                return try openNextBatch(reading: read)
             } catch {
                 pendingError = error
                 throw error
+            }
+        }
+
+        private func openNextBatch(reading read: (UnsafeMutableRawBufferPointer) throws -> Int) throws -> [Data] {
+            let batch = try readBatch(into: current, read)
+            let outcomes = Self.open(stream, current, batch, first: counter)
+            // Whether anything follows the final chunk: one more read, whose failure (an armor
+            // error after the last line, an I/O error) is the stream's, as on the pipelined path.
+            let (plaintexts, error) = try resolve(outcomes, batch) {
+                var byte: UInt8 = 0
+                return try withUnsafeMutableBytes(of: &byte) { try read($0) } > 0
             }
             guard let error else { return plaintexts }
             pendingError = error
@@ -86,6 +89,17 @@ extension STREAM {
         ) throws {
             if let pendingError { throw pendingError }
             if finished { return }
+            do {
+                try decryptRest(reading: read, writing: sink)
+            } catch {
+                pendingError = error
+                throw error
+            }
+        }
+
+        private func decryptRest(
+            reading read: (UnsafeMutableRawBufferPointer) throws -> Int, writing sink: (UnsafeRawBufferPointer) throws -> Void
+        ) throws {
             var batch = try readBatch(into: current, read)
             var authenticated = [Data]()
             while true {
