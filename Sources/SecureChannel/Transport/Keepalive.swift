@@ -6,10 +6,11 @@ extension SecureChannel {
     /// every `interval`, and after `probes` unanswered ones the connection fails with
     /// `SecureChannelError.peerUnresponsive` (or `closedBeforeEndOfStream`, when a probe meets a
     /// reset). So a peer that vanished without closing (powered off, unplugged, its network gone, a
-    /// NAT that forgot the connection) ends a connection that would otherwise wait for it forever. Probes are sent only while nothing is in flight: with data
-    /// unacknowledged, the system's retransmission timeout ends it instead (about 15 minutes on
-    /// Linux). No `TCP_USER_TIMEOUT` is set: since Linux 5.11 it also ends a connection whose live
-    /// peer keeps its receive window shut that long (a slow reader under backpressure).
+    /// NAT that forgot the connection) ends a connection that would otherwise wait for it forever.
+    /// Probes are sent only while nothing is in flight: with data unacknowledged, the system's
+    /// retransmission timeout ends it instead (about 15 minutes on Linux). No `TCP_USER_TIMEOUT` is
+    /// set: since Linux 5.11 it also ends a connection whose live peer keeps its receive window
+    /// shut that long (a slow reader under backpressure).
     ///
     /// A peer that is alive but sends and reads nothing answers every probe: that is an idle
     /// connection, which only the application can time out.
