@@ -17,8 +17,6 @@ public struct DiscoveryCache: Sendable {
         let record: DNSResourceRecord
         let received: ContinuousClock.Instant
         let expires: ContinuousClock.Instant
-        /// Its owner said goodbye: kept a second for a rescue, but no longer an answer.
-        var saidGoodbye = false
     }
 
     private var entries = [Key: Entry]()
@@ -38,9 +36,9 @@ public struct DiscoveryCache: Sendable {
             if record.ttl == 0 {
                 // A goodbye: the record goes one second later, not at once (RFC 6762 §10.1), so
                 // that another responder holding it can rescue it meanwhile (its answer renews it).
+                // Until then it is still an answer, with a TTL of 1 as the RFC puts it.
                 if let held = entries[key] {
-                    entries[key] = Entry(
-                        record: held.record, received: held.received, expires: min(held.expires, now + .seconds(1)), saidGoodbye: true)
+                    entries[key] = Entry(record: held.record, received: held.received, expires: min(held.expires, now + .seconds(1)))
                 }
                 continue
             }
@@ -92,9 +90,8 @@ public struct DiscoveryCache: Sendable {
         entries = entries.filter { $0.value.expires > now }
     }
 
-    /// The records held for `name` and `type`, less those that said goodbye.
     private func records(named name: DNSName, type: DNSRecordType) -> [DNSResourceRecord] {
-        entries.values.filter { !$0.saidGoodbye && $0.record.name == name && $0.record.type == type }.map(\.record)
+        entries.values.filter { $0.record.name == name && $0.record.type == type }.map(\.record)
     }
 
     /// The instance names of `type` learned from PTR records, sorted by presentation form.
