@@ -2,13 +2,17 @@ import Foundation
 import NIOCore
 import SecureRecords
 
-/// The rows of a batch of records in `COPY ... FROM STDIN` text format, one buffer per table, for
-/// bulk loading (`PostgresRecordStorage.copyRecords`).
+/// The rows of a batch of records in `COPY ... FROM STDIN` binary format, one buffer per table,
+/// for bulk loading (`PostgresRecordStorage.copyRecords`).
 ///
-/// The text format (PostgreSQL's `COPY` reference): one line per row, columns separated by a tab,
-/// `\N` for NULL, and a backslash, tab, newline or carriage return inside a value written as `\\`,
-/// `\t`, `\n`, `\r`. A `bytea` value is its hex input form `\x<hex>`, whose backslash is itself
-/// escaped (`\\x`). The rows are the same as `Columns` binds for `INSERT ... unnest`.
+/// The binary format (PostgreSQL's `COPY` reference, "Binary Format"): an 11-byte signature, a
+/// 32-bit flags field and a 32-bit header extension length (both zero); per row a 16-bit column
+/// count, then each column as a 32-bit length (-1 for NULL) and its value in the type's binary
+/// form (`uuid` 16 bytes, `smallint` and `bigint` big-endian, `text` and `bytea` as they are,
+/// `tsvector` as `tsvectorsend` writes it); a 16-bit -1 ends the data. Binary rather than text:
+/// the server neither parses hex nor unescapes text, and a `bytea` value is sent at half the size
+/// (the server loads the same rows about a sixth faster). The rows are the same as `Columns`
+/// binds for `INSERT ... unnest`.
 struct PostgresCopyRows {
     /// The columns of each table's rows, in the order written.
     static let recordColumns = ["id", "collection", "keying", "key_id", "fts", "mac"]
@@ -16,10 +20,11 @@ struct PostgresCopyRows {
     static let sealedColumns = ["record_id", "name", "sealed"]
     static let indexColumns = ["record_id", "name", "key_id", "token"]
 
-    var records = ByteBuffer()
-    var clear = ByteBuffer()
-    var sealed = ByteBuffer()
-    var blindIndexes = ByteBuffer()
+    /// Each table's complete copy data (signature to end marker), or an empty buffer for no rows.
+    private(set) var records = ByteBuffer()
+    private(set) var clear = ByteBuffer()
+    private(set) var sealed = ByteBuffer()
+    private(set) var blindIndexes = ByteBuffer()
     /// The first record's id (named by a unique violation the server reports without one).
     let firstId: UUID
 
@@ -33,16 +38,18 @@ struct PostgresCopyRows {
         var groups: [ArraySlice<StoredRecord>] = []
         var start = records.startIndex, bytes = 0
         for (index, record) in zip(records.indices, records) {
-            // Each byte of a value is two hex digits; a row's other columns are under 200 bytes.
+            // A row's columns other than its values take under 200 bytes. A string is also indexed:
+            // its full-text vector takes up to 3 bytes per byte of text (one-letter lexemes: the
+            // letter, its terminator, its count and its position for each letter and separator).
             var size = 200 * (1 + record.clear.count + record.sealed.count + record.blindIndexes.count)
             for value in record.clear.values {
                 switch value {
-                case .string(let s): size += 2 * s.utf8.count
-                case .bytes(let b): size += 2 * b.count
+                case .string(let s): size += 4 * s.utf8.count
+                case .bytes(let b): size += b.count
                 }
             }
-            size += 2 * (record.sealed.values.reduce(0) { $0 + $1.count } + record.blindIndexes.values.reduce(0) { $0 + $1.count })
-            size += 2 * (record.mac?.count ?? 0) + 4 * record.collection.utf8.count
+            size += record.sealed.values.reduce(0) { $0 + $1.count } + record.blindIndexes.values.reduce(0) { $0 + $1.count }
+            size += (record.mac?.count ?? 0) + record.collection.utf8.count
             if bytes > 0 && bytes + size > groupBytes {
                 groups.append(records[start..<index])
                 start = index
@@ -57,125 +64,95 @@ struct PostgresCopyRows {
     /// The rows of `batch`, which must not be empty.
     init(_ batch: some Collection<StoredRecord>) {
         firstId = batch.first!.id
-        records.reserveCapacity(batch.count * 256)
+        records.reserveCapacity(batch.count * 160)
+        var clearRows = 0, sealedRows = 0, indexRows = 0
+        for buffer in [\Self.records, \.clear, \.sealed, \.blindIndexes] as [WritableKeyPath<Self, ByteBuffer>] {
+            self[keyPath: buffer].writeCopyHeader()
+        }
         for record in batch {
-            records.writeUUID(record.id)
-            records.writeTab()
-            records.writeCopyText(record.collection)
-            records.writeTab()
-            records.writeStaticString(record.keying == .storeKey ? "0" : "1")
-            records.writeTab()
-            if let keyId = record.keyId { records.writeString(String(keyId)) } else { records.writeNull() }
-            records.writeTab()
-            records.writeTSVector(record.fullText)
-            records.writeTab()
-            if let mac = record.mac { records.writeByteaHex(mac) } else { records.writeNull() }
-            records.writeNewline()
+            records.writeInteger(Int16(Self.recordColumns.count))
+            records.writeColumn { $0.writeUUID(record.id) }
+            records.writeColumn { $0.writeString(record.collection) }
+            records.writeColumn { $0.writeInteger(Int16(record.keying == .storeKey ? 0 : 1)) }
+            if let keyId = record.keyId { records.writeColumn { $0.writeInteger(Int64(keyId)) } } else { records.writeNullColumn() }
+            records.writeColumn { $0.writeTSVector(record.fullText) }
+            if let mac = record.mac { records.writeColumn { $0.writeBytes(mac) } } else { records.writeNullColumn() }
             for (name, value) in record.clear {
-                clear.writeFieldKey(record.id, name)
+                clearRows += 1
+                clear.writeFieldKey(columns: Self.clearColumns.count, record.id, name)
                 switch value {
                 case .string(let s):
-                    clear.writeStaticString("1\t")
-                    clear.writeByteaHex(s.utf8)
+                    clear.writeColumn { $0.writeInteger(Int16(1)) }
+                    clear.writeColumn { $0.writeString(s) }
                 case .bytes(let b):
-                    clear.writeStaticString("2\t")
-                    clear.writeByteaHex(b)
+                    clear.writeColumn { $0.writeInteger(Int16(2)) }
+                    clear.writeColumn { $0.writeBytes(b) }
                 }
-                clear.writeNewline()
             }
             for (name, value) in record.sealed {
-                sealed.writeFieldKey(record.id, name)
-                sealed.writeByteaHex(value)
-                sealed.writeNewline()
+                sealedRows += 1
+                sealed.writeFieldKey(columns: Self.sealedColumns.count, record.id, name)
+                sealed.writeColumn { $0.writeBytes(value) }
             }
             for (name, token) in record.blindIndexes {
-                blindIndexes.writeFieldKey(record.id, name)
-                blindIndexes.writeString(String(record.keyId ?? 0))
-                blindIndexes.writeTab()
-                blindIndexes.writeByteaHex(token)
-                blindIndexes.writeNewline()
+                indexRows += 1
+                blindIndexes.writeFieldKey(columns: Self.indexColumns.count, record.id, name)
+                blindIndexes.writeColumn { $0.writeInteger(Int64(record.keyId ?? 0)) }
+                blindIndexes.writeColumn { $0.writeBytes(token) }
             }
+        }
+        records.writeCopyTrailer()
+        for (buffer, rows) in [(\Self.clear, clearRows), (\.sealed, sealedRows), (\.blindIndexes, indexRows)] as [(WritableKeyPath<Self, ByteBuffer>, Int)] {
+            if rows > 0 { self[keyPath: buffer].writeCopyTrailer() } else { self[keyPath: buffer].clear() }
         }
     }
 }
 
-private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
 extension ByteBuffer {
-    fileprivate mutating func writeTab() { writeInteger(UInt8(ascii: "\t")) }
-    fileprivate mutating func writeNewline() { writeInteger(UInt8(ascii: "\n")) }
-    fileprivate mutating func writeNull() { writeStaticString("\\N") }
-
-    /// `bytes` as hex, each byte two lowercase digits.
-    fileprivate mutating func writeHex(_ bytes: some Sequence<UInt8>, count: Int) {
-        writeWithUnsafeMutableBytes(minimumWritableBytes: 2 * count) { buffer in
-            var i = 0
-            for byte in bytes {
-                buffer[i] = hexDigits[Int(byte >> 4)]
-                buffer[i + 1] = hexDigits[Int(byte & 0x0F)]
-                i += 2
-            }
-            return i
-        }
+    /// The binary copy format's signature, flags (none) and header extension length (none).
+    fileprivate mutating func writeCopyHeader() {
+        writeBytes([0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00])  // "PGCOPY\n\377\r\n\0"
+        writeInteger(Int32(0))
+        writeInteger(Int32(0))
     }
 
-    /// A `bytea` value in hex input form, its backslash escaped for `COPY` text: `\\x<hex>`.
-    fileprivate mutating func writeByteaHex(_ data: Data) {
-        writeStaticString("\\\\x")
-        data.withUnsafeBytes { writeHex($0, count: $0.count) }
+    /// The end of the copy data: a column count of -1.
+    fileprivate mutating func writeCopyTrailer() { writeInteger(Int16(-1)) }
+
+    fileprivate mutating func writeNullColumn() { writeInteger(Int32(-1)) }
+
+    /// A column: its length, then the value `write` writes.
+    fileprivate mutating func writeColumn(_ write: (inout ByteBuffer) -> Void) {
+        let lengthIndex = writerIndex
+        writeInteger(Int32(0))
+        write(&self)
+        setInteger(Int32(writerIndex - lengthIndex - 4), at: lengthIndex)
     }
 
-    fileprivate mutating func writeByteaHex(_ utf8: String.UTF8View) {
-        writeStaticString("\\\\x")
-        writeHex(utf8, count: utf8.count)
+    /// A field row's column count and first two columns, `record_id` and `name`.
+    fileprivate mutating func writeFieldKey(columns: Int, _ id: UUID, _ name: String) {
+        writeInteger(Int16(columns))
+        writeColumn { $0.writeUUID(id) }
+        writeColumn { $0.writeString(name) }
     }
 
-    /// The `tsvector` of `text` (`PostgresFullText.tsvector`), written as it is built.
-    fileprivate mutating func writeTSVector(_ text: String) {
-        for (index, lexeme) in PostgresFullText.lexemes(text).enumerated() {
-            if index > 0 { writeInteger(UInt8(ascii: " ")) }
-            writeCopyText(PostgresFullText.quote(lexeme.term))
-            for (n, position) in lexeme.positions.enumerated() {
-                writeInteger(UInt8(ascii: n == 0 ? ":" : ","))
-                writeString(String(position))
-            }
-        }
-    }
-
-    /// A field row's first two columns, `record_id` and `name`, each followed by a tab.
-    fileprivate mutating func writeFieldKey(_ id: UUID, _ name: String) {
-        writeUUID(id)
-        writeTab()
-        writeCopyText(name)
-        writeTab()
-    }
-
-    /// A UUID in its canonical lowercase text form.
+    /// A `uuid` in binary form: its 16 bytes.
     fileprivate mutating func writeUUID(_ id: UUID) {
-        withUnsafeBytes(of: id.uuid) { bytes in
-            for (start, end) in [(0, 4), (4, 6), (6, 8), (8, 10), (10, 16)] {
-                if start > 0 { writeInteger(UInt8(ascii: "-")) }
-                writeHex(bytes[start..<end], count: end - start)
-            }
-        }
+        withUnsafeBytes(of: id.uuid) { _ = writeBytes($0) }
     }
 
-    /// A text value with the characters `COPY` text gives a meaning escaped.
-    fileprivate mutating func writeCopyText(_ text: String) {
-        let utf8 = text.utf8
-        guard utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") })
-        else {
-            writeString(text)
-            return
-        }
-        for byte in utf8 {
-            switch byte {
-            case UInt8(ascii: "\\"): writeStaticString("\\\\")
-            case UInt8(ascii: "\t"): writeStaticString("\\t")
-            case UInt8(ascii: "\n"): writeStaticString("\\n")
-            case UInt8(ascii: "\r"): writeStaticString("\\r")
-            default: writeInteger(byte)
-            }
+    /// The `tsvector` of `text` in binary form (`tsvectorsend`): the lexeme count; each lexeme's
+    /// text ended by a zero byte, its position count and positions (weight D: no weight bits).
+    /// The server sorts the lexemes; they are distinct, and each one's positions ascend and stay
+    /// within the type's limits (`FullText.indexedTerms`), as its binary input requires.
+    fileprivate mutating func writeTSVector(_ text: String) {
+        let lexemes = PostgresFullText.lexemes(text)
+        writeInteger(Int32(lexemes.count))
+        for lexeme in lexemes {
+            writeString(lexeme.term)
+            writeInteger(UInt8(0))
+            writeInteger(UInt16(lexeme.positions.count))
+            for position in lexeme.positions { writeInteger(UInt16(position)) }
         }
     }
 }

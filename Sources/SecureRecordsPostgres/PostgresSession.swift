@@ -383,27 +383,24 @@ final class PostgresSession: Sendable {
             try finish(connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)).rows
         }
 
-        /// Starts `COPY "<table>" ("<column>", ...) FROM STDIN` for each copy whose rows are not
-        /// empty, in order, sending its rows (`COPY` text format) in one message (a group is at
-        /// most `PostgresCopyRows.groupBytes`),
-        /// after setting `search_path` to the store's schema for the rest of the transaction
-        /// (postgres-nio quotes the table name as one identifier, so it cannot be qualified). They
-        /// run as one task on the connection's event loop (`EventLoopTaskExecutor`); the call
-        /// returns at once, and the completion is waited for with `finish(_:)`, before any other
-        /// statement.
+        /// Starts `COPY "<schema>"."<table>" ("<column>", ...) FROM STDIN WITH (FORMAT binary)` for
+        /// each copy whose rows are not empty, in order, sending its rows (`PostgresCopyRows`) in
+        /// one message (a group is at most `PostgresCopyRows.groupBytes`). They run as one task
+        /// on the connection's event loop (`EventLoopTaskExecutor`); the call returns at once, and
+        /// the completion is waited for with `finish(_:)`, before any other statement.
         func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> EventLoopFuture<Void> {
             let connection = self.connection, logger = self.logger, copyGuard = self.copyGuard
-            let searchPath = "SET LOCAL search_path TO \"\(session.configuration.schema)\""
+            let schema = session.configuration.schema
             let done = connection.eventLoop.makePromise(of: Void.self)
             Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
                 do {
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: searchPath), logger: logger).get()
                     for copy in copies where copy.rows.readableBytes > 0 {
                         // postgres-nio would never answer a copy started on a closed connection.
                         try await Self.ensureOpen(connection, copyGuard)
                         guard copyGuard.startSending() else { throw ConnectionClosed() }
                         defer { copyGuard.stopSending() }  // if copyFrom fails before it calls the closure
-                        try await connection.copyFrom(table: copy.table, columns: copy.columns, logger: logger) { writer in
+                        let target = Self.binaryCopyTarget(schema: schema, table: copy.table, columns: copy.columns)
+                        try await connection.copyFrom(table: target, logger: logger) { writer in
                             // copyFrom ends the copy (CopyDone, or CopyFail if this throws) as this
                             // returns, in this same job: a close held meanwhile follows in a later one.
                             defer { copyGuard.stopSending() }
@@ -429,6 +426,17 @@ final class PostgresSession: Sendable {
                 }
             }
             return done.futureResult
+        }
+
+        /// What to give postgres-nio's `copyFrom` as the table for a binary copy into `table` of
+        /// `schema`. postgres-nio 1.33.2 builds only text-format copies, one line
+        /// `COPY "<table>" FROM STDIN WITH (FORMAT text)` with the table inserted as given (as its
+        /// documentation warns), so this closes the quote, qualifies the table, names the columns
+        /// and the binary format, and turns the rest of that line into a comment. Schema, table
+        /// and column names are the store's own plain identifiers (`Configuration.validate`).
+        static func binaryCopyTarget(schema: String, table: String, columns: [String]) -> String {
+            let columnList = columns.map { "\"\($0)\"" }.joined(separator: ", ")
+            return "\(schema)\".\"\(table)\" (\(columnList)) FROM STDIN WITH (FORMAT binary) --"
         }
 
         /// Returns, on the connection's event loop, while the connection is open; once it has

@@ -124,6 +124,33 @@ import Testing
         }
     }
 
+    /// A bulk load's full-text vectors (`COPY` binary, lexemes as the client groups them) are the
+    /// ones a single insert stores (the server parses the `tsvector` text), for every script of the
+    /// multilingual corpus and at each of PostgreSQL's limits: 256 positions of one lexeme, 16,383
+    /// positions in all, lexemes of 2,000 bytes, a vector near 1 MiB.
+    @Test(.requires(.postgres)) func copyAndInsertStoreTheSameFullTextVectors() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let storage = try #require(try scratch.storage() as? PostgresRecordStorage)
+        let texts = FullTextTests.corpus + [
+            String(repeating: "a b ", count: 300),
+            (0..<20_000).map { "w\($0 % 5_000)" }.joined(separator: " "),
+            (0..<500).map { String(repeating: "x", count: 1_995) + "\($0)" }.joined(separator: " "),
+            (0..<2_000).map { String(repeating: "é", count: 500) + "\($0)" }.joined(separator: " "),
+            "", "—",
+        ]
+        func records() -> [StoredRecord] {
+            texts.map { StoredRecord(id: UUID(), collection: "c", keying: .storeKey, keyId: 1, clear: ["t": .string($0)], sealed: [:], blindIndexes: [:], mac: nil) }
+        }
+        let inserted = records(), copied = records()
+        for record in inserted { try storage.insert([record]) }
+        try storage.insertInOneTransaction { (insert) throws(RecordsError) in try insert(copied) }
+        let table = storage.tableName("records")
+        for (a, b) in zip(inserted, copied) {
+            let fts = try storage.queryText("SELECT fts::text FROM \(table) WHERE id IN ('\(a.id)', '\(b.id)') ORDER BY seq")
+            #expect(fts.count == 2 && fts[0] == fts[1], "\(a.fullText.prefix(40))")
+        }
+    }
+
     /// After a bulk load (`add(contentsOf:)` of several batches, an import), the planner knows the
     /// tables' sizes at once (ANALYZE, as PostgreSQL advises after a bulk load), so lookups by id
     /// use their indexes instead of scanning whole field tables until autovacuum's next analyze.
