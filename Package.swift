@@ -41,7 +41,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // Up to the next minor version: bulk loads shape the COPY statement postgres-nio 1.33 builds
+        // (`PostgresSession.Transaction.binaryCopyTarget`).
+        .package(url: "https://github.com/vapor/postgres-nio", .upToNextMinor(from: "1.33.2")),
         // The RSA public operation for PSS verification with any salt length and OAEP with a label.
         .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
     ],

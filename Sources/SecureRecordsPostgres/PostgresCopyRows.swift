@@ -11,8 +11,8 @@ import SecureRecords
 /// form (`uuid` 16 bytes, `smallint` and `bigint` big-endian, `text` and `bytea` as they are,
 /// `tsvector` as `tsvectorsend` writes it); a 16-bit -1 ends the data. Binary rather than text:
 /// the server neither parses hex nor unescapes text, and a `bytea` value is sent at half the size
-/// (the server loads the same rows about a sixth faster). The rows are the same as `Columns`
-/// binds for `INSERT ... unnest`.
+/// (Benchmarks/README.md, session 21). The rows are the same as `Columns` binds for
+/// `INSERT ... unnest`.
 struct PostgresCopyRows {
     /// The columns of each table's rows, in the order written.
     static let recordColumns = ["id", "collection", "keying", "key_id", "fts", "mac"]
@@ -38,17 +38,23 @@ struct PostgresCopyRows {
         var groups: [ArraySlice<StoredRecord>] = []
         var start = records.startIndex, bytes = 0
         for (index, record) in zip(records.indices, records) {
-            // A row's columns other than its values take under 200 bytes. A string is also indexed:
-            // its full-text vector takes up to 3 bytes per byte of text (one-letter lexemes: the
-            // letter, its terminator, its count and its position for each letter and separator).
+            // A row's columns other than its values take under 200 bytes plus its names. The
+            // strings are also indexed: the record's full-text vector is a few bytes per byte of
+            // text (more where compatibility forms expand), and never above FullText's ceiling.
             var size = 200 * (1 + record.clear.count + record.sealed.count + record.blindIndexes.count)
-            for value in record.clear.values {
+            var text = 0
+            for (name, value) in record.clear {
+                size += name.utf8.count
                 switch value {
-                case .string(let s): size += 4 * s.utf8.count
+                case .string(let s):
+                    size += s.utf8.count
+                    text += s.utf8.count
                 case .bytes(let b): size += b.count
                 }
             }
-            size += record.sealed.values.reduce(0) { $0 + $1.count } + record.blindIndexes.values.reduce(0) { $0 + $1.count }
+            size += min(8 * text, FullText.maximumIndexBytes)
+            size += record.sealed.reduce(0) { $0 + $1.key.utf8.count + $1.value.count }
+            size += record.blindIndexes.reduce(0) { $0 + $1.key.utf8.count + $1.value.count }
             size += (record.mac?.count ?? 0) + record.collection.utf8.count
             if bytes > 0 && bytes + size > groupBytes {
                 groups.append(records[start..<index])
@@ -143,16 +149,22 @@ extension ByteBuffer {
 
     /// The `tsvector` of `text` in binary form (`tsvectorsend`): the lexeme count; each lexeme's
     /// text ended by a zero byte, its position count and positions (weight D: no weight bits).
-    /// The server sorts the lexemes; they are distinct, and each one's positions ascend and stay
-    /// within the type's limits (`FullText.indexedTerms`), as its binary input requires.
+    /// The lexemes go in the server's order (bytewise), so it need not sort them. The binary input
+    /// takes them as they come, without the text input's repairs (merging repeated lexemes,
+    /// capping positions), so what it requires is checked: distinct lexemes (`lexemes` groups
+    /// them), no zero byte, at most 2,047 bytes, 1 to 256 ascending positions each below 16,384
+    /// (what `FullText.indexedTerms` gives; anything else is a bug here, not bad input).
     fileprivate mutating func writeTSVector(_ text: String) {
-        let lexemes = PostgresFullText.lexemes(text)
+        let lexemes = PostgresFullText.lexemes(text).sorted { $0.term.utf8.lexicographicallyPrecedes($1.term.utf8) }
         writeInteger(Int32(lexemes.count))
-        for lexeme in lexemes {
-            writeString(lexeme.term)
+        for (term, positions) in lexemes {
+            precondition(
+                term.utf8.count <= 2_047 && !term.utf8.contains(0) && (1...256).contains(positions.count) && positions.last! < 16_384,
+                "a lexeme outside the tsvector limits")
+            writeString(term)
             writeInteger(UInt8(0))
-            writeInteger(UInt16(lexeme.positions.count))
-            for position in lexeme.positions { writeInteger(UInt16(position)) }
+            writeInteger(UInt16(positions.count))
+            for position in positions { writeInteger(UInt16(position)) }
         }
     }
 }

@@ -196,13 +196,18 @@ extension PostgresRecordStorage {
         /// Where the server is, for messages (never the password).
         public var displayName: String { "PostgreSQL \(user)@\(host):\(port)/\(database ?? user)" }
 
+        /// Whether `name` is a lowercase letter or `_`, then lowercase letters, digits or `_`: a
+        /// name that needs no escaping between double quotes (and no quoting to keep its case).
+        static func isPlainIdentifier(_ name: String) -> Bool {
+            !name.isEmpty && name.unicodeScalars.enumerated().allSatisfy { index, c in
+                ("a"..."z").contains(c) || c == "_" || (index > 0 && ("0"..."9").contains(c))
+            }
+        }
+
         /// Checks the schema and prefix are plain identifiers.
         func validate() throws(RecordsError) {
             func plain(_ s: String, _ maximum: Int, allowEmpty: Bool) -> Bool {
-                guard s.utf8.count <= maximum, allowEmpty || !s.isEmpty else { return false }
-                return s.unicodeScalars.enumerated().allSatisfy { index, c in
-                    ("a"..."z").contains(c) || c == "_" || (index > 0 && ("0"..."9").contains(c))
-                }
+                s.utf8.count <= maximum && (s.isEmpty ? allowEmpty : Self.isPlainIdentifier(s))
             }
             guard plain(schema, 63, allowEmpty: false) else {
                 throw invalidConfiguration("the PostgreSQL schema name '\(schema)' must be 1...63 lowercase letters, digits or _")

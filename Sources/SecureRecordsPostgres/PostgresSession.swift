@@ -429,12 +429,15 @@ final class PostgresSession: Sendable {
         }
 
         /// What to give postgres-nio's `copyFrom` as the table for a binary copy into `table` of
-        /// `schema`. postgres-nio 1.33.2 builds only text-format copies, one line
+        /// `schema`. postgres-nio 1.33 builds only text-format copies, one line
         /// `COPY "<table>" FROM STDIN WITH (FORMAT text)` with the table inserted as given (as its
         /// documentation warns), so this closes the quote, qualifies the table, names the columns
-        /// and the binary format, and turns the rest of that line into a comment. Schema, table
-        /// and column names are the store's own plain identifiers (`Configuration.validate`).
+        /// and the binary format, and turns the rest of that line into a comment (Package.swift
+        /// accepts 1.33 only; a later template fails every bulk load's tests, never silently).
+        /// Schema, table and column names are the store's own plain identifiers
+        /// (`Configuration.validate`), checked again here.
         static func binaryCopyTarget(schema: String, table: String, columns: [String]) -> String {
+            precondition(([schema, table] + columns).allSatisfy(PostgresRecordStorage.Configuration.isPlainIdentifier), "not a plain identifier")
             let columnList = columns.map { "\"\($0)\"" }.joined(separator: ", ")
             return "\(schema)\".\"\(table)\" (\(columnList)) FROM STDIN WITH (FORMAT binary) --"
         }
