@@ -10,12 +10,27 @@ import Foundation
 enum FieldMap {
     /// Encodes `entries` (names in any order).
     static func encode(_ entries: [String: Data]) -> [UInt8] {
-        encode(entries, size: \.count) { value, out in out.append(contentsOf: value) }
+        var out: [UInt8] = []
+        append(entries, to: &out, lengthPrefixed: false)
+        return out
     }
 
     /// Encodes clear values, each as `kind || payload` (`FieldValue.encoded`).
     static func encode(clear entries: [String: FieldValue]) -> [UInt8] {
-        encode(entries, size: { 1 + $0.payloadCount }) { value, out in
+        var out: [UInt8] = []
+        append(clear: entries, to: &out, lengthPrefixed: false)
+        return out
+    }
+
+    /// Appends the encoding of `entries` to `out`, preceded by its length (`lp`) when
+    /// `lengthPrefixed`: for a MAC input, without building the encoding apart.
+    static func append(_ entries: [String: Data], to out: inout [UInt8], lengthPrefixed: Bool) {
+        append(entries, size: \.count, to: &out, lengthPrefixed: lengthPrefixed) { value, out in out.append(contentsOf: value) }
+    }
+
+    /// `append(_:to:lengthPrefixed:)` for clear values (`encode(clear:)`).
+    static func append(clear entries: [String: FieldValue], to out: inout [UInt8], lengthPrefixed: Bool) {
+        append(entries, size: { 1 + $0.payloadCount }, to: &out, lengthPrefixed: lengthPrefixed) { value, out in
             out.append(value.kindByte)
             switch value {
             case .string(let s): out.append(contentsOf: s.utf8)
@@ -24,19 +39,20 @@ enum FieldMap {
         }
     }
 
-    private static func encode<Value>(
-        _ entries: [String: Value], size: (Value) -> Int, append: (Value, inout [UInt8]) -> Void
-    ) -> [UInt8] {
+    private static func append<Value>(
+        _ entries: [String: Value], size: (Value) -> Int, to out: inout [UInt8], lengthPrefixed: Bool,
+        append: (Value, inout [UInt8]) -> Void
+    ) {
         let sorted = entries.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        var out: [UInt8] = []
-        out.reserveCapacity(sorted.reduce(0) { $0 + 8 + $1.key.utf8.count + size($1.value) })
+        let total = sorted.reduce(0) { $0 + 8 + $1.key.utf8.count + size($1.value) }
+        out.reserveCapacity(out.count + total + 4)
+        if lengthPrefixed { appendLength(total, to: &out) }
         for (name, value) in sorted {
             appendLength(name.utf8.count, to: &out)
             out.append(contentsOf: name.utf8)
             appendLength(size(value), to: &out)
             append(value, &out)
         }
-        return out
     }
 
     private static func appendLength(_ count: Int, to out: inout [UInt8]) {

@@ -9,7 +9,8 @@ enum RecordContext {
     static let keyWrapMagic = Data("SFRK".utf8)
     static let blindIndexInfo = Data("SFR1 blind index".utf8)
 
-    static func lp(_ bytes: some DataProtocol, into data: inout Data) {
+    /// Appends `lp(bytes)`: `u32be(len(bytes)) || bytes`.
+    static func lp(_ bytes: some Collection<UInt8>, into data: inout some RangeReplaceableCollection<UInt8>) {
         withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { data.append(contentsOf: $0) }
         data.append(contentsOf: bytes)
     }

@@ -439,6 +439,6 @@ import Testing
         expected += Data([0, 0, 0, 13]) + Data([0, 0, 0, 2, 0x74, 0x6f, 0, 0, 0, 3, 1, 0x41, 0x6c])
         expected += Data([0, 0, 0, 10]) + Data([0, 0, 0, 1, 0x73, 0, 0, 0, 1, 9])
         expected += Data([0, 0, 0, 11]) + Data([0, 0, 0, 1, 0x73, 0, 0, 0, 2, 7, 7])
-        #expect(RecordAuthentication.macInput(of: record, keyId: 1, storeId: storeId) == expected)
+        #expect(RecordAuthentication.macInput(of: record, keyId: 1, storeId: storeId) == Array(expected))
     }
 }
