@@ -16,6 +16,13 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
+/// The CPU time this process has used so far (all its threads), in seconds.
+func processCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
 let words = ["bicycle", "kite", "book", "scarf", "train", "puzzle", "drum", "lamp", "robot", "paint"]
