@@ -45,7 +45,8 @@ enum FieldMap {
     ) {
         let sorted = entries.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         let total = sorted.reduce(0) { $0 + 8 + $1.key.utf8.count + size($1.value) }
-        out.reserveCapacity(out.count + total + 4)
+        // Reserved only in an empty buffer: exact reservations in a growing one would each copy it.
+        if out.isEmpty { out.reserveCapacity(total + 4) }
         if lengthPrefixed { appendLength(total, to: &out) }
         for (name, value) in sorted {
             appendLength(name.utf8.count, to: &out)

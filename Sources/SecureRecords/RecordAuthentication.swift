@@ -36,7 +36,7 @@ enum RecordAuthentication {
     static func macInput(of record: StoredRecord, keyId: UInt32, storeId: Data) -> [UInt8] {
         // One buffer, each part appended as it is encoded (a bulk load computes 100,000 of these).
         var out: [UInt8] = []
-        out.reserveCapacity(128 + storeId.count + record.collection.utf8.count)
+        out.reserveCapacity(512)
         out.append(contentsOf: magic)
         RecordContext.lp(storeId, into: &out)
         RecordContext.lp(record.collection.utf8, into: &out)

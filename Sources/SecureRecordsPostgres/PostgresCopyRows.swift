@@ -11,8 +11,8 @@ import SecureRecords
 /// form (`uuid` 16 bytes, `smallint` and `bigint` big-endian, `text` and `bytea` as they are,
 /// `tsvector` as `tsvectorsend` writes it); a 16-bit -1 ends the data. Binary rather than text:
 /// the server neither parses hex nor unescapes text, and a `bytea` value is sent at half the size
-/// (Benchmarks/README.md, session 21). The rows are the same as `Columns` binds for
-/// `INSERT ... unnest`.
+/// (the load times, text and binary: Benchmarks/README.md, session 21). The rows are the same as
+/// `Columns` binds for `INSERT ... unnest`.
 struct PostgresCopyRows {
     /// The columns of each table's rows, in the order written.
     static let recordColumns = ["id", "collection", "keying", "key_id", "fts", "mac"]
@@ -151,9 +151,9 @@ extension ByteBuffer {
     /// text ended by a zero byte, its position count and positions (weight D: no weight bits).
     /// The lexemes go in the server's order (bytewise), so it need not sort them. The binary input
     /// takes them as they come, without the text input's repairs (merging repeated lexemes,
-    /// capping positions), so what it requires is checked: distinct lexemes (`lexemes` groups
-    /// them), no zero byte, at most 2,047 bytes, 1 to 256 ascending positions each below 16,384
-    /// (what `FullText.indexedTerms` gives; anything else is a bug here, not bad input).
+    /// capping positions): `lexemes` gives distinct lexemes with ascending positions, and the
+    /// limits are checked here: no zero byte, at most 2,047 bytes, 1 to 256 positions below
+    /// 16,384 (what `FullText.indexedTerms` gives; anything else is a bug here, not bad input).
     fileprivate mutating func writeTSVector(_ text: String) {
         let lexemes = PostgresFullText.lexemes(text).sorted { $0.term.utf8.lexicographicallyPrecedes($1.term.utf8) }
         writeInteger(Int32(lexemes.count))

@@ -433,7 +433,8 @@ final class PostgresSession: Sendable {
         /// `COPY "<table>" FROM STDIN WITH (FORMAT text)` with the table inserted as given (as its
         /// documentation warns), so this closes the quote, qualifies the table, names the columns
         /// and the binary format, and turns the rest of that line into a comment (Package.swift
-        /// accepts 1.33 only; a later template fails every bulk load's tests, never silently).
+        /// accepts 1.33 only; another template fails every bulk-load test against a server, never
+        /// silently).
         /// Schema, table and column names are the store's own plain identifiers
         /// (`Configuration.validate`), checked again here.
         static func binaryCopyTarget(schema: String, table: String, columns: [String]) -> String {

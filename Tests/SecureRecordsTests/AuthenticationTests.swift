@@ -440,5 +440,17 @@ import Testing
         expected += Data([0, 0, 0, 10]) + Data([0, 0, 0, 1, 0x73, 0, 0, 0, 1, 9])
         expected += Data([0, 0, 0, 11]) + Data([0, 0, 0, 1, 0x73, 0, 0, 0, 2, 7, 7])
         #expect(RecordAuthentication.macInput(of: record, keyId: 1, storeId: storeId) == Array(expected))
+
+        // Empty maps and collection; names in UTF-8 byte order (an NFD `å`, `z`, `é`), which is not
+        // the order of Swift strings (`z` < `å` < `é`), each name's bytes kept as given.
+        let other = StoredRecord(
+            id: record.id, collection: "", keying: .storeKey, keyId: 0, clear: ["z": "w", "é": "x", "a\u{30A}": "y"], sealed: [:], blindIndexes: [:])
+        var clear: [UInt8] = [0, 0, 0, 3, 0x61, 0xCC, 0x8A, 0, 0, 0, 2, 1, 0x79]
+        clear += [0, 0, 0, 1, 0x7A, 0, 0, 0, 2, 1, 0x77]
+        clear += [0, 0, 0, 2, 0xC3, 0xA9, 0, 0, 0, 2, 1, 0x78]
+        var otherExpected: [UInt8] = Array("SFR2".utf8) + [0, 0, 0, 16] + Array(storeId) + [0, 0, 0, 0]
+        otherExpected += [0, 0, 0, 16] + (0..<16).map { UInt8($0) } + [0, 0, 0, 0]
+        otherExpected += [0, 0, 0, UInt8(clear.count)] + clear + [0, 0, 0, 0] + [0, 0, 0, 0]
+        #expect(RecordAuthentication.macInput(of: other, keyId: 0, storeId: storeId) == otherExpected)
     }
 }

@@ -161,8 +161,13 @@ import Testing
         try storage.insertInOneTransaction { (insert) throws(RecordsError) in try insert(copied) }
         let table = storage.tableName("records")
         for (a, b) in zip(inserted, copied) {
-            let fts = try storage.queryText("SELECT fts::text FROM \(table) WHERE id IN ('\(a.id)', '\(b.id)') ORDER BY seq")
+            // Equal as text, as values (`=` compares sizes first) and in stored size.
+            let fts = try storage.queryText(
+                "SELECT fts::text || ' ' || pg_column_size(fts) FROM \(table) WHERE id IN ('\(a.id)', '\(b.id)') ORDER BY seq")
             #expect(fts.count == 2 && fts[0] == fts[1], "\(a.fullText.prefix(40))")
+            let equal = try storage.queryText(
+                "SELECT (x.fts = y.fts)::text FROM \(table) x, \(table) y WHERE x.id = '\(a.id)' AND y.id = '\(b.id)'")
+            #expect(equal == ["true"], "\(a.fullText.prefix(40))")
         }
         let phrase = try PostgresFullText.tsquery("\"red bicycle\"")
         let found = Set(try storage.queryText("SELECT id::text FROM \(table) WHERE fts @@ $q$\(phrase)$q$::tsquery").compactMap { $0 })
