@@ -15,22 +15,12 @@ public enum PostgresFullText {
     /// `text`'s distinct indexed terms in order of first occurrence, each with its positions
     /// (1-based, ascending).
     static func lexemes(_ text: String) -> [(term: String, positions: [Int])] {
-        var lexemes: [(term: String, positions: [Int])] = []
-        var slots: [String: Int] = [:]
-        let terms = FullText.indexedTerms(text)
-        // A record's few terms are grouped by a linear scan, without hashing each one.
-        let linear = terms.count <= 32
-        for (index, term) in terms.enumerated() {
-            guard let term else { continue }
-            let slot = linear ? lexemes.firstIndex { $0.term == term } : slots[term]
-            if let slot {
-                lexemes[slot].positions.append(index + 1)
-            } else {
-                if !linear { slots[term] = lexemes.count }
-                lexemes.append((term, [index + 1]))
-            }
+        let indexed = FullText.numberedTerms(text)
+        var positions = [[Int]](repeating: [], count: indexed.terms.count)
+        for (index, number) in indexed.positions.enumerated() {
+            if let number { positions[number].append(index + 1) }
         }
-        return lexemes
+        return Array(zip(indexed.terms, positions))
     }
 
     /// The `tsquery` literal of the full-text query `query`, or `invalidQuery`.

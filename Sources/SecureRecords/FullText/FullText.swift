@@ -53,20 +53,46 @@ public enum FullText {
     /// empty (an occurrence past `maximumPositionsPerTerm`). At most `maximumTerms`, stopping early
     /// when the entry would pass `maximumIndexBytes`.
     public static func indexedTerms(_ text: String) -> [String?] {
-        var result: [String?] = []
-        var occurrences: [String: Int] = [:]
+        let indexed = numberedTerms(text)
+        return indexed.positions.map { $0.map { indexed.terms[$0] } }
+    }
+
+    /// `indexedTerms` as its distinct terms, in order of first occurrence, and for each position
+    /// the number of its term in `terms` (nil for an empty position): a term's positions without
+    /// grouping the terms again.
+    package static func numberedTerms(_ text: String) -> (terms: [String], positions: [Int?]) {
+        var terms: [String] = []
+        var occurrences: [Int] = []
+        var positions: [Int?] = []
+        // A text's few distinct terms are found by a linear scan, without hashing each token;
+        // past 32 of them, by a dictionary.
+        var numbers: [String: Int]?
         var bytes = 0
         for token in tokens(text) {
-            guard result.count < maximumTerms else { break }
-            let seen = occurrences[token, default: 0]
+            guard positions.count < maximumTerms else { break }
+            let known = numbers.map { $0[token] } ?? terms.firstIndex(of: token)
+            let seen = known.map { occurrences[$0] } ?? 0
             // PostgreSQL: a lexeme's entry, its text and a 2-byte count (8 bytes with alignment),
             // plus 2 bytes per position.
             bytes += (seen == 0 ? 8 + token.utf8.count : 0) + 2
             guard bytes <= maximumIndexBytes else { break }
-            occurrences[token] = seen + 1
-            result.append(seen < maximumPositionsPerTerm ? token : nil)
+            let number: Int
+            if let known {
+                number = known
+                occurrences[number] += 1
+            } else {
+                number = terms.count
+                terms.append(token)
+                occurrences.append(1)
+                if numbers != nil {
+                    numbers![token] = number
+                } else if terms.count > 32 {
+                    numbers = Dictionary(uniqueKeysWithValues: zip(terms, terms.indices))
+                }
+            }
+            positions.append(seen < maximumPositionsPerTerm ? number : nil)
         }
-        return result
+        return (terms, positions)
     }
 
     /// `tokens` for ASCII text: letters and digits, lowercased (no decomposition or marks to remove).
