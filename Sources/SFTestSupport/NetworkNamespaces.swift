@@ -133,8 +133,13 @@ public final class BackgroundProcess: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
+        // At the end of a pipe each handler removes itself: a read source at end of file fires
+        // again and again, and one still registered when the pipe's descriptor is closed (as this
+        // object goes) can meet that number reused by another descriptor inside libdispatch's
+        // epoll loop, which has crashed a test run.
         output.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
             guard let self else { return }
             self.written.withLock { written in
                 written.partial.append(data)
@@ -146,6 +151,7 @@ public final class BackgroundProcess: @unchecked Sendable {
         }
         errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
             self?.written.withLock { $0.errorText.append(data) }
         }
         signal(SIGPIPE, SIG_IGN)
