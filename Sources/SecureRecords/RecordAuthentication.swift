@@ -50,7 +50,14 @@ enum RecordAuthentication {
 
     /// The MAC of a store-keyed record under store key `keyId`'s MAC key.
     static func mac(of record: StoredRecord, keyId: UInt32, storeId: Data, key: SymmetricKey) -> Data {
-        Data(HMAC<SHA256>.authenticationCode(for: macInput(of: record, keyId: keyId, storeId: storeId), using: key))
+        mac(of: record, keyId: keyId, storeId: storeId, keyed: HMAC(key: key))
+    }
+
+    /// `mac(of:keyId:storeId:key:)` with the HMAC already keyed (a bulk load keys it once).
+    static func mac(of record: StoredRecord, keyId: UInt32, storeId: Data, keyed hmac: HMAC<SHA256>) -> Data {
+        var hmac = hmac
+        hmac.update(data: macInput(of: record, keyId: keyId, storeId: storeId))
+        return Data(hmac.finalize())
     }
 
     /// Whether `mac` is the record's MAC (compared in constant time).

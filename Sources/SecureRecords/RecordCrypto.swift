@@ -82,20 +82,28 @@ public enum BlindIndex {
 
     /// The token of `value`: the first 8 bytes of HMAC-SHA256(fieldKey, kind || value bytes).
     static func token(of value: FieldValue, fieldKey: SymmetricKey) -> Data {
-        let mac = HMAC<SHA256>.authenticationCode(for: value.encoded, using: fieldKey)
-        return Data(mac.prefix(tokenByteCount))
+        token(of: value, keyed: HMAC(key: fieldKey))
+    }
+
+    /// `token(of:fieldKey:)` with the HMAC already keyed (a bulk load keys it once per field, not
+    /// once per value).
+    static func token(of value: FieldValue, keyed hmac: HMAC<SHA256>) -> Data {
+        var hmac = hmac
+        hmac.update(data: value.encoded)
+        return Data(hmac.finalize().prefix(tokenByteCount))
     }
 }
 
 /// Seals the fields of many records of one collection under one store key and authenticates the
-/// records: the envelope sealer, the blind-index and MAC keys and the context prefix are prepared
-/// once (one per thread; not Sendable).
+/// records: the envelope sealer, the keyed blind-index and MAC HMACs and the context prefix are
+/// prepared once (one per thread; not Sendable).
 struct StoreKeySealer {
     /// The store key id the values are sealed and indexed under.
     let keyId: UInt32
     private var sealer: Envelope.BatchSealer
-    private let indexKeys: [String: SymmetricKey]
-    private let macKey: SymmetricKey
+    /// Each indexed field's HMAC, keyed and not yet fed: each token starts from a copy.
+    private let indexHMACs: [String: HMAC<SHA256>]
+    private let macHMAC: HMAC<SHA256>
     private let storeId: Data
     private let contextPrefix: Data
 
@@ -104,8 +112,8 @@ struct StoreKeySealer {
         expectedCount: Int
     ) throws(RecordsError) {
         self.keyId = keyId
-        self.indexKeys = indexKeys
-        self.macKey = macKey
+        self.indexHMACs = indexKeys.mapValues { HMAC(key: $0) }
+        self.macHMAC = HMAC(key: macKey)
         self.storeId = storeId
         self.contextPrefix = contextPrefix
         do {
@@ -128,13 +136,13 @@ struct StoreKeySealer {
 
     /// The blind-index token of `value` in `field`, or nil when the field is not indexed.
     func token(of value: FieldValue, field: String) -> Data? {
-        indexKeys[field].map { BlindIndex.token(of: value, fieldKey: $0) }
+        indexHMACs[field].map { BlindIndex.token(of: value, keyed: $0) }
     }
 
     /// Puts `record` (store-keyed, its fields final) under this key: sets its key id and MAC.
     func authenticate(_ record: inout StoredRecord) {
         record.keyId = keyId
-        record.mac = RecordAuthentication.mac(of: record, keyId: keyId, storeId: storeId, key: macKey)
+        record.mac = RecordAuthentication.mac(of: record, keyId: keyId, storeId: storeId, keyed: macHMAC)
     }
 }
 
