@@ -200,8 +200,8 @@ struct SequenceLines<Lines: Sequence>: ImportLineSource where Lines.Element: Str
 /// the last one may lack it.
 struct FileLines: ImportLineSource {
     let path: String
-    /// The longest line accepted: a record holds at most a few values of `maximumValueBytes`
-    /// (64 MiB), base64-encoded.
+    /// The longest line accepted: a record holds at most a few values of
+    /// `RecordStore.Configuration.defaultMaximumValueBytes` (256 MiB), base64-encoded.
     static let maximumLineBytes = 1 << 30
 
     func forEachLine(_ body: (Int, Data, Double?) throws(RecordsError) -> Bool) throws(RecordsError) {

@@ -21,16 +21,27 @@ public final class RecordStore: Sendable {
         public var rotationBatchSize: Int
         /// The ids given to new records (when the caller gives none).
         public var recordIds: RecordIdKind
+        /// The largest value a write accepts, in bytes (a string's UTF-8, or the bytes; default
+        /// `defaultMaximumValueBytes`). A larger one is refused with `valueTooLarge` before
+        /// anything is sealed or written, on every backend alike.
+        public var maximumValueBytes: Int
+
+        /// 256 MiB: far below what either backend takes in one value (SQLite's 1,000,000,000
+        /// bytes, PostgreSQL's 1 GiB), so that a few such values still fit one export line
+        /// (1 GiB) and one `COPY` or `INSERT` of a batch. Records are for small data;
+        /// files belong in age files.
+        public static let defaultMaximumValueBytes = 256 << 20
 
         /// The defaults, or the given values.
         public init(
             passwordKDF: PasswordKDF = .default, kdfLimits: KDFLimits = .default, rotationBatchSize: Int = 256,
-            recordIds: RecordIdKind = .timeOrdered
+            recordIds: RecordIdKind = .timeOrdered, maximumValueBytes: Int = defaultMaximumValueBytes
         ) {
             self.passwordKDF = passwordKDF
             self.kdfLimits = kdfLimits
             self.rotationBatchSize = max(1, rotationBatchSize)
             self.recordIds = recordIds
+            self.maximumValueBytes = max(0, maximumValueBytes)
         }
     }
 
@@ -352,6 +363,7 @@ public final class RecordStore: Sendable {
         id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing,
         sealer: inout StoreKeySealer?
     ) throws(RecordsError) -> StoredRecord {
+        try checkValueSizes(fields)
         var clear: [String: FieldValue] = [:]
         var toSeal: [String: FieldValue] = [:]
         for (name, value) in fields {
@@ -386,6 +398,13 @@ public final class RecordStore: Sendable {
             storeKeySealer.authenticate(&record)
         }
         return record
+    }
+
+    /// Refuses a value above `configuration.maximumValueBytes` (`valueTooLarge`).
+    func checkValueSizes(_ fields: [String: FieldValue]) throws(RecordsError) {
+        for (name, value) in fields where value.payloadCount > configuration.maximumValueBytes {
+            throw .valueTooLarge(field: name, limit: configuration.maximumValueBytes)
+        }
     }
 
     /// The `SFR1` context of a sealed value (store-keyed records, and password records written
@@ -459,6 +478,7 @@ public final class RecordStore: Sendable {
         contentsOf records: [[String: FieldValue]], to collection: String, sealing: RecordSealing = .storeKey
     ) throws(RecordsError) -> [UUID] {
         let (collection, schema) = try resolve(collection)
+        for fields in records { try checkValueSizes(fields) }  // before any is sealed or sent
         @Sendable func hasSealedField(_ fields: [String: FieldValue]) -> Bool { fields.keys.contains { schema.fields[$0]?.isSealed == true } }
         var sealsWithStoreKey = false
         if case .storeKey = sealing { sealsWithStoreKey = records.contains(where: hasSealedField) }
@@ -594,6 +614,7 @@ public final class RecordStore: Sendable {
     public func update(
         _ id: UUID, setting: [String: FieldValue], removing: Set<String> = [], password: SecretBytes? = nil
     ) throws(RecordsError) {
+        try checkValueSizes(setting)
         if isUnlocked { _ = try keyringForWriting() }  // re-sealing goes under the current key
         try readModifyWrite(id) { (current) throws(RecordsError) -> StoredRecord in
             let schema = try schema(of: current.collection)
