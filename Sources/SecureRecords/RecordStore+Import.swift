@@ -191,6 +191,7 @@ struct SequenceLines<Lines: Sequence>: ImportLineSource where Lines.Element: Str
 
     func forEachLine(_ body: (Int, Data, Double?) throws(RecordsError) -> Bool) throws(RecordsError) {
         for (index, line) in lines.enumerated() {
+            guard line.utf8.count <= FileLines.maximumLineBytes else { throw FileLines.tooLong(line: index + 1) }
             guard try body(index + 1, Data(line.utf8), nil) else { return }
         }
     }
@@ -200,9 +201,14 @@ struct SequenceLines<Lines: Sequence>: ImportLineSource where Lines.Element: Str
 /// the last one may lack it.
 struct FileLines: ImportLineSource {
     let path: String
-    /// The longest line accepted: a record holds at most a few values of
-    /// `RecordStore.Configuration.defaultMaximumValueBytes` (256 MiB), base64-encoded.
+    /// The longest line accepted: the export of a record of
+    /// `RecordStore.Configuration.maximumRecordBytesCeiling` (128 MiB), each byte escaped.
     static let maximumLineBytes = 1 << 30
+
+    /// The refusal of line `line`, longer than `maximumLineBytes` (on every import path).
+    static func tooLong(line: Int) -> RecordsError {
+        .invalidImport(line: line, reason: "longer than \(maximumLineBytes) bytes")
+    }
 
     func forEachLine(_ body: (Int, Data, Double?) throws(RecordsError) -> Bool) throws(RecordsError) {
         let input: FileInput
@@ -229,7 +235,7 @@ struct FileLines: ImportLineSource {
             }
             pending.removeSubrange(pending.startIndex..<start)
             guard pending.count <= Self.maximumLineBytes else {
-                throw .invalidImport(line: number + 1, reason: "longer than \(Self.maximumLineBytes) bytes")
+                throw Self.tooLong(line: number + 1)
             }
             if chunk.isEmpty {
                 if !pending.isEmpty { _ = try emit(pending) }

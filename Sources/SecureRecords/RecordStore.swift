@@ -21,27 +21,30 @@ public final class RecordStore: Sendable {
         public var rotationBatchSize: Int
         /// The ids given to new records (when the caller gives none).
         public var recordIds: RecordIdKind
-        /// The largest value a write accepts, in bytes (a string's UTF-8, or the bytes; default
-        /// `defaultMaximumValueBytes`). A larger one is refused with `valueTooLarge` before
-        /// anything is sealed or written, on every backend alike.
-        public var maximumValueBytes: Int
+        /// The most bytes a record may hold, as it is stored: its clear values (a string's UTF-8,
+        /// or the bytes) and its sealed values (their envelopes: the content and a few dozen
+        /// bytes). `add`, `add(contentsOf:)` and `update` refuse a record above it with
+        /// `recordTooLarge` and write nothing, on every backend alike. Default
+        /// `defaultMaximumRecordBytes`; a larger setting counts as `maximumRecordBytesCeiling`.
+        public var maximumRecordBytes: Int
 
-        /// 256 MiB: far below what either backend takes in one value (SQLite's 1,000,000,000
-        /// bytes, PostgreSQL's 1 GiB), so that a few such values still fit one export line
-        /// (1 GiB) and one `COPY` or `INSERT` of a batch. Records are for small data;
-        /// files belong in age files.
-        public static let defaultMaximumValueBytes = 256 << 20
+        /// 64 MiB. Records are for small data; files belong in age files.
+        public static let defaultMaximumRecordBytes = 64 << 20
+        /// 128 MiB: a record's export line then stays below the 1 GiB an import reads even when
+        /// every byte is escaped (JSON's `\u00XX`, 6 bytes for 1), and each value far below
+        /// what either backend takes in one value (SQLite's 1,000,000,000 bytes, PostgreSQL's 1 GiB).
+        public static let maximumRecordBytesCeiling = 128 << 20
 
         /// The defaults, or the given values.
         public init(
             passwordKDF: PasswordKDF = .default, kdfLimits: KDFLimits = .default, rotationBatchSize: Int = 256,
-            recordIds: RecordIdKind = .timeOrdered, maximumValueBytes: Int = defaultMaximumValueBytes
+            recordIds: RecordIdKind = .timeOrdered, maximumRecordBytes: Int = defaultMaximumRecordBytes
         ) {
             self.passwordKDF = passwordKDF
             self.kdfLimits = kdfLimits
             self.rotationBatchSize = max(1, rotationBatchSize)
             self.recordIds = recordIds
-            self.maximumValueBytes = max(0, maximumValueBytes)
+            self.maximumRecordBytes = maximumRecordBytes
         }
     }
 
@@ -363,7 +366,6 @@ public final class RecordStore: Sendable {
         id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing,
         sealer: inout StoreKeySealer?
     ) throws(RecordsError) -> StoredRecord {
-        try checkValueSizes(fields)
         var clear: [String: FieldValue] = [:]
         var toSeal: [String: FieldValue] = [:]
         for (name, value) in fields {
@@ -400,11 +402,25 @@ public final class RecordStore: Sendable {
         return record
     }
 
-    /// Refuses a value above `configuration.maximumValueBytes` (`valueTooLarge`).
-    func checkValueSizes(_ fields: [String: FieldValue]) throws(RecordsError) {
-        for (name, value) in fields where value.payloadCount > configuration.maximumValueBytes {
-            throw .valueTooLarge(field: name, limit: configuration.maximumValueBytes)
-        }
+    /// The most bytes a record written now may hold (`Configuration.maximumRecordBytes`).
+    var recordByteLimit: Int {
+        min(max(0, configuration.maximumRecordBytes), Configuration.maximumRecordBytesCeiling)
+    }
+
+    /// Refuses, before anything is sealed, fields whose values alone take more than a record may
+    /// hold (`recordTooLarge`): their stored form takes at least as much.
+    func checkSize(of fields: [String: FieldValue]) throws(RecordsError) {
+        var bytes = 0
+        for value in fields.values { bytes += value.payloadCount }
+        if bytes > recordByteLimit { throw .recordTooLarge(limit: recordByteLimit) }
+    }
+
+    /// Refuses a record whose stored form takes more than a record may hold (`recordTooLarge`).
+    func checkSize(of record: StoredRecord) throws(RecordsError) {
+        var bytes = 0
+        for value in record.clear.values { bytes += value.payloadCount }
+        for sealed in record.sealed.values { bytes += sealed.count }
+        if bytes > recordByteLimit { throw .recordTooLarge(limit: recordByteLimit) }
     }
 
     /// The `SFR1` context of a sealed value (store-keyed records, and password records written
@@ -423,12 +439,14 @@ public final class RecordStore: Sendable {
         let id = id ?? newRecordIds(1)[0]
         let (collection, schema) = try resolve(collection)
         let fields = schema.respelled(fields)
+        try checkSize(of: fields)
         // One transaction: the record is sealed under the key this handle holds, and the insert
         // checks the store's keys as it writes. When another client rotated meanwhile, it is
         // sealed again under the new current key (once per rotation met, a few times at most).
         for _ in 0..<Self.writeAttempts {
             let held = isUnlocked ? try currentKeyring().current : nil
             let record = try seal(id: id, collection: collection, schema: schema, fields: fields, sealing: sealing)
+            try checkSize(of: record)
             if try storage.insert([record], ifAccepted: keyCheck(for: record, held: held)) { return id }
             try takeUpCurrentKey(refusedUnder: record.keyId)
         }
@@ -478,7 +496,7 @@ public final class RecordStore: Sendable {
         contentsOf records: [[String: FieldValue]], to collection: String, sealing: RecordSealing = .storeKey
     ) throws(RecordsError) -> [UUID] {
         let (collection, schema) = try resolve(collection)
-        for fields in records { try checkValueSizes(fields) }  // before any is sealed or sent
+        for fields in records { try checkSize(of: fields) }  // before any is sealed or sent
         @Sendable func hasSealedField(_ fields: [String: FieldValue]) -> Bool { fields.keys.contains { schema.fields[$0]?.isSealed == true } }
         var sealsWithStoreKey = false
         if case .storeKey = sealing { sealsWithStoreKey = records.contains(where: hasSealedField) }
@@ -505,9 +523,11 @@ public final class RecordStore: Sendable {
                 var rows: [StoredRecord] = []
                 rows.reserveCapacity(range.count)
                 for i in range {
-                    rows.append(try self.seal(
+                    let row = try self.seal(
                         id: ids[i], collection: collection, schema: schema, fields: schema.respelled(records[i]), sealing: sealing,
-                        sealer: &sealer))
+                        sealer: &sealer)
+                    try self.checkSize(of: row)
+                    rows.append(row)
                 }
                 return rows
             }
@@ -614,7 +634,7 @@ public final class RecordStore: Sendable {
     public func update(
         _ id: UUID, setting: [String: FieldValue], removing: Set<String> = [], password: SecretBytes? = nil
     ) throws(RecordsError) {
-        try checkValueSizes(setting)
+        try checkSize(of: setting)
         if isUnlocked { _ = try keyringForWriting() }  // re-sealing goes under the current key
         try readModifyWrite(id) { (current) throws(RecordsError) -> StoredRecord in
             let schema = try schema(of: current.collection)
@@ -661,6 +681,7 @@ public final class RecordStore: Sendable {
             case .storeKey:
                 try authenticateOrRequireNoStoreKey(&updated)
             }
+            try checkSize(of: updated)
             return updated
         }
     }

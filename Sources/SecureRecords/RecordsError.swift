@@ -36,9 +36,9 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformedSealedValue(record: UUID, field: String, reason: String)
     /// The KDF cost stored with a sealed value exceeds the configured ceiling; nothing was derived.
     case costAboveCeiling(String)
-    /// A value is larger than the store accepts (`RecordStore.Configuration.maximumValueBytes`,
-    /// `limit` bytes); nothing was written.
-    case valueTooLarge(field: String, limit: Int)
+    /// The record would take more than the `limit` bytes a record may hold
+    /// (`RecordStore.Configuration.maximumRecordBytes`); nothing was written.
+    case recordTooLarge(limit: Int)
     /// A full-text or prefix query is not well formed.
     case invalidQuery(String)
     /// An export line could not be imported; nothing was imported.
@@ -84,7 +84,7 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
         case .malformedSealedValue(let record, let field, let reason):
             "sealed field '\(field)' of record \(record.uuidString.lowercased()) is malformed: \(reason)"
         case .costAboveCeiling(let detail): "key derivation cost above ceiling: \(detail)"
-        case .valueTooLarge(let field, let limit): "the value of field '\(field)' is larger than the \(limit) bytes a value may take; nothing was written"
+        case .recordTooLarge(let limit): "the record would take more than the \(limit) bytes a record may hold; nothing was written"
         case .invalidQuery(let reason): "invalid query: \(reason)"
         case .invalidImport(let line, let reason): "import line \(line): \(reason); nothing was imported"
         case .unreadableImport(let error): "cannot read the import: \(error); nothing was imported"

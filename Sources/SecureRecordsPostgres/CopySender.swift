@@ -7,7 +7,7 @@ import SecureRecords
 /// the group after it (`insertInOneTransaction`).
 ///
 /// The batches queued while a copy runs are encoded and sent together by the next one (fewer round
-/// trips), in groups of at most `PostgresCopyRows.groupBytes`. At most `capacity` batches wait: a
+/// trips), in groups of at most `PostgresRecordStorage.groupBytes`. At most `capacity` batches wait: a
 /// caller that gets ahead of the server waits for room, so memory stays bounded. The first failure
 /// stops the sender, as soon as the copy fails; later batches are dropped (the transaction is then
 /// rolled back or run again), and the failure is read from `failure` or `finish()`. Each batch the
@@ -83,7 +83,7 @@ final class CopySender: @unchecked Sendable {
                     continue
                 }
                 transaction.deadline.progressed()
-                for group in PostgresCopyRows.groups(records) {
+                for group in PostgresRecordStorage.groups(records) {
                     // A load that failed copies nothing more.
                     if condition.withLock({ discarded }) { break }
                     let rows = PostgresCopyRows(group)

@@ -28,45 +28,6 @@ struct PostgresCopyRows {
     /// The first record's id (named by a unique violation the server reports without one).
     let firstId: UUID
 
-    /// The most bytes of rows sent as one group (one copy into each table), roughly: a bound on
-    /// the memory of a group and on the size of its buffers, whatever the size of its values.
-    static let groupBytes = 32 << 20
-
-    /// `records` in groups of at most about `groupBytes` of rows each, in order (a record larger
-    /// than that alone).
-    static func groups(_ records: [StoredRecord]) -> [ArraySlice<StoredRecord>] {
-        var groups: [ArraySlice<StoredRecord>] = []
-        var start = records.startIndex, bytes = 0
-        for (index, record) in zip(records.indices, records) {
-            // A row's columns other than its values take under 200 bytes plus its names. The
-            // strings are also indexed: the record's full-text vector is a few bytes per byte of
-            // text (more where compatibility forms expand), and never above FullText's ceiling.
-            var size = 200 * (1 + record.clear.count + record.sealed.count + record.blindIndexes.count)
-            var text = 0
-            for (name, value) in record.clear {
-                size += name.utf8.count
-                switch value {
-                case .string(let s):
-                    size += s.utf8.count
-                    text += s.utf8.count
-                case .bytes(let b): size += b.count
-                }
-            }
-            size += min(8 * text, FullText.maximumIndexBytes)
-            size += record.sealed.reduce(0) { $0 + $1.key.utf8.count + $1.value.count }
-            size += record.blindIndexes.reduce(0) { $0 + $1.key.utf8.count + $1.value.count }
-            size += (record.mac?.count ?? 0) + record.collection.utf8.count
-            if bytes > 0 && bytes + size > groupBytes {
-                groups.append(records[start..<index])
-                start = index
-                bytes = 0
-            }
-            bytes += size
-        }
-        if start < records.endIndex { groups.append(records[start...]) }
-        return groups
-    }
-
     /// The rows of `batch`, which must not be empty.
     init(_ batch: some Collection<StoredRecord>) {
         firstId = batch.first!.id

@@ -78,6 +78,48 @@ extension PostgresRecordStorage {
         }
     }
 
+    /// The most bytes of rows sent as one group (one `COPY` into each table, or one `INSERT` or
+    /// `UPDATE` statement per table), roughly: a bound on the memory of a group and on the size of
+    /// its buffers and of each message to the server, whatever the size of a batch's values (a
+    /// record holds at most `RecordStore.Configuration.maximumRecordBytesCeiling`, far below the
+    /// server's 1 GiB per message and the 2 GiB a bound value's 32-bit length takes).
+    static let groupBytes = 32 << 20
+
+    /// `records` in groups of at most about `groupBytes` of rows each, in order (a record larger
+    /// than that alone).
+    static func groups(_ records: [StoredRecord]) -> [ArraySlice<StoredRecord>] {
+        var groups: [ArraySlice<StoredRecord>] = []
+        var start = records.startIndex, bytes = 0
+        for (index, record) in zip(records.indices, records) {
+            // A row's columns other than its values take under 200 bytes plus its names. The
+            // strings are also indexed: the record's full-text vector is a few bytes per byte of
+            // text (more where compatibility forms expand), and never above FullText's ceiling.
+            var size = 200 * (1 + record.clear.count + record.sealed.count + record.blindIndexes.count)
+            var text = 0
+            for (name, value) in record.clear {
+                size += name.utf8.count
+                switch value {
+                case .string(let s):
+                    size += s.utf8.count
+                    text += s.utf8.count
+                case .bytes(let b): size += b.count
+                }
+            }
+            size += min(8 * text, FullText.maximumIndexBytes)
+            size += record.sealed.reduce(0) { $0 + $1.key.utf8.count + $1.value.count }
+            size += record.blindIndexes.reduce(0) { $0 + $1.key.utf8.count + $1.value.count }
+            size += (record.mac?.count ?? 0) + record.collection.utf8.count
+            if bytes > 0 && bytes + size > groupBytes {
+                groups.append(records[start..<index])
+                start = index
+                bytes = 0
+            }
+            bytes += size
+        }
+        if start < records.endIndex { groups.append(records[start...]) }
+        return groups
+    }
+
     /// The statements inserting the field rows of `c` (after the record rows).
     func fieldInserts(_ c: Columns) -> [(String, PostgresBindings)] {
         let t = tables
@@ -140,11 +182,11 @@ extension PostgresRecordStorage {
         }
     }
 
-    /// The statements of `insertRecords` (none for no records); `duplicateRecord` for an id given twice.
+    /// The statements of `insertRecords` (none for no records), for each group of `groups`;
+    /// `duplicateRecord` for an id given twice.
     func insertStatements(_ records: [StoredRecord]) throws(RecordsError) -> [(String, PostgresBindings)] {
         guard !records.isEmpty else { return [] }
         try Self.checkUniqueIds(records)
-        let c = Columns(records)
         let insert = """
             INSERT INTO \(tables.records) (id, collection, keying, key_id, fts, mac)
             SELECT u.id, u.collection, u.keying, NULLIF(u.key_id, -1), u.fts::tsvector, \(Self.macColumn)
@@ -152,7 +194,10 @@ extension PostgresRecordStorage {
                 WITH ORDINALITY AS u(id, collection, keying, key_id, fts, mac, ord)
             ORDER BY u.ord
             """
-        return [(insert, Self.recordBinds(c))] + fieldInserts(c)
+        return Self.groups(records).flatMap { group in
+            let c = Columns(Array(group))
+            return [(insert, Self.recordBinds(c))] + fieldInserts(c)
+        }
     }
 
     /// The error of an insert that failed: `duplicateRecord` for a unique violation (the only
@@ -163,11 +208,11 @@ extension PostgresRecordStorage {
     }
 
     /// Inserts new records as `insertRecords` does, with `COPY ... FROM STDIN` into each table (in
-    /// groups of `PostgresCopyRows.groupBytes`): for bulk loads (an import's batches, a replayed
+    /// groups of `groupBytes`): for bulk loads (an import's batches, a replayed
     /// `insertInOneTransaction`), where it costs the server far less per row than `INSERT`.
     func copyRecords(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) {
         try Self.checkUniqueIds(records)
-        for group in PostgresCopyRows.groups(records) { try copy(PostgresCopyRows(group), tx) }
+        for group in Self.groups(records) { try copy(PostgresCopyRows(group), tx) }
     }
 
     /// `duplicateRecord` if an id is given twice.
@@ -445,6 +490,29 @@ extension PostgresRecordStorage {
         _ records: [StoredRecord], previous: [UUID: StoredRecord] = [:], _ tx: Transaction
     ) throws(RecordsError) -> Set<UUID> {
         guard !records.isEmpty else { return [] }
+        // Each group's statements, pipelined with the others' (`groups`).
+        var statements: [(String, PostgresBindings)] = []
+        var updates: [Int] = []  // the index of each group's UPDATE among `statements`
+        for group in Self.groups(records) {
+            updates.append(statements.count)
+            statements += replaceStatements(Array(group), previous: previous)
+        }
+        let results: [[PostgresRow]]
+        do throws(PostgresSession.PostgresFailure) {
+            results = try tx.pipeline(statements)
+        } catch {
+            throw tx.map(error)
+        }
+        var found = Set<UUID>()
+        for index in updates {
+            for row in results[index] { found.insert(try decode(row, UUID.self)) }
+        }
+        return found
+    }
+
+    /// The statements of `replaceRows` for one group: the UPDATE of the record rows (returning the
+    /// ids found), then the field rows' deletes and inserts.
+    private func replaceStatements(_ records: [StoredRecord], previous: [UUID: StoredRecord]) -> [(String, PostgresBindings)] {
         let c = Columns(records, previous: previous)
         let update = """
             UPDATE \(tables.records) AS r
@@ -453,15 +521,7 @@ extension PostgresRecordStorage {
             WHERE r.id = u.id
             RETURNING r.id
             """
-        let results: [[PostgresRow]]
-        do throws(PostgresSession.PostgresFailure) {
-            results = try tx.pipeline([(update, Self.recordBinds(c))] + fieldDeletes(c.rewritten) + fieldInserts(c))
-        } catch {
-            throw tx.map(error)
-        }
-        var found = Set<UUID>()
-        for row in results[0] { found.insert(try decode(row, UUID.self)) }
-        return found
+        return [(update, Self.recordBinds(c))] + fieldDeletes(c.rewritten) + fieldInserts(c)
     }
 
     /// `RecordStorage.delete`, in one transaction.

@@ -385,7 +385,7 @@ final class PostgresSession: Sendable {
 
         /// Starts `COPY "<schema>"."<table>" ("<column>", ...) FROM STDIN WITH (FORMAT binary)` for
         /// each copy whose rows are not empty, in order, sending its rows (`PostgresCopyRows`) in
-        /// one message (a group is at most `PostgresCopyRows.groupBytes`). They run as one task
+        /// one message (a group is at most `PostgresRecordStorage.groupBytes`). They run as one task
         /// on the connection's event loop (`EventLoopTaskExecutor`); the call returns at once, and
         /// the completion is waited for with `finish(_:)`, before any other statement.
         func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> EventLoopFuture<Void> {
