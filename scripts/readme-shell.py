@@ -162,7 +162,7 @@ def main():
                 exports = command.startswith("export ")
                 script = "set -o pipefail; " + command + (" && env -0" if exports else "")
                 result = subprocess.run(["bash", "-c", script], cwd=work, env=env,
-                                        input=stdin.encode(), capture_output=True, timeout=120)
+                                        input=stdin.encode(), capture_output=True, timeout=600)  # a backstop: loaded CI runs scrypt in debug
                 ran += 1
                 if exports and result.returncode == 0:
                     for entry in result.stdout.split(b"\0"):

@@ -48,7 +48,10 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         let (fd, port) = try Self.loopbackSocket(listening: true, port: 0)
         listener = fd
         self.port = port
-        DispatchQueue.global().async(group: done) { [self] in
+        // A thread of its own: the global queue's few threads may all be held by other tests.
+        done.enter()
+        Thread.detachNewThread { [self] in
+            defer { done.leave() }
             while true {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else {

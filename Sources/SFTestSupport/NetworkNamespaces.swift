@@ -75,7 +75,7 @@ public final class NamespacePair: Sendable {
     }
 
     /// Runs a command inside namespace `ns` and waits for it.
-    public func run(in ns: String, _ command: [String], timeout: TimeInterval = 60) throws -> ProcessResult {
+    public func run(in ns: String, _ command: [String]) throws -> ProcessResult {
         try TestSupport.run("ip", ["netns", "exec", ns] + command)
     }
 
@@ -172,7 +172,7 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// The first output line that decodes as a JSON object with `event` == `event`, waiting up to
     /// `timeout` seconds.
-    public func waitForEvent(_ event: String, timeout: TimeInterval = 60) -> [String: Any]? {
+    public func waitForEvent(_ event: String, timeout: TimeInterval = 300) -> [String: Any]? {
         let deadline = Date().addingTimeInterval(timeout)
         func find() -> [String: Any]? {
             outputLines.lazy.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -209,7 +209,7 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Waits up to `timeout` seconds for `condition` on the process, polling; true when it held.
-    public func wait(timeout: TimeInterval = 60, until condition: (BackgroundProcess) -> Bool) -> Bool {
+    public func wait(timeout: TimeInterval = 300, until condition: (BackgroundProcess) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if condition(self) { return true }
@@ -220,7 +220,7 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Waits up to `timeout` seconds for the process to exit and returns its status (nil if it
     /// still runs; the caller's `kill()` ends it).
-    public func waitForExit(timeout: TimeInterval = 60) -> Int32? {
+    public func waitForExit(timeout: TimeInterval = 300) -> Int32? {
         guard wait(timeout: timeout, until: { !$0.isRunning }) else { return nil }
         process.waitUntilExit()
         Thread.sleep(forTimeInterval: 0.2)  // let the readers drain the pipes

@@ -374,8 +374,9 @@ final class PostgresSession: Sendable {
         }
 
         /// How much longer than the server's `statement_timeout` of `timeout` seconds the client
-        /// waits for a statement: a second, or a tenth of it if more.
-        static func statementGrace(_ timeout: Double) -> Double { max(1, timeout / 10) }
+        /// waits for a statement: two seconds (so that the cancellation still arrives first
+        /// across a loaded machine or a relay), or a tenth of it if more.
+        static func statementGrace(_ timeout: Double) -> Double { max(2, timeout / 10) }
 
         /// Runs `sql` with `binds` and returns every row.
         @discardableResult

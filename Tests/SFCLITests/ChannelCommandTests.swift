@@ -450,7 +450,7 @@ struct ChannelCommandTests {
         #expect(server.wait { $0.standardError.contains("advertising") }, "\(server.standardError)")
 
         // Browse lists the instance with its address, port and (untrusted) fingerprint.
-        let listed = try pair.run(in: pair.b, [parties.binary, "channel", "browse", "--interface", pair.interfaceB, "--timeout", "3", "--json"])
+        let listed = try pair.run(in: pair.b, [parties.binary, "channel", "browse", "--interface", pair.interfaceB, "--timeout", "10", "--json"])
         #expect(listed.status == 0, "\(listed.stderrText)")
         let rows = try #require(try JSONSerialization.jsonObject(with: listed.stdout) as? [[String: Any]], "\(listed.stdoutText)")
         let row = try #require(rows.first { $0["name"] as? String == "Alice's channel" }, "\(rows)")

@@ -170,7 +170,7 @@ import Testing
             let adding = try cluster.startAdding()
             defer { adding.kill() }
             // Restart once the client is well under way (an event: records printed).
-            #expect(adding.wait(timeout: 60) { $0.outputLines.count >= 300 || !$0.isRunning }, "\(adding.standardError)")
+            #expect(adding.wait(timeout: 300) { $0.outputLines.count >= 300 || !$0.isRunning }, "\(adding.standardError)")
             // The restarted server must not inherit this test's pipes (reading them would wait for it).
             let restart = try TestSupport.run("python3", [
                 "-c", Cluster.detached, "/bin/sh", "-c", "runuser -u postgres -- \"$0\"/pg_ctl -D \"$1\"/data -l \"$1\"/server.log -m \"$2\" -w restart </dev/null >/dev/null 2>>\"$1\"/pg_ctl.log",
@@ -187,7 +187,7 @@ import Testing
             let before = try cluster.count()
             let adding = try cluster.startAdding(parameters: "?connect_timeout=2&statement_timeout=2000&transaction_timeout=6000")
             defer { adding.kill() }
-            #expect(adding.wait(timeout: 60) { $0.outputLines.count >= 300 || !$0.isRunning }, "\(adding.standardError)")
+            #expect(adding.wait(timeout: 300) { $0.outputLines.count >= 300 || !$0.isRunning }, "\(adding.standardError)")
             let exited = try cluster.stopServer(until: adding, timeout: 60)
             #expect(exited == 1, "the client ended while the server was stopped: \(adding.standardError)")
             #expect(adding.standardError.contains("deadline"), "\(adding.standardError)")

@@ -141,17 +141,19 @@ import Testing
     }
 
     @Test func handshakeTimeoutOnBothSides() async throws {
+        // Short enough to wait for, long enough for a whole handshake of the last check's honest
+        // client on a loaded machine (debug build, shared event loops).
         var quick = SecureChannel.Configuration()
-        quick.handshakeTimeout = .milliseconds(300)
+        quick.handshakeTimeout = .seconds(5)
         let echo = try await Fixtures.EchoServer(configuration: quick)
         defer { Task { await echo.close() } }
         // A client that connects and never speaks.
-        let silent = try RawPeer(port: echo.port)
+        let silent = try RawPeer(port: echo.port, readTimeout: 120)
         #expect(silent.waitForClose())
         await echo.waitUntil { echo.failures.withLockedValue { $0.contains(.handshakeTimeout) } }
         #expect(echo.failures.withLockedValue { $0 } == [.handshakeTimeout])
         // A client that sends message 1 and never finishes (XX message 3 missing).
-        let stalled = try RawPeer(port: echo.port)
+        let stalled = try RawPeer(port: echo.port, readTimeout: 120)
         let initiator = try Noise.HandshakeState(
             protocolName: quick.protocolName, role: .initiator, prologue: quick.prologue, staticKey: Fixtures.clientKey)
         stalled.sendFrame(try initiator.writeMessage())
@@ -347,8 +349,9 @@ import Testing
     /// Benchmarks/channel), then every honest client is served while they stay open; and a socket
     /// that never speaks is closed after `firstMessageTimeout`.
     @Test(.hangBackstop) func idleSocketsDoNotDenyService() async throws {
+        // The deadline applies to the honest clients too: long enough for one whose event loop lags.
         var configuration = SecureChannel.Configuration()
-        configuration.firstMessageTimeout = .seconds(1)
+        configuration.firstMessageTimeout = .seconds(5)
         let echo = try await Fixtures.EchoServer(configuration: configuration)
         defer { Task { await echo.close() } }
         let flood = try await Fixtures.blocking { try (0..<300).map { _ in try RawPeer(port: echo.port, readTimeout: 120) } }

@@ -100,7 +100,7 @@ struct ServerLifecycleTests {
         // Its peer learns the close (a deadline ends the wait if it never does).
         let timedOut = NIOLockedValueBox(false)
         let watchdog = Task {
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .seconds(120))
             timedOut.withLockedValue { $0 = true }
             notTaken.channel.channel.close(promise: nil)
         }

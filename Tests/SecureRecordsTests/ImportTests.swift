@@ -257,7 +257,7 @@ import Testing
     /// And when the record's add is still in flight as the import ends (PostgreSQL): the import
     /// waits for the store's lock, which that add holds shared until it commits, then looks, and is
     /// refused. (Without the lock it would commit first, and the add after it.)
-    @Test(.requires(.postgres), .timeLimit(.minutes(3)))
+    @Test(.requires(.postgres), .hangBackstop)
     func anImportEndingWhileARecordWithoutKeyIsAddedWaitsForItAndIsRefused() throws {
         let scratch = try RecordsScratch(.postgres)
         let (source, path, _) = try exported(scratch, count: 100)

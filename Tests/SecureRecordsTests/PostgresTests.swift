@@ -360,7 +360,7 @@ import Testing
         defer { server.stop() }
         var configuration = PostgresRecordStorage.Configuration(host: "127.0.0.1", port: server.port, user: "nobody")
         configuration.tls = .required()
-        configuration.connectTimeoutSeconds = 3
+        configuration.connectTimeoutSeconds = 10
         let failure = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
         guard case .storage(let storageFailure) = failure else { throw failure }
         #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
@@ -540,8 +540,11 @@ final class SSLRequestAnswerer: Sendable {
         }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
-        let count = count
-        DispatchQueue.global().async(group: done) {
+        let count = count, done = done
+        // A thread of its own: the global queue's few threads may all be held by other tests.
+        done.enter()
+        Thread.detachNewThread {
+            defer { done.leave() }
             while true {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else {

@@ -61,7 +61,7 @@ struct AsyncTests {
             }
         }
         // The fallback: a blocked executor thread would otherwise wait for the lock forever.
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { release() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 240) { release() }
 
         let events = EventLog()
         let executor = QueueExecutor(width: 1, label: "AsyncTests.single-thread")

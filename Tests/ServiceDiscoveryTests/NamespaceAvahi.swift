@@ -82,7 +82,7 @@ final class NamespaceAvahi: @unchecked Sendable {
 
             """)
         let bus = try pair.spawn(in: namespace, Self.supervised(["dbus-daemon", "--config-file=\(busConfig)", "--nofork", "--nopidfile"]))
-        guard bus.wait(timeout: 10, until: { _ in FileManager.default.fileExists(atPath: socket) }) else {
+        guard bus.wait(timeout: 60, until: { _ in FileManager.default.fileExists(atPath: socket) }) else {
             throw StartError(description: "dbus-daemon did not start: \(bus.standardError)")
         }
         let avahi = try pair.spawn(
@@ -91,7 +91,7 @@ final class NamespaceAvahi: @unchecked Sendable {
                 + Self.supervised(
                     ["avahi-daemon", "-f", avahiConfig, "--no-drop-root", "--no-chroot", "--no-rlimits", "--no-proc-title"],
                     setup: "mount -t tmpfs sf-avahi-run /run && mkdir -p /run/avahi-daemon"))
-        guard avahi.wait(timeout: 20, until: { $0.standardError.contains("Server startup complete") || !$0.isRunning }),
+        guard avahi.wait(timeout: 60, until: { $0.standardError.contains("Server startup complete") || !$0.isRunning }),
             avahi.isRunning
         else {
             throw StartError(description: "avahi-daemon did not start: \(avahi.standardError)")
