@@ -24,21 +24,20 @@ public final class RecordStore: Sendable {
         /// The most bytes a record may hold, as it is stored: its clear values (a string's UTF-8,
         /// or the bytes) and its sealed values (their envelopes: the content and a few dozen
         /// bytes). `add`, `add(contentsOf:)` and `update` refuse a record above it with
-        /// `recordTooLarge` and write nothing, on every backend alike. Default
-        /// `defaultMaximumRecordBytes`; a larger setting counts as `maximumRecordBytesCeiling`.
+        /// `recordTooLarge` and write nothing, on every backend alike. Default and most:
+        /// `maximumRecordBytesCeiling` (a larger setting counts as it).
         public var maximumRecordBytes: Int
 
-        /// 64 MiB. Records are for small data; files belong in age files.
-        public static let defaultMaximumRecordBytes = 64 << 20
-        /// 128 MiB: a record's export line then stays below the 1 GiB an import reads even when
-        /// every byte is escaped (JSON's `\u00XX`, 6 bytes for 1), and each value far below
-        /// what either backend takes in one value (SQLite's 1,000,000,000 bytes, PostgreSQL's 1 GiB).
+        /// 128 MiB (records are for small data; files belong in age files): a record's export
+        /// line then stays below the 1 GiB an import reads even when every byte is escaped
+        /// (JSON's `\u00XX`, 6 bytes for 1), and each value far below what either backend takes
+        /// in one value (SQLite's 1,000,000,000 bytes, PostgreSQL's 1 GiB).
         public static let maximumRecordBytesCeiling = 128 << 20
 
         /// The defaults, or the given values.
         public init(
             passwordKDF: PasswordKDF = .default, kdfLimits: KDFLimits = .default, rotationBatchSize: Int = 256,
-            recordIds: RecordIdKind = .timeOrdered, maximumRecordBytes: Int = defaultMaximumRecordBytes
+            recordIds: RecordIdKind = .timeOrdered, maximumRecordBytes: Int = maximumRecordBytesCeiling
         ) {
             self.passwordKDF = passwordKDF
             self.kdfLimits = kdfLimits

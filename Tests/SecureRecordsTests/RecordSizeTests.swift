@@ -77,16 +77,18 @@ import Testing
         #expect(try reopened.open(password, password: secret("new")).fields == split)
     }
 
-    /// The default limit is 64 MiB, and no setting goes past 128 MiB (a record's export must fit
-    /// an import's 1 GiB line). The values here are never copied or touched.
+    /// The default limit is 128 MiB, and no setting goes past it (a record's export must fit an
+    /// import's 1 GiB line). The values here are never copied or touched.
     @Test(arguments: Backend.enabled)
     func theDefaultLimitAndTheCeiling(backend: Backend) throws {
-        #expect(RecordStore.Configuration().maximumRecordBytes == 64 << 20)
+        #expect(RecordStore.Configuration().maximumRecordBytes == 128 << 20)
         let scratch = try RecordsScratch(backend)
         let store = try RecordStore(storage: try scratch.storage())
         try store.createCollection("gifts", schema: giftSchema)
         try store.unlock(with: appSealer)
-        #expect(throws: RecordsError.recordTooLarge(limit: 64 << 20)) { try store.add(["blob": .bytes(Data(count: (64 << 20) + 1))], to: "gifts") }
+        #expect(throws: RecordsError.recordTooLarge(limit: 128 << 20)) {
+            try store.add(["blob": .bytes(Data(count: 100 << 20)), "photo": .bytes(Data(count: (28 << 20) + 1))], to: "gifts")
+        }
         let unbounded = try scratch.reopen(configuration: RecordStore.Configuration(maximumRecordBytes: .max))
         try unbounded.unlock(with: appSealer)
         #expect(throws: RecordsError.recordTooLarge(limit: 128 << 20)) {
