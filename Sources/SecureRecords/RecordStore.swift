@@ -22,8 +22,8 @@ public final class RecordStore: Sendable {
         /// The ids given to new records (when the caller gives none).
         public var recordIds: RecordIdKind
         /// The most bytes a record may hold, as it is stored: its clear values (a string's UTF-8,
-        /// or the bytes) and its sealed values (their envelopes: the content and a few dozen
-        /// bytes). `add`, `add(contentsOf:)` and `update` refuse a record above it with
+        /// or the bytes), its sealed values (their envelopes: the content and a few dozen bytes),
+        /// its field names, blind-index tokens and MAC. `add`, `add(contentsOf:)` and `update` refuse a record above it with
         /// `recordTooLarge` and write nothing, on every backend alike. Default and most:
         /// `maximumRecordBytesCeiling` (a larger setting counts as it).
         public var maximumRecordBytes: Int
@@ -406,19 +406,20 @@ public final class RecordStore: Sendable {
         min(max(0, configuration.maximumRecordBytes), Configuration.maximumRecordBytesCeiling)
     }
 
-    /// Refuses, before anything is sealed, fields whose values alone take more than a record may
-    /// hold (`recordTooLarge`): their stored form takes at least as much.
+    /// Refuses, before anything is sealed, fields whose names and values alone take more than a
+    /// record may hold (`recordTooLarge`): their stored form takes at least as much.
     func checkSize(of fields: [String: FieldValue]) throws(RecordsError) {
         var bytes = 0
-        for value in fields.values { bytes += value.payloadCount }
+        for (name, value) in fields { bytes += name.utf8.count + value.payloadCount }
         if bytes > recordByteLimit { throw .recordTooLarge(limit: recordByteLimit) }
     }
 
     /// Refuses a record whose stored form takes more than a record may hold (`recordTooLarge`).
     func checkSize(of record: StoredRecord) throws(RecordsError) {
-        var bytes = 0
-        for value in record.clear.values { bytes += value.payloadCount }
-        for sealed in record.sealed.values { bytes += sealed.count }
+        var bytes = record.mac?.count ?? 0
+        for (name, value) in record.clear { bytes += name.utf8.count + value.payloadCount }
+        for (name, sealed) in record.sealed { bytes += name.utf8.count + sealed.count }
+        for (name, token) in record.blindIndexes { bytes += name.utf8.count + token.count }
         if bytes > recordByteLimit { throw .recordTooLarge(limit: recordByteLimit) }
     }
 

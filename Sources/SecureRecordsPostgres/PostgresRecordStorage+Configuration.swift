@@ -46,7 +46,7 @@ extension PostgresRecordStorage {
         public var connectTimeoutSeconds: Int
         /// How long one statement may take: sent to the server as its `statement_timeout` (it then
         /// cancels the statement, SQLSTATE 57014, a final error). A server that does not answer is
-        /// given a second more (or a tenth more, if longer), then the client closes the connection
+        /// given two seconds more (or a tenth more, if longer), then the client closes the connection
         /// and the transaction runs again on a new one. URL: `statement_timeout` (milliseconds, as
         /// PostgreSQL's setting). Default 30 s.
         public var statementTimeoutSeconds: Double

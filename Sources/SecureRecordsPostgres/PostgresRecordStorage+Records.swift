@@ -4,8 +4,8 @@ import PostgresNIO
 import SecureRecords
 
 extension PostgresRecordStorage {
-    /// Column arrays of a batch of records: one `INSERT ... SELECT FROM unnest(...)` per table, so a
-    /// batch of any size costs four statements, not a round trip per row.
+    /// Column arrays of a group of records (`groups`): one `INSERT ... SELECT FROM unnest(...)` per
+    /// table, so a group costs four statements, not a round trip per row.
     struct Columns {
         var ids: [UUID] = []
         var collections: [String] = []
@@ -80,9 +80,11 @@ extension PostgresRecordStorage {
 
     /// The most bytes of rows sent as one group (one `COPY` into each table, or one `INSERT` or
     /// `UPDATE` statement per table), roughly: a bound on the memory of a group and on the size of
-    /// its buffers and of each message to the server, whatever the size of a batch's values (a
-    /// record holds at most `RecordStore.Configuration.maximumRecordBytesCeiling`, far below the
-    /// server's 1 GiB per message and the 2 GiB a bound value's 32-bit length takes).
+    /// its buffers and of each message to the server, whatever the size of a batch's values. A
+    /// record larger than that is a group alone: one that `add` or `update` wrote holds at most
+    /// `RecordStore.Configuration.maximumRecordBytesCeiling`, far below the server's 1 GiB per
+    /// message and the 2 GiB a bound value's 32-bit length takes; one from an import, at most its
+    /// 1 GiB line.
     static let groupBytes = 32 << 20
 
     /// `records` in groups of at most about `groupBytes` of rows each, in order (a record larger
@@ -171,7 +173,8 @@ extension PostgresRecordStorage {
     /// The stored `mac` of an unnest row's `u.mac` (see `Columns.macs`).
     static let macColumn = "CASE WHEN length(u.mac) = 0 THEN NULL ELSE substring(u.mac from 2) END"
 
-    /// Inserts new records: the record rows, then the field rows, pipelined (four statements).
+    /// Inserts new records: per group (`groups`), the record rows, then the field rows (four
+    /// statements), all pipelined.
     func insertRecords(_ records: [StoredRecord], _ tx: Transaction) throws(RecordsError) {
         let statements = try insertStatements(records)
         guard !statements.isEmpty else { return }
@@ -409,8 +412,9 @@ extension PostgresRecordStorage {
             .map { table, ids in ("DELETE FROM \(table) WHERE record_id = ANY($1::uuid[])", Self.binds { $0.append(ids) }) }
     }
 
-    /// `RecordStorage.replace`, in one transaction: the record rows are updated first (taking their
-    /// locks), then their field rows rewritten (pipelined). A missing id rolls everything back.
+    /// `RecordStorage.replace`, in one transaction: per group (`groups`), the record rows are
+    /// updated (taking their locks), then their field rows rewritten, all pipelined. A missing id
+    /// rolls everything back.
     public func replace(_ records: [StoredRecord]) throws(RecordsError) {
         guard !records.isEmpty else { return }
         // An id given twice: the last one wins, as with SQLite's sequential rewrite.

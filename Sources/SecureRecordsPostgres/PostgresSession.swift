@@ -488,20 +488,22 @@ final class PostgresSession: Sendable {
             let futures = statements.map { connection.query(PostgresQuery(unsafeSQL: $0.0, binds: $0.1), logger: logger) }
             var results: [Result<[PostgresRow], PostgresFailure>] = []
             var failed = false
-            let bound = statementDeadline
             for future in futures {
+                // The server runs them one after another: each has a statement's time from the
+                // end of the one before (a batch sent in many groups is not one statement).
+                let bound = statementDeadline
                 do throws(PostgresFailure) {
                     results.append(.success(try PostgresSession.wait(
                         for: future, until: bound.deadline, doing: "running a statement", transactionTimeout: bound.transactionTimeout,
                         on: connection
                     ).rows))
+                    if !failed { deadline.progressed() }
                 } catch {
                     if !failed { _ = failures.record(error) }
                     failed = true
                     results.append(.failure(error))
                 }
             }
-            if !failed { deadline.progressed() }
             return results
         }
 

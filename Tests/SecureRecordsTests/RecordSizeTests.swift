@@ -6,8 +6,9 @@ import SecureCore
 import Testing
 
 /// How large a record may be, and batches of large records. A record above
-/// `RecordStore.Configuration.maximumRecordBytes` is refused with `recordTooLarge` by every write,
-/// on both backends, and nothing is written; one at the limit is stored. On PostgreSQL a batch is
+/// `RecordStore.Configuration.maximumRecordBytes` is refused with `recordTooLarge` by `add`,
+/// `add(contentsOf:)` and `update`, on both backends, and nothing is written; one at the limit is
+/// stored. On PostgreSQL a batch is
 /// sent in groups of about `PostgresRecordStorage.groupBytes`, whatever its records' sizes. (Before
 /// both, a value of 2 GiB, or a batch whose values took 2 GiB together, trapped on a 32-bit
 /// length, and one past 1 GiB failed differently on each backend.)
@@ -23,9 +24,11 @@ import Testing
         try store.createCollection("gifts", schema: giftSchema)
         try store.unlock(with: appSealer)
 
-        // The limit counts bytes, not characters: 500 "é" are 1,000 bytes of UTF-8. Clear values
-        // count as they are; a sealed value as its envelope, a few dozen bytes more.
-        let atLimit = String(repeating: "é", count: Self.limit / 2)
+        // The limit counts bytes, not characters ("é" is 2 bytes of UTF-8), as stored: clear values
+        // as they are, a sealed value as its envelope (a few dozen bytes more), the names, and a
+        // store-keyed record's 32-byte MAC. This record takes exactly the limit.
+        let overhead = "toWhom".utf8.count + 32
+        let atLimit = String(repeating: "é", count: (Self.limit - overhead) / 2)
         let clearAtLimit: [String: FieldValue] = ["toWhom": .string(atLimit)]
         let split: [String: FieldValue] = ["toWhom": .string(String(repeating: "a", count: 400)), "note": .bytes(Data(count: 300)),
                                            "description": .string(String(repeating: "d", count: 200))]
@@ -40,7 +43,8 @@ import Testing
         let tooLarge: [(what: String, fields: [String: FieldValue])] = [
             ("one clear value a byte too long", ["toWhom": .string(atLimit + "a")]),
             ("values each below the limit, together above it", ["toWhom": .string(String(repeating: "a", count: 600)), "photo": .bytes(Data(count: 401))]),
-            ("a sealed value whose envelope is above it", ["toWhom": "Bo", "blob": .bytes(Data(count: Self.limit - 2))]),
+            // 980 bytes of names and values, refused only once sealed (envelope, MAC).
+            ("a sealed value whose envelope is above it", ["toWhom": "Bo", "blob": .bytes(Data(count: 968))]),
             ("an indexed one", ["ssn": .bytes(Data(count: Self.limit + 1))]),
         ]
         let before = try store.search().map(\.id).sorted()
@@ -123,8 +127,17 @@ import Testing
         #expect(PostgresRecordStorage.groups(sealed).map(\.count) == [1, 1, 1])
         #expect(try storage.insertStatements(sealed).count == 9)
 
+        // Every group's UPDATE reports the records it found: a record missing from the last group
+        // fails the replace, one found in any group does not.
+        try storage.insert(sealed)
+        try storage.replace(sealed)
+        let absent = StoredRecord(
+            id: UUID(), collection: "gifts", keying: .storeKey, keyId: sealed[0].keyId, clear: sealed[0].clear, sealed: sealed[0].sealed,
+            blindIndexes: [:], mac: sealed[0].mac)
+        #expect(throws: RecordsError.recordNotFound(absent.id)) { try storage.replace(sealed + [absent]) }
+
         let ids = try store.add(contentsOf: records, to: "gifts")  // one insert of three groups
-        _ = try store.rotateStoreKey(with: appSealer)  // one batch (rotationBatchSize 3), three groups
+        _ = try store.rotateStoreKey(with: appSealer)  // batches of 3 (rotationBatchSize), of three groups
         let reopened = try scratch.reopen()
         try reopened.unlock(with: appSealer)
         for (id, fields) in zip(ids, records) { #expect(try reopened.open(id).fields == fields) }

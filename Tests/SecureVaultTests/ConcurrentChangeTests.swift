@@ -70,8 +70,7 @@ import Testing
             if !events.all.contains("unlocked") { sealedBeforeUnlocked += 1 }
             usleep(1_000)
         }
-        // (One seal proves it; more would depend on this thread getting the CPU on a busy machine.)
-        #expect(sealedBeforeUnlocked >= 1, "no seal completed during the unlock")
+        #expect(sealedBeforeUnlocked >= 3, "only \(sealedBeforeUnlocked) seals completed during the unlock")
     }
 
     @Test func aRotationDuringAnUnlockKeepsItsNewKey() throws {
