@@ -23,9 +23,9 @@ public final class RecordStore: Sendable {
         public var recordIds: RecordIdKind
         /// The most bytes a record may hold, as it is stored: its clear values (a string's UTF-8,
         /// or the bytes), its sealed values (their envelopes: the content and a few dozen bytes),
-        /// its field names, blind-index tokens and MAC. `add`, `add(contentsOf:)` and `update` refuse a record above it with
-        /// `recordTooLarge` and write nothing, on every backend alike. Default and most:
-        /// `maximumRecordBytesCeiling` (a larger setting counts as it).
+        /// its field names, blind-index tokens and MAC. `add`, `add(contentsOf:)` and `update`
+        /// refuse a record above it with `recordTooLarge` and write nothing, on every backend
+        /// alike. Default and most: `maximumRecordBytesCeiling` (a larger setting counts as it).
         public var maximumRecordBytes: Int
 
         /// 128 MiB (records are for small data; files belong in age files): a record's export
