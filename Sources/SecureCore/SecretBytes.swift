@@ -105,9 +105,9 @@ public enum ConstantTime {
     }
 }
 
-package enum Zeroization {
+@usableFromInline package enum Zeroization {
     /// Overwrites `buffer` with zeros in a way the compiler may not elide.
-    package static func zero(_ buffer: UnsafeMutableRawBufferPointer) {
+    @usableFromInline package static func zero(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         #if canImport(Darwin)
         _ = memset_s(base, buffer.count, 0, buffer.count)

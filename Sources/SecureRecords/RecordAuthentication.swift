@@ -57,7 +57,7 @@ enum RecordAuthentication {
     static func mac(of record: StoredRecord, keyId: UInt32, storeId: Data, keyed hmac: HMAC<SHA256>) -> Data {
         var hmac = hmac
         hmac.update(data: macInput(of: record, keyId: keyId, storeId: storeId))
-        return Data(hmac.finalize())
+        return hmac.finalize().withUnsafeBytes { Data($0) }
     }
 
     /// Whether `mac` is the record's MAC (compared in constant time).
@@ -68,7 +68,7 @@ enum RecordAuthentication {
 
     /// `"SFR2" || lp(storeId) || lp(collection) || lp(recordId) || lp(field) || lp(clear map)`: the
     /// context of a sealed value of a password record that binds its clear fields.
-    static func passwordValueContext(storeId: Data, collection: String, record: UUID, field: String, clear: [String: FieldValue]) -> Data {
+    static func passwordValueContext(storeId: Data, collection: String, record: UUID, field: String, clear: [String: FieldValue]) -> [UInt8] {
         let prefix = RecordContext.sealedValuePrefix(storeId: storeId, collection: collection, magic: magic)
         var data = RecordContext.sealedValue(prefix: prefix, record: record, field: field)
         RecordContext.lp(FieldMap.encode(clear: clear), into: &data)

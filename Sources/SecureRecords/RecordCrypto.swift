@@ -22,7 +22,7 @@ enum RecordContext {
 
     /// `"SFR1" || lp(storeId) || lp(collection) || lp(recordId) || lp(field)`: the envelope context
     /// of one sealed value.
-    static func sealedValue(storeId: Data, collection: String, record: UUID, field: String) -> Data {
+    static func sealedValue(storeId: Data, collection: String, record: UUID, field: String) -> [UInt8] {
         sealedValue(prefix: sealedValuePrefix(storeId: storeId, collection: collection), record: record, field: field)
     }
 
@@ -36,13 +36,14 @@ enum RecordContext {
     }
 
     /// `prefix || lp(recordId) || lp(field)`, with `prefix` from `sealedValuePrefix`.
-    static func sealedValue(prefix: Data, record: UUID, field: String) -> Data {
-        var data = Data(capacity: prefix.count + 24 + field.utf8.count + 4)
-        data.append(prefix)
-        withUnsafeBytes(of: UInt32(16).bigEndian) { data.append(contentsOf: $0) }
-        withUnsafeBytes(of: record.uuid) { data.append(contentsOf: $0) }
-        lp(Data(field.utf8), into: &data)
-        return data
+    static func sealedValue(prefix: Data, record: UUID, field: String) -> [UInt8] {
+        // An array, not `Data`: appending to `Data` costs far more, and a bulk load builds one per value.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(prefix.count + 24 + field.utf8.count)
+        prefix.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: record.uuid) { lp($0, into: &bytes) }
+        lp(field.utf8, into: &bytes)
+        return bytes
     }
 
     /// `"SFRK" || lp(storeId) || u32be(keyId)`: the context of a wrapped store key.
@@ -89,8 +90,8 @@ public enum BlindIndex {
     /// once per value).
     static func token(of value: FieldValue, keyed hmac: HMAC<SHA256>) -> Data {
         var hmac = hmac
-        hmac.update(data: value.encoded)
-        return Data(hmac.finalize().prefix(tokenByteCount))
+        value.withEncoded { hmac.update(data: $0) }
+        return hmac.finalize().withUnsafeBytes { Data(bytes: $0.baseAddress!, count: tokenByteCount) }
     }
 }
 
@@ -125,10 +126,11 @@ struct StoreKeySealer {
 
     /// The `SFE1` envelope of `value` for field `field` of record `record`.
     mutating func seal(_ value: FieldValue, record: UUID, field: String) throws(RecordsError) -> Data {
-        var plaintext = value.encoded
-        defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+        let context = RecordContext.sealedValue(prefix: contextPrefix, record: record, field: field)
         do {
-            return try sealer.seal(plaintext, context: RecordContext.sealedValue(prefix: contextPrefix, record: record, field: field))
+            return try value.withEncoded { (plaintext) throws(SecureCoreError) in
+                try context.withContiguousBytes { (context) throws(SecureCoreError) in try sealer.seal(plaintext, context: context) }
+            }
         } catch {
             throw .crypto(error)
         }
@@ -149,12 +151,12 @@ struct StoreKeySealer {
 /// Sealing and opening one field value (an `SFE1` envelope of `kind || value`).
 enum FieldSealing {
 
-    static func seal(_ value: FieldValue, password: SecretBytes, kdf: PasswordKDF, context: Data) throws(RecordsError) -> Data {
-        var plaintext = value.encoded
-        defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+    static func seal(_ value: FieldValue, password: SecretBytes, kdf: PasswordKDF, context: [UInt8]) throws(RecordsError) -> Data {
         do {
-            return try password.withUnsafeBytes { bytes throws(SecureCoreError) in
-                try Envelope.seal(plaintext, passphrase: bytes, kdf: kdf, context: context)
+            return try value.withEncoded { (plaintext) throws(SecureCoreError) in
+                try password.withUnsafeBytes { bytes throws(SecureCoreError) in
+                    try Envelope.seal(plaintext, passphrase: bytes, kdf: kdf, context: context)
+                }
             }
         } catch {
             throw .crypto(error)
@@ -163,7 +165,7 @@ enum FieldSealing {
 
     /// Opens with a store key or a password; maps every failure to a typed error naming the field.
     static func open(
-        _ sealed: Data, storeKey: SecretBytes?, password: SecretBytes?, limits: KDFLimits, context: Data, record: UUID, field: String
+        _ sealed: Data, storeKey: SecretBytes?, password: SecretBytes?, limits: KDFLimits, context: [UInt8], record: UUID, field: String
     ) throws(RecordsError) -> FieldValue {
         guard password != nil || storeKey != nil else { throw .storeKeyRequired }
         var plaintext: Data

@@ -365,12 +365,15 @@ public final class RecordStore: Sendable {
         id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing,
         sealer: inout StoreKeySealer?
     ) throws(RecordsError) -> StoredRecord {
-        var clear: [String: FieldValue] = [:]
-        var toSeal: [String: FieldValue] = [:]
+        // Sized up front: a bulk load builds these maps for every record, and growing them costs.
+        var clear = [String: FieldValue](minimumCapacity: fields.count)
+        var toSeal = [String: FieldValue](minimumCapacity: fields.count)
         for (name, value) in fields {
             if try schema.protection(of: name, collection: collection).isSealed { toSeal[name] = value } else { clear[name] = value }
         }
-        var record = StoredRecord(id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: [:], blindIndexes: [:])
+        var record = StoredRecord(
+            id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: .init(minimumCapacity: toSeal.count),
+            blindIndexes: .init(minimumCapacity: toSeal.count))
         switch sealing {
         case .password(let password) where !toSeal.isEmpty:
             guard password.count > 0 else { throw .crypto(.invalidParameter("the password is empty")) }
@@ -425,7 +428,7 @@ public final class RecordStore: Sendable {
 
     /// The `SFR1` context of a sealed value (store-keyed records, and password records written
     /// before clear fields were bound).
-    func context(_ collection: String, _ id: UUID, _ field: String) -> Data {
+    func context(_ collection: String, _ id: UUID, _ field: String) -> [UInt8] {
         RecordContext.sealedValue(storeId: storeId, collection: collection, record: id, field: field)
     }
 

@@ -154,6 +154,6 @@ let macMismatch = "its MAC does not match: a clear field, blind-index token, sea
         let a = RecordContext.sealedValue(storeId: Data([1]), collection: "ab", record: id, field: "c")
         let b = RecordContext.sealedValue(storeId: Data([1]), collection: "a", record: id, field: "bc")
         #expect(a != b)
-        #expect(a.prefix(8) == Data("SFR1".utf8) + Data([0, 0, 0, 1]))
+        #expect(Data(a.prefix(8)) == Data("SFR1".utf8) + Data([0, 0, 0, 1]))
     }
 }

@@ -6,39 +6,23 @@ enum AEAD {
     static let nonceByteCount = 12
     static let tagByteCount = 16
 
-    /// Appends `ciphertext || tag` of `plaintext` to `output`, under an explicit nonce (stream chunks).
-    static func seal<P: DataProtocol, A: DataProtocol>(
-        _ algorithm: Envelope.Algorithm, _ plaintext: P, key: SymmetricKey, nonce: some ContiguousBytes,
-        authenticating ad: A, appendingTo output: inout Data
-    ) throws(SecureCoreError) {
-        let nonceData = nonce.withUnsafeBytes { Data($0) }
-        let combined: Data
+    /// `nonce || ciphertext || tag` of `plaintext` (swift-crypto's combined form), under `nonce`
+    /// (12 bytes) or, when nil, a fresh random nonce from swift-crypto.
+    static func seal(
+        _ algorithm: Envelope.Algorithm, _ plaintext: some DataProtocol, key: SymmetricKey, nonce: UnsafeRawBufferPointer? = nil,
+        authenticating ad: some DataProtocol
+    ) throws(SecureCoreError) -> Data {
+        // swift-crypto takes longer nonces too, but then has no combined form.
+        guard nonce.map({ $0.count == nonceByteCount }) ?? true else { throw .invalidParameter("the nonce must be \(nonceByteCount) bytes") }
         do {
             switch algorithm {
             case .aes256GCM:
-                combined = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: nonceData), authenticating: ad).combined!
+                let nonce = try nonce.map { try AES.GCM.Nonce(data: $0) } ?? AES.GCM.Nonce()
+                // `combined` is nil only for nonces that are not 12 bytes (checked above).
+                return try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: ad).combined!
             case .chaCha20Poly1305:
-                combined = try ChaChaPoly.seal(plaintext, using: key, nonce: try ChaChaPoly.Nonce(data: nonceData), authenticating: ad).combined
-            }
-        } catch {
-            throw .invalidParameter("the \(algorithm) key must be \(Envelope.keyByteCount) bytes and the nonce \(nonceByteCount)")
-        }
-        output.append(combined[(combined.startIndex + nonceByteCount)...])
-    }
-
-    /// Appends `nonce || ciphertext || tag` of `plaintext` to `output`, under a fresh random nonce
-    /// from swift-crypto (one allocation fewer than drawing the nonce separately).
-    static func sealWithRandomNonce<P: DataProtocol, A: DataProtocol>(
-        _ algorithm: Envelope.Algorithm, _ plaintext: P, key: SymmetricKey, authenticating ad: A,
-        appendingTo output: inout Data
-    ) throws(SecureCoreError) {
-        do {
-            switch algorithm {
-            case .aes256GCM:
-                // `combined` is nil only for non-12-byte nonces, which swift-crypto's default never is.
-                output.append(try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(), authenticating: ad).combined!)
-            case .chaCha20Poly1305:
-                output.append(try ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(), authenticating: ad).combined)
+                let nonce = try nonce.map { try ChaChaPoly.Nonce(data: $0) } ?? ChaChaPoly.Nonce()
+                return try ChaChaPoly.seal(plaintext, using: key, nonce: nonce, authenticating: ad).combined
             }
         } catch {
             throw .invalidParameter("the \(algorithm) key must be \(Envelope.keyByteCount) bytes")

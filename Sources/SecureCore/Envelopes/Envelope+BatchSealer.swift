@@ -12,9 +12,8 @@ extension Envelope {
     /// bound applies as for `Envelope.seal`, since every nonce is still 96 fresh random bits.
     public struct BatchSealer {
         private let key: SymmetricKey
-        private let algorithm: Algorithm
         private let header: Header
-        private var nonces: Data
+        private var nonces: [UInt8]
         private var nextNonce: Int
         private let nonceBlock: Int
 
@@ -23,29 +22,38 @@ extension Envelope {
         public init(key: SecretBytes, algorithm: Algorithm = .aes256GCM, expectedCount: Int = 256) throws(SecureCoreError) {
             guard key.count == keyByteCount else { throw SecureCoreError.invalidParameter("key must be \(keyByteCount) bytes") }
             self.key = key.symmetricKey
-            self.algorithm = algorithm
             header = try encodeHeader(algorithm: algorithm, kdf: nil, salt: Data())
             nonceBlock = min(max(expectedCount, 1), 4_096) * AEAD.nonceByteCount
-            nonces = Data()
+            nonces = []
             nextNonce = 0
         }
 
         /// Seals `plaintext` bound to `context` under a fresh random nonce.
         /// Throws `SecureCoreError.invalidParameter` only if the AEAD refuses the key.
         public mutating func seal(_ plaintext: some DataProtocol, context: some DataProtocol = Data()) throws(SecureCoreError) -> Data {
+            try plaintext.withContiguousBytes { (plaintext) throws(SecureCoreError) in
+                try context.withContiguousBytes { (context) throws(SecureCoreError) in try seal(plaintext, context: context) }
+            }
+        }
+
+        /// `seal(_:context:)` for bytes already in buffers (what a bulk writer holds; no generic
+        /// path per call).
+        public mutating func seal(_ plaintext: UnsafeRawBufferPointer, context: UnsafeRawBufferPointer) throws(SecureCoreError) -> Data {
             if nextNonce == nonces.count {
-                nonces = SecureRandom.bytes(count: nonceBlock)
+                nonces = [UInt8](unsafeUninitializedCapacity: nonceBlock) { buffer, count in
+                    SecureRandom.fill(UnsafeMutableRawBufferPointer(buffer))
+                    count = nonceBlock
+                }
                 nextNonce = 0
             }
-            let nonce = nonces[nextNonce..<nextNonce + AEAD.nonceByteCount]
+            let nonceStart = nextNonce
             nextNonce += AEAD.nonceByteCount
-            var output = Data(capacity: header.encoded.count + AEAD.nonceByteCount + plaintext.count + AEAD.tagByteCount)
-            output.append(header.encoded)
-            output.append(nonce)
-            try AEAD.seal(
-                algorithm, plaintext, key: key, nonce: nonce, authenticating: associatedData(header: header, context: context),
-                appendingTo: &output)
-            return output
+            return try nonces.withUnsafeBytes { nonces in
+                Result { () throws(SecureCoreError) in
+                    let nonce = UnsafeRawBufferPointer(rebasing: nonces[nonceStart..<nonceStart + AEAD.nonceByteCount])
+                    return try Envelope.seal(plaintext, key: key, header: header, nonce: nonce, context: context)
+                }
+            }.get()
         }
     }
 }

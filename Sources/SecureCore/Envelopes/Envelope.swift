@@ -78,11 +78,30 @@ public enum Envelope {
     private static func seal<P: DataProtocol>(
         _ plaintext: P, key: SymmetricKey, header: Header, context: some DataProtocol
     ) throws(SecureCoreError) -> Data {
-        var output = Data(capacity: header.encoded.count + AEAD.nonceByteCount + plaintext.count + AEAD.tagByteCount)
-        output.append(header.encoded)
-        try AEAD.sealWithRandomNonce(
-            header.algorithm, plaintext, key: key, authenticating: associatedData(header: header, context: context),
-            appendingTo: &output)
+        try context.withContiguousBytes { (context) throws(SecureCoreError) in
+            try seal(plaintext, key: key, header: header, nonce: nil, context: context)
+        }
+    }
+
+    /// `header || nonce || ciphertext || tag`: how every envelope is sealed (`nonce` nil: a fresh
+    /// random one from swift-crypto; a batch sealer passes its own, drawn in blocks).
+    static func seal(
+        _ plaintext: some DataProtocol, key: SymmetricKey, header: Header, nonce: UnsafeRawBufferPointer?, context: UnsafeRawBufferPointer
+    ) throws(SecureCoreError) -> Data {
+        let combined = try withAssociatedData(header: header, context: context) { (ad) throws(SecureCoreError) in
+            try AEAD.seal(header.algorithm, plaintext, key: key, nonce: nonce, authenticating: ad)
+        }
+        return envelope(header: header, combined: combined)
+    }
+
+    /// `header || nonce || ciphertext || tag`, from swift-crypto's combined form (one allocation).
+    private static func envelope(header: Header, combined: Data) -> Data {
+        var output = Data(count: header.encoded.count + combined.count)
+        // Through `withUnsafeBytes`: `DataProtocol.copyBytes(to:)` costs thousands of instructions a call.
+        output.withUnsafeMutableBytes { output in
+            header.encoded.withUnsafeBytes { output.copyMemory(from: $0) }
+            combined.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: output[header.encoded.count...]).copyMemory(from: $0) }
+        }
         return output
     }
 
@@ -137,9 +156,11 @@ public enum Envelope {
             throw SecureCoreError.invalidParameter("key must be \(keyByteCount) bytes")
         }
         // The envelope stores nonce || ciphertext || tag contiguously: swift-crypto's combined form.
-        return try AEAD.open(
-            header.algorithm, combined: bytes[nonceStart...], key: key,
-            authenticating: associatedData(header: header, context: context))
+        return try context.withContiguousBytes { (context) throws(SecureCoreError) in
+            try withAssociatedData(header: header, context: context) { (ad) throws(SecureCoreError) in
+                try AEAD.open(header.algorithm, combined: bytes[nonceStart...], key: key, authenticating: ad)
+            }
+        }
     }
 
     /// The input as `Data`, without a copy when it already is one (large envelopes are common).
@@ -149,11 +170,16 @@ public enum Envelope {
 
     // MARK: Header
 
-    static func associatedData(header: Header, context: some DataProtocol) -> Data {
-        if context.isEmpty { return header.encoded }
-        var ad = header.encoded
-        ad.append(contentsOf: context)
-        return ad
+    /// Calls `body` with `header || context`, the associated data of an envelope, built on the
+    /// stack when small (a bulk writer seals hundreds of thousands of values).
+    private static func withAssociatedData<R, E: Error>(
+        header: Header, context: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        try withUnsafeTemporaryAllocation(byteCount: header.encoded.count + context.count, alignment: 1) { (buffer) throws(E) -> R in
+            header.encoded.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[header.encoded.count...]).copyMemory(from: context)
+            return try body(UnsafeRawBufferPointer(buffer))
+        }
     }
 
     static func encodeHeader(algorithm: Algorithm, kdf: PasswordKDF?, salt: Data, magic: [UInt8] = magic) throws(SecureCoreError) -> Header {
