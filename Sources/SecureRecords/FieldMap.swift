@@ -25,9 +25,7 @@ enum FieldMap {
     /// Appends the encoding of `entries` to `out`, preceded by its length (`lp`) when
     /// `lengthPrefixed`: for a MAC input, without building the encoding apart.
     static func append(_ entries: [String: Data], to out: inout [UInt8], lengthPrefixed: Bool) {
-        append(entries, size: \.count, to: &out, lengthPrefixed: lengthPrefixed) { value, out in
-            value.withUnsafeBytes { out.append(contentsOf: $0) }  // far cheaper than the generic append of `Data`
-        }
+        append(entries, size: \.count, to: &out, lengthPrefixed: lengthPrefixed) { value, out in out.append(contentsOf: value) }
     }
 
     /// `append(_:to:lengthPrefixed:)` for clear values (`encode(clear:)`).

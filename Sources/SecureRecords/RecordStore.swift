@@ -365,15 +365,12 @@ public final class RecordStore: Sendable {
         id: UUID, collection: String, schema: RecordSchema, fields: [String: FieldValue], sealing: RecordSealing,
         sealer: inout StoreKeySealer?
     ) throws(RecordsError) -> StoredRecord {
-        // Sized up front: a bulk load builds these maps for every record, and growing them costs.
-        var clear = [String: FieldValue](minimumCapacity: fields.count)
-        var toSeal = [String: FieldValue](minimumCapacity: fields.count)
+        var clear: [String: FieldValue] = [:]
+        var toSeal: [String: FieldValue] = [:]
         for (name, value) in fields {
             if try schema.protection(of: name, collection: collection).isSealed { toSeal[name] = value } else { clear[name] = value }
         }
-        var record = StoredRecord(
-            id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: .init(minimumCapacity: toSeal.count),
-            blindIndexes: .init(minimumCapacity: toSeal.count))
+        var record = StoredRecord(id: id, collection: collection, keying: .storeKey, keyId: nil, clear: clear, sealed: [:], blindIndexes: [:])
         switch sealing {
         case .password(let password) where !toSeal.isEmpty:
             guard password.count > 0 else { throw .crypto(.invalidParameter("the password is empty")) }
