@@ -36,7 +36,9 @@ import Testing
                 let result: Result<[Int], any Error>
                 do { result = .success(try await keepaliveOptions(of: connection.channel.channel)) } catch { result = .failure(error) }
                 serverOptions.withLockedValue { $0 = result }
-                try? await connection.executeThenClose { _, _ in }
+                // Open until the client has read its own options and closes: a close here could
+                // otherwise reach a slow client before it reads them (I/O on closed channel).
+                try? await connection.executeThenClose { inbound, _ in for try await _ in inbound {} }
                 break
             }
         }
@@ -44,8 +46,9 @@ import Testing
             host: "127.0.0.1", port: server.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey),
             configuration: configuration)
         let clientOptions = try await keepaliveOptions(of: connection.channel.channel)
+        // Open until the server has read its options (likewise).
+        for _ in 0..<30_000 where serverOptions.withLockedValue({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
         try? await connection.executeThenClose { _, _ in }
-        for _ in 0..<3000 where serverOptions.withLockedValue({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
         await server.close()
         return (clientOptions, try #require(serverOptions.withLockedValue { $0 }).get())
     }
