@@ -7,7 +7,8 @@
 # DIR must not exist (start) and is owned by the `postgres` user (initdb refuses root). The server
 # listens on 127.0.0.1 only, on a free port, with its unix socket inside DIR. Authentication: the
 # test user `sf_test` with a password (scram-sha-256) on 127.0.0.1; no other host is allowed. The
-# password is written to DIR/password (mode 0600), never printed. TLS is available (not required)
+# password is written to DIR/password (mode 0600), never printed. `sf_test` may run CHECKPOINT
+# (pg_checkpoint: the benchmark starts each timed load from a checkpoint). TLS is available (not required)
 # with a certificate for the name localhost (not the address 127.0.0.1) from a throw-away CA in
 # DIR/ca.pem. Environment: PG_BIN (default /usr/lib/postgresql/15/bin).
 set -euo pipefail
@@ -78,6 +79,7 @@ EOF
     as_postgres "$PG_BIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -q >/dev/null <<EOF
 CREATE ROLE sf_test LOGIN PASSWORD '$password';
 CREATE DATABASE sf_test OWNER sf_test;
+GRANT pg_checkpoint TO sf_test;
 EOF
     echo "postgres://sf_test@127.0.0.1:$port/sf_test"
     ;;

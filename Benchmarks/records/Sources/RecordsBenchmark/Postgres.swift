@@ -52,18 +52,42 @@ func psql(_ url: String, password: String?, _ sql: String) throws {
     guard status == 0 else { fatalError("psql failed (\(status))") }
 }
 
-func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSealer, directory: String, count: Int, big: Bool) throws {
-    let password = try passwordFile.map { String(try String(contentsOfFile: $0, encoding: .utf8).prefix { $0 != "\n" }) }
-    var configuration = try PostgresRecordStorage.Configuration(url: url, password: password.map { SecretBytes(Data($0.utf8)) })
-    configuration.tablePrefix = "bench100k_"
+/// The tables of a store with `prefix` that a load writes.
+let loadedTables = ["records", "clear_fields", "sealed_fields", "blind_indexes"]
+
+/// Runs `load` from a quiet server and times it: a checkpoint just before (so that none starts
+/// within the load and no load pays for the one before it); the seconds and the WAL it wrote (bytes).
+/// The tables every load writes have autovacuum off until the comparison ends, so that no worker
+/// started by one load's rows runs during the next.
+func timedLoad(_ url: String, password: String?, _ load: () throws -> Void) throws -> (seconds: Double, wal: Double) {
+    try psql(url, password: password, "CHECKPOINT;\n")
+    let before = try psqlValue(url, password: password, "SELECT pg_current_wal_lsn()")
+    let time = try seconds(load)
+    let wal = try psqlValue(url, password: password, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '\(before)')")
+    return (time, Double(wal) ?? 0)
+}
+
+/// One round of the load comparison, into tables of its own (`prefix`).
+struct LoadRound {
+    var ours = 0.0, ourCPU = 0.0, ourWAL = 0.0, copy = 0.0, copyWAL = 0.0, floor = 0.0
+}
+
+/// 100,000 records through SecureRecords into a new store with `prefix` (one transaction), then
+/// the same rows unencrypted through psql `COPY`, then the server's floor for the schema; the store.
+func loadRound(_ prefix: String, url: String, password: String?, configuration: PostgresRecordStorage.Configuration,
+    sealer: any ItemSealer, directory: String, count: Int) throws -> (LoadRound, RecordStore) {
+    var configuration = configuration
+    configuration.tablePrefix = prefix
     let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration))
     try store.createCollection("gifts", schema: schema)
     try store.unlock(with: sealer)
+    try psql(url, password: password, loadedTables.map { "ALTER TABLE \(prefix)\($0) SET (autovacuum_enabled = false);\n" }.joined())
+    var round = LoadRound()
     let batch = (0..<count).map(fields)
     var ids: [UUID] = []
     let cpuBefore = processCPUSeconds()
-    let ours = try seconds { ids = try store.add(contentsOf: batch, to: "gifts") }
-    let ourCPU = processCPUSeconds() - cpuBefore
+    (round.ours, round.ourWAL) = try timedLoad(url, password: password) { ids = try store.add(contentsOf: batch, to: "gifts") }
+    round.ourCPU = processCPUSeconds() - cpuBefore
 
     // COPY of the same rows, unencrypted, into one table with the same indexes (id, searched
     // column, clear equality, full text), through psql, in one transaction.
@@ -72,31 +96,56 @@ func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSeale
     let file = directory + "/copy.tsv"
     try (rows.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
     try createPlainTable("bench_copy", url: url, password: password)
-    let copy = try seconds {
+    try psql(url, password: password, "ALTER TABLE bench_copy SET (autovacuum_enabled = false);\n")
+    (round.copy, round.copyWAL) = try timedLoad(url, password: password) {
         try psql(url, password: password, "\\copy bench_copy (id, towhom, note, description, ssn) FROM '\(file)'\n")
     }
     // The server's own cost of this schema: the rows SecureRecords stored (sealed, four tables
     // with their indexes), dumped to files and loaded by psql `\copy` into empty copies of the
     // tables, in one transaction, in the binary format SecureRecords sends. No client can load
     // these rows faster than this.
-    let tables = [
-        ("records", "id, collection, keying, key_id, fts, mac"), ("clear_fields", "record_id, name, kind, value"),
-        ("sealed_fields", "record_id, name, sealed"), ("blind_indexes", "record_id, name, key_id, token"),
+    let columns = [
+        "records": "id, collection, keying, key_id, fts, mac", "clear_fields": "record_id, name, kind, value",
+        "sealed_fields": "record_id, name, sealed", "blind_indexes": "record_id, name, key_id, token",
     ]
     var dump = "", floorLoad = "BEGIN;\n"
-    for (table, columns) in tables {
-        dump += "DROP TABLE IF EXISTS floor_\(table); CREATE TABLE floor_\(table) (LIKE bench100k_\(table) INCLUDING ALL);\n"
-        dump += "\\copy (SELECT \(columns) FROM bench100k_\(table)) TO '\(directory)/floor_\(table).bin' WITH (FORMAT binary)\n"
+    for table in loadedTables {
+        let columns = columns[table]!
+        dump += "DROP TABLE IF EXISTS floor_\(table); CREATE TABLE floor_\(table) (LIKE \(prefix)\(table) INCLUDING ALL) WITH (autovacuum_enabled = false);\n"
+        dump += "\\copy (SELECT \(columns) FROM \(prefix)\(table)) TO '\(directory)/floor_\(table).bin' WITH (FORMAT binary)\n"
         floorLoad += "\\copy floor_\(table) (\(columns)) FROM '\(directory)/floor_\(table).bin' WITH (FORMAT binary)\n"
     }
     try psql(url, password: password, dump)
-    let floor = try seconds { try psql(url, password: password, floorLoad + "COMMIT;\n") }
+    round.floor = try timedLoad(url, password: password) { try psql(url, password: password, floorLoad + "COMMIT;\n") }.seconds
+    return (round, store)
+}
+
+func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSealer, directory: String, count: Int, big: Bool) throws {
+    let password = try passwordFile.map { String(try String(contentsOfFile: $0, encoding: .utf8).prefix { $0 != "\n" }) }
+    var configuration = try PostgresRecordStorage.Configuration(url: url, password: password.map { SecretBytes(Data($0.utf8)) })
+    // Three rounds, each from a quiet server (`timedLoad`); the figures are their medians. The
+    // first round's store is the one rotated below.
+    var rounds: [LoadRound] = []
+    var firstStore: RecordStore?
+    for number in 1...3 {
+        let (round, roundStore) = try loadRound(number == 1 ? "bench100k_" : "bench100k_\(number)_", url: url, password: password,
+            configuration: configuration, sealer: sealer, directory: directory, count: count)
+        rounds.append(round)
+        if firstStore == nil { firstStore = roundStore }
+        print(String(format: "PostgreSQL: round %d: SecureRecords %.2f s (client CPU %.2f s, %.0f MB of WAL), COPY %.2f s (%.0f MB of WAL), floor %.2f s; "
+            + "SecureRecords / COPY = %.2fx", number, round.ours, round.ourCPU, round.ourWAL / 1e6, round.copy, round.copyWAL / 1e6, round.floor,
+            round.ours / round.copy))
+    }
+    let store = firstStore!
+    try psql(url, password: password, loadedTables.map { "ALTER TABLE bench100k_\($0) RESET (autovacuum_enabled); ANALYZE bench100k_\($0);\n" }.joined())
+    let ours = median(rounds.map(\.ours)), copy = median(rounds.map(\.copy)), floor = median(rounds.map(\.floor))
+    let ratio = median(rounds.map { $0.ours / $0.copy })
     print(String(format: "PostgreSQL: insert %d vault-keyed records (2 sealed fields, 1 blind index, tsvector), one transaction: %.2f s (%.0f records/s; client CPU %.2f s, on the cores the server shares)",
-        count, ours, Double(count) / ours, ourCPU))
-    print(String(format: "PostgreSQL: COPY of the same rows unencrypted through psql (indexes + tsvector), one transaction: %.2f s; ratio SecureRecords / COPY = %.1fx",
-        copy, ours / copy))
+        count, ours, Double(count) / ours, median(rounds.map(\.ourCPU))))
+    print(String(format: "PostgreSQL: COPY of the same rows unencrypted through psql (indexes + tsvector), one transaction: %.2f s; ratio SecureRecords / COPY = %.2fx (median of the rounds' ratios)",
+        copy, ratio))
     print(String(format: "PostgreSQL: COPY (binary) through psql of the rows SecureRecords stored (sealed; its four tables and indexes), one transaction: %.2f s "
-        + "(the server's floor for this schema: %.1fx the unencrypted COPY); SecureRecords / floor = %.1fx", floor, floor / copy, ours / floor))
+        + "(the server's floor for this schema: %.2fx the unencrypted COPY); SecureRecords / floor = %.2fx", floor, floor / copy, ours / floor))
     // The WAL the rotation writes: its time varies with the checkpoints it meets (each page's first
     // change after one is logged whole), its WAL much less.
     let walBefore = try psqlValue(url, password: password, "SELECT pg_current_wal_lsn()")
