@@ -8,7 +8,11 @@ import SecureRecords
 ///
 /// The batches queued while a copy runs are encoded and sent together by the next one (fewer round
 /// trips), in groups of at most `PostgresRecordStorage.groupBytes`. At most `capacity` batches wait: a
-/// caller that gets ahead of the server waits for room, so memory stays bounded. The first failure
+/// caller that gets ahead of the server waits for room, so memory stays bounded. The room is what
+/// sizes the groups when the server is the slower side: 64 batches (16,384 records from
+/// `add(contentsOf:)`) make groups of about 8,000 records, a dozen for 100,000, where 16 made about
+/// 26, and each `COPY` statement costs the server more than its rows (measured: about 0.06 s less
+/// server CPU for 100,000 records, Benchmarks/README.md, session 24). The first failure
 /// stops the sender, as soon as the copy fails; later batches are dropped (the transaction is then
 /// rolled back or run again), and the failure is read from `failure` or `finish()`. Each batch the
 /// sender takes counts as progress for the transaction's deadline (the caller sealed it). The
@@ -23,7 +27,7 @@ final class CopySender: @unchecked Sendable {
     private var copiesStarted = 0
     private var copiesEnded = 0
     private var stored: RecordsError?
-    private let capacity = 16
+    private let capacity = 64
     private let storage: PostgresRecordStorage
     private let transaction: PostgresRecordStorage.Transaction
 
