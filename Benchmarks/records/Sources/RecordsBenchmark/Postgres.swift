@@ -55,10 +55,16 @@ func psql(_ url: String, password: String?, _ sql: String) throws {
 /// The tables of a store with `prefix` that a load writes.
 let loadedTables = ["records", "clear_fields", "sealed_fields", "blind_indexes"]
 
+/// Turns autovacuum off (or back to the server's setting) on `tables`: the tables the timed loads
+/// write have it off until the comparison ends, so that no worker started by one load's rows runs
+/// during the next.
+func setAutovacuum(off: Bool, _ tables: [String], url: String, password: String?) throws {
+    let option = off ? "SET (autovacuum_enabled = false)" : "RESET (autovacuum_enabled)"
+    try psql(url, password: password, tables.map { "ALTER TABLE \($0) \(option);\n" }.joined())
+}
+
 /// Runs `load` from a quiet server and times it: a checkpoint just before (so that none starts
 /// within the load and no load pays for the one before it); the seconds and the WAL it wrote (bytes).
-/// The tables every load writes have autovacuum off until the comparison ends, so that no worker
-/// started by one load's rows runs during the next.
 func timedLoad(_ url: String, password: String?, _ load: () throws -> Void) throws -> (seconds: Double, wal: Double) {
     try psql(url, password: password, "CHECKPOINT;\n")
     let before = try psqlValue(url, password: password, "SELECT pg_current_wal_lsn()")
@@ -81,7 +87,7 @@ func loadRound(_ prefix: String, url: String, password: String?, configuration: 
     let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration))
     try store.createCollection("gifts", schema: schema)
     try store.unlock(with: sealer)
-    try psql(url, password: password, loadedTables.map { "ALTER TABLE \(prefix)\($0) SET (autovacuum_enabled = false);\n" }.joined())
+    try setAutovacuum(off: true, loadedTables.map { prefix + $0 }, url: url, password: password)
     var round = LoadRound()
     let batch = (0..<count).map(fields)
     var ids: [UUID] = []
@@ -96,7 +102,7 @@ func loadRound(_ prefix: String, url: String, password: String?, configuration: 
     let file = directory + "/copy.tsv"
     try (rows.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
     try createPlainTable("bench_copy", url: url, password: password)
-    try psql(url, password: password, "ALTER TABLE bench_copy SET (autovacuum_enabled = false);\n")
+    try setAutovacuum(off: true, ["bench_copy"], url: url, password: password)
     (round.copy, round.copyWAL) = try timedLoad(url, password: password) {
         try psql(url, password: password, "\\copy bench_copy (id, towhom, note, description, ssn) FROM '\(file)'\n")
     }
@@ -137,7 +143,8 @@ func postgresBenchmark(url: String, passwordFile: String?, sealer: any ItemSeale
             round.ours / round.copy))
     }
     let store = firstStore!
-    try psql(url, password: password, loadedTables.map { "ALTER TABLE bench100k_\($0) RESET (autovacuum_enabled); ANALYZE bench100k_\($0);\n" }.joined())
+    try setAutovacuum(off: false, loadedTables.map { "bench100k_" + $0 }, url: url, password: password)
+    try psql(url, password: password, "ANALYZE " + loadedTables.map { "bench100k_" + $0 }.joined(separator: ", ") + ";\n")
     let ours = median(rounds.map(\.ours)), copy = median(rounds.map(\.copy)), floor = median(rounds.map(\.floor))
     let ratio = median(rounds.map { $0.ours / $0.copy })
     print(String(format: "PostgreSQL: insert %d vault-keyed records (2 sealed fields, 1 blind index, tsvector), one transaction: %.2f s (%.0f records/s; client CPU %.2f s, on the cores the server shares)",
