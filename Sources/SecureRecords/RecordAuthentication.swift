@@ -7,10 +7,15 @@ import SecureCore
 ///
 /// - a store-keyed record carries a MAC under a key derived from its store key, over its id,
 ///   collection, key id and its three field maps;
-/// - a password record's sealed values are sealed with the clear-field map in their context
-///   (`SFR2`), since no store key is involved in such a record.
+/// - a password record's sealed values are sealed with the clear-field map, the names of its
+///   sealed fields and a random id of the write in their context (`SFR3`; `SFR2` records bind the
+///   clear-field map alone), since no store key is involved in such a record.
 enum RecordAuthentication {
     static let magic = Data("SFR2".utf8)
+    static let passwordWriteMagic = Data("SFR3".utf8)
+    /// A password record's write id (its stored `mac`): random bytes that every sealed value of
+    /// one write binds, so that no value of another write (an earlier version) opens beside them.
+    static let writeIdByteCount = 16
     static let macKeyInfo = Data("SFR2 record MAC".utf8)
     /// A record MAC is a whole HMAC-SHA256 (32 bytes).
     static let macByteCount = 32
@@ -72,6 +77,25 @@ enum RecordAuthentication {
         let prefix = RecordContext.sealedValuePrefix(storeId: storeId, collection: collection, magic: magic)
         var data = RecordContext.sealedValue(prefix: prefix, record: record, field: field)
         RecordContext.lp(FieldMap.encode(clear: clear), into: &data)
+        return data
+    }
+
+    /// `"SFR3" || lp(storeId) || lp(collection) || lp(recordId) || lp(field) || lp(clear map) ||
+    /// lp(sealed names) || lp(writeId)`, where `sealed names` is `lp(name)` of each of the
+    /// record's sealed fields in the order of their UTF-8 bytes: the context of a sealed value of a
+    /// password record written by this version. A clear field rewritten, a sealed value removed
+    /// or one taken from another write makes every value fail to open.
+    static func passwordWriteContext(
+        storeId: Data, collection: String, record: UUID, field: String, clear: [String: FieldValue], sealedNames: some Sequence<String>,
+        writeId: Data
+    ) -> [UInt8] {
+        let prefix = RecordContext.sealedValuePrefix(storeId: storeId, collection: collection, magic: passwordWriteMagic)
+        var data = RecordContext.sealedValue(prefix: prefix, record: record, field: field)
+        RecordContext.lp(FieldMap.encode(clear: clear), into: &data)
+        var names: [UInt8] = []
+        for name in sealedNames.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) { RecordContext.lp(name.utf8, into: &names) }
+        RecordContext.lp(names, into: &data)
+        RecordContext.lp(writeId, into: &data)
         return data
     }
 }

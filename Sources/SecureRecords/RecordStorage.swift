@@ -22,6 +22,17 @@ public struct WrappedStoreKey: Sendable, Hashable {
     }
 }
 
+extension WrappedStoreKey {
+    /// A key id read back from a storage's integer column, or `malformedStorage` (naming `place`)
+    /// when it is not one (a store writer who set it to `k + 2^32` would otherwise have it read as `k`).
+    package static func id(stored value: Int64, in place: @autoclosure () -> String) throws(RecordsError) -> UInt32 {
+        guard let id = UInt32(exactly: value) else {
+            throw .storage(StorageFailure(.malformedStorage, "\(place()): key id \(value) is out of range"))
+        }
+        return id
+    }
+}
+
 /// What identifies a store and its keys. Bound into every sealed value through `storeId`.
 public struct StoreMetadata: Sendable, Hashable {
     /// The random 16-byte store id.
@@ -101,8 +112,13 @@ public struct StoredRecord: Sendable, Hashable {
         return a.count == b.count && bytes(a) == bytes(b)
     }
 
-    /// Whether this password record's sealed values bind its clear fields (`SFR2` contexts).
-    var bindsClearFields: Bool { keying == .password && mac?.isEmpty == true }
+    /// Whether this password record's sealed values bind its clear fields (`SFR2` and `SFR3`
+    /// contexts: its `mac` is empty or a write id).
+    var bindsClearFields: Bool { keying == .password && mac != nil }
+
+    /// Whether this password record's sealed values bind its whole write (`SFR3` contexts: its
+    /// `mac` is a write id).
+    var bindsItsWrite: Bool { keying == .password && mac?.count == RecordAuthentication.writeIdByteCount }
 
     /// The text indexed for full-text search: the clear text values, one per line, in field-name order.
     public var fullText: String { Self.fullText(of: clear) }

@@ -24,7 +24,7 @@ extension RecordStore {
         while true {
             let (page, last) = try storage.allRecords(after: position, limit: 1_000)
             if page.isEmpty { return }
-            if page.contains(where: { $0.keyId != nil || $0.mac.map { !$0.isEmpty } == true }) {
+            if page.contains(where: { $0.keyId != nil || ($0.keying == .storeKey && $0.mac != nil) }) {
                 throw .storeKeyUnavailable("the store holds records under a key but no key: its keys were removed")
             }
             position = last
@@ -55,6 +55,7 @@ extension RecordStore {
     /// the record checked under it.
     func verify(_ stored: StoredRecord, ring: Keyring) throws(RecordsError) {
         func modified(_ reason: String) -> RecordsError { .recordModified(stored.id, reason: reason) }
+        try checkReadSize(of: stored)
         // A key another client added: unwrapped, and the record checked again under it.
         func verifyUnderNewerKey(_ keyId: UInt32) throws(RecordsError) {
             // Another record of the same search may have brought the key in already.
@@ -70,8 +71,8 @@ extension RecordStore {
         }
         switch stored.keying {
         case .password:
-            if let mac = stored.mac, !mac.isEmpty { throw modified("a password record carries a MAC") }
-            if stored.sealed.isEmpty, ring.authenticatesRecords {
+            try checkPasswordRecordMarker(stored)
+            if stored.sealed.isEmpty, ring.authenticatesRecords || stored.bindsItsWrite {
                 throw modified("a password record without sealed values, which this store never writes")
             }
         case .storeKey:
@@ -85,11 +86,28 @@ extension RecordStore {
                 throw modified("its MAC was removed")
             } else if ring.authenticatesRecords {
                 if let keyId = stored.keyId, ring.keys[keyId] == nil { return try verifyUnderNewerKey(keyId) }
+                if stored.keyId == nil { throw modified(Self.withoutKeyInAnAuthenticatingStore) }
                 throw modified(
                     "it carries no MAC in a store that authenticates its records "
                         + "(if a key rotation of a store made by an older version was interrupted, run it again)")
             }
         }
+    }
+
+    /// Why a store-keyed record with neither key id nor MAC is refused once the store authenticates
+    /// its records. Either a store writer added it, or it was added before the store's first key
+    /// and the first unlock was cut short before authenticating it; the two cannot be told apart
+    /// (adopting such records later would adopt a writer's too), so the way out is to add it again.
+    static let withoutKeyInAnAuthenticatingStore =
+        "it carries neither key id nor MAC in a store that authenticates its records (added by a store writer, "
+        + "or before the store's first key by a first unlock cut short: check it and add it again)"
+
+    /// Throws `recordModified` when a password record's stored `mac` is none of the markers of how
+    /// its values are bound: none (`SFR1`), empty (`SFR2`) or a write id (`SFR3`). (A store writer
+    /// who changes one marker into another gains nothing: the values were sealed with one context.)
+    func checkPasswordRecordMarker(_ stored: StoredRecord) throws(RecordsError) {
+        guard let mac = stored.mac, !mac.isEmpty, mac.count != RecordAuthentication.writeIdByteCount else { return }
+        throw .recordModified(stored.id, reason: "a password record carries a MAC")
     }
 
     /// Throws `recordModified` unless `stored` meets every condition of `query`, whose full-text
@@ -99,6 +117,7 @@ extension RecordStore {
         func mismatch(_ what: String) -> RecordsError {
             .recordModified(stored.id, reason: "the store's search index disagrees with the record (\(what))")
         }
+        guard stored.collection == query.collection else { throw mismatch("it is in collection '\(stored.collection)'") }
         for (field, value) in query.equals where stored.clear[field] != value { throw mismatch("field '\(field)'") }
         for (field, prefix) in query.prefixes {
             guard let text = stored.clear[field]?.string, text.utf8.starts(with: prefix.utf8) else { throw mismatch("field '\(field)'") }

@@ -173,11 +173,18 @@ extension RecordStore {
     }
 
     /// Writes the store as JSON lines to `write` (one call per line, without the newline): a store
-    /// line, one line per collection, one per record. Returns the number of records.
+    /// line, one line per collection, one per record. Returns the number of records. The records
+    /// are read a page at a time: a record under a key or in a collection the store line and the
+    /// collection lines do not hold (a key rotation or a new collection since the export began)
+    /// fails the export (`storage`, kind `export`) rather than produce one that no import takes.
     @discardableResult
     public func export(_ write: (String) throws -> Void) throws(RecordsError) -> Int {
         guard let metadata = try storage.loadMetadata() else { throw .notARecordStore("the store is not initialized") }
         let collections = try storage.collections()
+        let keyIds = Set(metadata.keys.map(\.id))
+        func changedDuringExport(_ record: StoredRecord, _ what: String) -> RecordsError {
+            .storage(StorageFailure(.export, "the store changed during the export: record \(record.id) is \(what), which the store did not hold when the export began (a key rotation or a new collection); export again"))
+        }
         var count = 0
         do {
             try write(Self.line(ExportStoreLine(
@@ -192,6 +199,8 @@ extension RecordStore {
                 if page.isEmpty { break }
                 position = last
                 for record in page {
+                    if let keyId = record.keyId, !keyIds.contains(keyId) { throw changedDuringExport(record, "under store key \(keyId)") }
+                    if collections[record.collection] == nil { throw changedDuringExport(record, "in collection '\(record.collection)'") }
                     try write(Self.line(ExportRecordLine(
                         id: record.id.uuidString.lowercased(), collection: record.collection, keying: record.keying, keyId: record.keyId,
                         clear: record.clear.mapValues {

@@ -303,6 +303,9 @@ struct ImportParser {
             if let current = store.currentKeyId, !keyIds.contains(current) {
                 throw .invalidImport(line: number, reason: "the current key is missing")
             }
+            if let current = store.currentKeyId, let latest = keyIds.max(), latest > current {
+                throw .invalidImport(line: number, reason: "the current key \(current) is older than key \(latest)")
+            }
             sawStore = true
             return .store(storeId: store.storeId, keys: keys, currentKeyId: store.currentKeyId)
         case .collection(let line):
@@ -366,7 +369,9 @@ struct ImportParser {
             guard line.keyId == nil, line.blindIndexes.isEmpty else {
                 throw .invalidImport(line: number, reason: "a password record has no store key id")
             }
-            guard line.mac?.isEmpty ?? true else { throw .invalidImport(line: number, reason: "a password record carries no MAC") }
+            guard line.mac.map({ $0.isEmpty || $0.count == RecordAuthentication.writeIdByteCount }) ?? true else {
+                throw .invalidImport(line: number, reason: "a password record carries no MAC, only its write id")
+            }
         }
         return StoredRecord(
             id: id, collection: line.collection, keying: line.keying, keyId: line.keyId, clear: clear,

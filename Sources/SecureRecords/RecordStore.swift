@@ -163,6 +163,14 @@ public final class RecordStore: Sendable {
     /// The keyring of `metadata`'s keys, unwrapped with `sealer`.
     private func unwrapKeys(_ metadata: StoreMetadata, sealer: any ItemSealer, generation: UInt64) throws(RecordsError) -> Keyring {
         guard let current = metadata.currentKeyId else { throw .storeKeyUnavailable("the store has no current key") }
+        // Rotation adds each key with the next id and makes it current in one transaction, and an
+        // import only moves the current key forward: a store naming an older key as current had it
+        // moved back by a store writer, who would have new records written under a retired (perhaps
+        // leaked) key and the next rotation re-seal the store back under it.
+        if let latest = metadata.keys.map(\.id).max(), latest > current {
+            throw .storeKeyUnavailable(
+                "the store names store key \(current) as current but holds the later key \(latest): its current key was moved back")
+        }
         var ring = Keyring(keys: [:], current: current, authenticating: [], macKeys: [:], sealer: sealer, generation: generation)
         for wrapped in metadata.keys {
             let (key, authenticates) = try unwrap(wrapped, sealer: sealer)
@@ -375,7 +383,8 @@ public final class RecordStore: Sendable {
         case .password(let password) where !toSeal.isEmpty:
             guard password.count > 0 else { throw .crypto(.invalidParameter("the password is empty")) }
             record.keying = .password
-            record.mac = Data()
+            let writeId = SecureRandom.bytes(count: RecordAuthentication.writeIdByteCount)
+            record.mac = writeId
             for (name, value) in toSeal {
                 if schema.fields[name] == .sealedIndexed {
                     throw .fieldProtectionMismatch(
@@ -384,7 +393,9 @@ public final class RecordStore: Sendable {
                 }
                 record.sealed[name] = try FieldSealing.seal(
                     value, password: password, kdf: configuration.passwordKDF,
-                    context: RecordAuthentication.passwordValueContext(storeId: storeId, collection: collection, record: id, field: name, clear: clear))
+                    context: RecordAuthentication.passwordWriteContext(
+                        storeId: storeId, collection: collection, record: id, field: name, clear: clear, sealedNames: toSeal.keys,
+                        writeId: writeId))
             }
         case .storeKey, .password:
             if sealer == nil, !toSeal.isEmpty || isUnlocked {
@@ -416,11 +427,25 @@ public final class RecordStore: Sendable {
 
     /// Refuses a record whose stored form takes more than a record may hold (`recordTooLarge`).
     func checkSize(of record: StoredRecord) throws(RecordsError) {
+        if Self.storedSize(of: record) > recordByteLimit { throw .recordTooLarge(limit: recordByteLimit) }
+    }
+
+    /// Refuses (`recordModified`) a record read back that takes more than any record is written
+    /// with (`maximumRecordBytesCeiling`): a store writer made it so (PostgreSQL keeps each field in
+    /// a row of its own), and the encodings its MAC and contexts are computed over hold 32-bit lengths.
+    func checkReadSize(of record: StoredRecord) throws(RecordsError) {
+        if Self.storedSize(of: record) > Configuration.maximumRecordBytesCeiling {
+            throw .recordModified(record.id, reason: "it is larger than any record is written")
+        }
+    }
+
+    /// The bytes of a record's stored form that the size limit counts.
+    private static func storedSize(of record: StoredRecord) -> Int {
         var bytes = record.mac?.count ?? 0
         for (name, value) in record.clear { bytes += name.utf8.count + value.payloadCount }
         for (name, sealed) in record.sealed { bytes += name.utf8.count + sealed.count }
         for (name, token) in record.blindIndexes { bytes += name.utf8.count + token.count }
-        if bytes > recordByteLimit { throw .recordTooLarge(limit: recordByteLimit) }
+        return bytes
     }
 
     /// The `SFR1` context of a sealed value (store-keyed records, and password records written
@@ -574,8 +599,12 @@ public final class RecordStore: Sendable {
     }
 
     /// The stored record `id`, checked against its authentication when the store is unlocked.
+    /// A storage that answers with another record (a server that lies, a view in front of the
+    /// table) is refused whether or not the store is unlocked: that record's MAC would check, and
+    /// an update would then authenticate a change to it.
     func stored(_ id: UUID) throws(RecordsError) -> StoredRecord {
         guard let stored = try storage.record(id) else { throw .recordNotFound(id) }
+        guard stored.id == id else { throw .recordModified(id, reason: "the store returned record \(stored.id) for it") }
         if let ring = keyring.withLock({ $0 }) { try verify(stored, ring: ring) }
         return stored
     }
@@ -594,15 +623,23 @@ public final class RecordStore: Sendable {
         switch stored.keying {
         case .password:
             guard let password else { throw .passwordRequired(stored.id) }
-            if let mac = stored.mac, !mac.isEmpty {
-                throw .recordModified(stored.id, reason: "a password record carries a MAC")
+            try checkReadSize(of: stored)
+            try checkPasswordRecordMarker(stored)
+            if stored.bindsItsWrite, stored.sealed.isEmpty {
+                throw .recordModified(stored.id, reason: "its sealed values were removed")
             }
             for (name, sealed) in stored.sealed.sorted(by: { $0.key < $1.key }) {
                 let context =
-                    stored.bindsClearFields
-                    ? RecordAuthentication.passwordValueContext(
-                        storeId: storeId, collection: stored.collection, record: stored.id, field: name, clear: stored.clear)
-                    : context(stored.collection, stored.id, name)
+                    if let writeId = stored.mac, stored.bindsItsWrite {
+                        RecordAuthentication.passwordWriteContext(
+                            storeId: storeId, collection: stored.collection, record: stored.id, field: name, clear: stored.clear,
+                            sealedNames: stored.sealed.keys, writeId: writeId)
+                    } else if stored.bindsClearFields {
+                        RecordAuthentication.passwordValueContext(
+                            storeId: storeId, collection: stored.collection, record: stored.id, field: name, clear: stored.clear)
+                    } else {
+                        context(stored.collection, stored.id, name)
+                    }
                 opened[name] = try FieldSealing.open(
                     sealed, storeKey: nil, password: password, limits: configuration.kdfLimits, context: context, record: stored.id, field: name)
             }
@@ -663,8 +700,14 @@ public final class RecordStore: Sendable {
                 updated.mac = nil
                 try authenticateOrRequireNoStoreKey(&updated)
             case .password:
+                // A record that binds its write is sealed anew for any change (its values bind its
+                // clear fields and the names of its sealed fields); an older one is brought up to
+                // that when its password is given.
                 let clearChanged = updated.clear != current.clear
-                if !sealedSetting.isEmpty || (clearChanged && current.bindsClearFields) || (password != nil && !current.bindsClearFields) {
+                let sealedRemoved = updated.sealed.count != current.sealed.count
+                if !sealedSetting.isEmpty || (clearChanged && current.bindsClearFields) || (sealedRemoved && current.bindsItsWrite)
+                    || (password != nil && !current.bindsItsWrite)
+                {
                     guard let password else { throw .passwordRequired(id) }
                     let opened = try openFields(current, password: password)  // the password must be the record's
                     let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
@@ -813,7 +856,11 @@ public final class RecordStore: Sendable {
                 }
             }
             let found = try storage.search(query)
+            var seen = Set<UUID>()
             for stored in found {
+                guard seen.insert(stored.id).inserted else {
+                    throw .recordModified(stored.id, reason: "the store returned it twice for one search")
+                }
                 if let ring { try verify(stored, ring: ring) }
                 try check(stored, matches: query, fullText: fullText)
             }

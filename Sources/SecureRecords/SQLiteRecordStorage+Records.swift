@@ -252,7 +252,8 @@ extension SQLiteRecordStorage {
             }
             result.append(StoredRecord(
                 id: id, collection: head.text(1), keying: head.int64(2) == 0 ? .storeKey : .password,
-                keyId: head.isNull(3) ? nil : UInt32(truncatingIfNeeded: head.int64(3)), clear: clear, sealed: sealed, blindIndexes: tokens,
+                keyId: head.isNull(3) ? nil : try WrappedStoreKey.id(stored: head.int64(3), in: "record row \(seq)"),
+                clear: clear, sealed: sealed, blindIndexes: tokens,
                 mac: head.isNull(7) ? nil : Data(head.bytes(7))))
         }
         return result

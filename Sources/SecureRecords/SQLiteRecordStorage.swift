@@ -55,25 +55,30 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
     }
 
     static func loadMetadata(_ c: SQLiteConnection) throws(RecordsError) -> StoreMetadata? {
-        try sql { () throws(SQLiteError) -> StoreMetadata? in
+        let stored = try sql { () throws(SQLiteError) -> (storeId: Data, current: Int64?, keys: [(Int64, Data)])? in
             let meta = try c.statement("SELECT name, value FROM meta")
             var storeId: Data?
-            var current: UInt32?
+            var current: Int64?
             while try meta.step() {
                 switch meta.text(0) {
                 case "storeId": storeId = meta.blob(1)
-                case "currentKeyId": current = UInt32(truncatingIfNeeded: meta.int64(1))
+                case "currentKeyId": current = meta.int64(1)
                 default: break
                 }
             }
             guard let storeId else { return nil }
-            var keys: [WrappedStoreKey] = []
+            var keys: [(Int64, Data)] = []
             let select = try c.statement("SELECT id, wrapped FROM store_keys ORDER BY id")
-            while try select.step() {
-                keys.append(WrappedStoreKey(id: UInt32(truncatingIfNeeded: select.int64(0)), wrapped: select.blob(1)))
-            }
-            return StoreMetadata(storeId: storeId, currentKeyId: current, keys: keys)
+            while try select.step() { keys.append((select.int64(0), select.blob(1))) }
+            return (storeId, current, keys)
         }
+        guard let stored else { return nil }
+        var keys: [WrappedStoreKey] = []
+        for (id, wrapped) in stored.keys {
+            keys.append(WrappedStoreKey(id: try WrappedStoreKey.id(stored: id, in: "a store key row"), wrapped: wrapped))
+        }
+        let current = try stored.current.map { (id) throws(RecordsError) in try WrappedStoreKey.id(stored: id, in: "the current key") }
+        return StoreMetadata(storeId: stored.storeId, currentKeyId: current, keys: keys)
     }
 
     /// `RecordStorage.initialize`, in one SQLite transaction.
@@ -194,12 +199,16 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
                     try SQLiteRecordStorage.sql { () throws(SQLiteError) in try SQLiteRecordStorage.insertKey(key, c) }
                 }
             }
-            if metadata?.currentKeyId == nil, let currentKeyId {
+            guard let currentKeyId else { return }
+            if metadata?.currentKeyId == nil {
                 // Writers are serialised: no record without a key can be added after this look.
                 let withoutKey = try SQLiteRecordStorage.sql { () throws(SQLiteError) in
                     try c.integer("SELECT EXISTS (SELECT 1 FROM records WHERE keying = 0 AND key_id IS NULL)")
                 }
                 guard withoutKey == 0 else { throw .importBlockedByRecordsWithoutKey }
+            }
+            // The current key only moves forward: an export made after a rotation brings the later key.
+            if metadata?.currentKeyId.map({ $0 < currentKeyId }) ?? true {
                 try SQLiteRecordStorage.sql { () throws(SQLiteError) in try SQLiteRecordStorage.setCurrent(currentKeyId, c) }
             }
         }

@@ -553,7 +553,8 @@ extension PostgresRecordStorage {
             position[id] = records.count
             records.append(StoredRecord(
                 id: id, collection: collection, keying: keying == 0 ? .storeKey : .password,
-                keyId: keyId.map { UInt32(truncatingIfNeeded: $0) }, clear: [:], sealed: [:], blindIndexes: [:], mac: mac.map(Self.data)))
+                keyId: try keyId.map { (keyId) throws(RecordsError) in try WrappedStoreKey.id(stored: keyId, in: "\(configuration.displayName): record \(id)") },
+                clear: [:], sealed: [:], blindIndexes: [:], mac: mac.map(Self.data)))
         }
         let ids = records.map(\.id)
         let t = tables

@@ -194,9 +194,12 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         var keys: [WrappedStoreKey] = []
         for key in storeKeys {
             let (id, wrapped) = try decode(key, (Int64, ByteBuffer).self)
-            keys.append(WrappedStoreKey(id: UInt32(truncatingIfNeeded: id), wrapped: Self.data(wrapped)))
+            keys.append(WrappedStoreKey(id: try WrappedStoreKey.id(stored: id, in: "\(configuration.displayName): a store key row"), wrapped: Self.data(wrapped)))
         }
-        return StoreMetadata(storeId: Self.data(storeId), currentKeyId: current.map { UInt32(truncatingIfNeeded: $0) }, keys: keys)
+        let currentKeyId = try current.map { (id) throws(RecordsError) in
+            try WrappedStoreKey.id(stored: id, in: "\(configuration.displayName): the current key")
+        }
+        return StoreMetadata(storeId: Self.data(storeId), currentKeyId: currentKeyId, keys: keys)
     }
 
     /// `RecordStorage.initialize`, in one transaction: the first client's metadata wins.
@@ -370,12 +373,20 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
                 let row = try s.run(tx, "SELECT wrapped FROM \(s.tables.storeKeys) WHERE id = $1", PostgresRecordStorage.binds { $0.append(Int64(key.id)) }).first
                 guard let row, PostgresRecordStorage.data(try s.decode(row, ByteBuffer.self)) == key.wrapped else { throw .storeMismatch }
             }
-            if let currentKeyId {
-                let updated = try s.run(
-                    tx, "UPDATE \(s.tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL RETURNING 1",
-                    PostgresRecordStorage.binds { $0.append(Int64(currentKeyId)) })
-                if !updated.isEmpty { counts.withLock { $0.madeFirstKey = true } }
+            guard let currentKeyId else { return }
+            let binds = PostgresRecordStorage.binds { $0.append(Int64(currentKeyId)) }
+            let updated = try s.run(tx, "UPDATE \(s.tables.store) SET current_key_id = $1 WHERE current_key_id IS NULL RETURNING 1", binds)
+            if !updated.isEmpty {
+                counts.withLock { $0.madeFirstKey = true }
+                return
             }
+            // The current key only moves forward: an export made after a rotation brings the later
+            // key. A switch takes the keys' lock as `addKey(_:makeCurrent: true)` does.
+            let current = try s.run(tx, "SELECT coalesce(current_key_id, 0) FROM \(s.tables.store) FOR NO KEY UPDATE").first
+            guard let current, try s.decode(current, Int64.self) < Int64(currentKeyId) else { return }
+            let (lock, lockBinds) = s.keysLock(exclusive: true)
+            try s.run(tx, lock, lockBinds)
+            try s.run(tx, "UPDATE \(s.tables.store) SET current_key_id = $1", binds)
         }
 
         func addCollection(_ name: String, schema: RecordSchema) throws(RecordsError) {

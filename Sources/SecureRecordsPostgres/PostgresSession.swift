@@ -237,21 +237,25 @@ final class PostgresSession: Sendable {
 
     /// The deadline of a transaction, retries included: fixed, or for a bulk transaction (an
     /// import) renewed by each statement that completes, so that it bounds the time without
-    /// progress rather than the length of the work.
-    final class TransactionDeadline {
-        private(set) var value: NIODeadline
+    /// progress rather than the length of the work. A bulk load's sender renews it from its own
+    /// thread while the caller's reads it, hence the lock.
+    final class TransactionDeadline: Sendable {
+        private let current: Locked<NIODeadline>
         let timeout: TimeAmount
         let renewed: Bool
 
         init(timeout: TimeAmount, renewed: Bool) {
             self.timeout = timeout
             self.renewed = renewed
-            value = .now() + timeout
+            current = Locked(.now() + timeout)
         }
+
+        /// When the transaction must end.
+        var value: NIODeadline { current.withLock { $0 } }
 
         /// A statement completed.
         func progressed() {
-            if renewed { value = .now() + timeout }
+            if renewed { current.withLock { $0 = .now() + timeout } }
         }
     }
 

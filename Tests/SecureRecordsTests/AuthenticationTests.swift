@@ -89,9 +89,7 @@ import Testing
         #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: "111")]).map(\.id) == [alice])
     }
 
-    static let unkeyed =
-        "it carries no MAC in a store that authenticates its records "
-        + "(if a key rotation of a store made by an older version was interrupted, run it again)"
+    static let unkeyed = RecordStore.withoutKeyInAnAuthenticatingStore
 
     /// A handle unlocked before another rotated the store meets records under a key it does not
     /// know: it unwraps the new key with the sealer it was unlocked with (not tampering, and no
@@ -295,7 +293,7 @@ import Testing
         let store = try makeStore(scratch)
         let id = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts", sealing: .password(secret("pw")))
         let row = try #require(try store.storage.record(id))
-        #expect(row.keying == .password && row.mac == Data())
+        #expect(row.keying == .password && row.mac?.count == RecordAuthentication.writeIdByteCount)
         var changed = row
         changed.clear["toWhom"] = "Mallory"
         try store.storage.replace([changed])
@@ -313,6 +311,95 @@ import Testing
         // Changing the clear field needs the password, and re-binds it.
         try store.update(id, setting: ["toWhom": "Carol"], password: secret("pw"))
         #expect(try store.open(id, password: secret("pw")).fields == ["toWhom": "Carol", "description": "bike"])
+    }
+
+    /// A password record's sealed values also bind the names of its sealed fields and the write
+    /// that sealed them (`SFR3`): with the password, a sealed value removed or taken from an
+    /// earlier write, the write id replaced (by an earlier one, or by the older markers), or every
+    /// sealed value removed, is refused. Removing a sealed field needs the password (the record is
+    /// sealed anew). The whole record put back to an earlier version of itself still opens: that
+    /// is the roll-back docs/SECURITY.md leaves open.
+    @Test(arguments: Backend.enabled)
+    func passwordRecordsBindTheirSealedFieldsAndWrite(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let pw = secret("pw")
+        let id = try store.add(["toWhom": "Alice", "description": "bike", "blob": "b1"], to: "gifts", sealing: .password(pw))
+        let first = try #require(try store.storage.record(id))
+        try store.update(id, setting: ["description": "a red bike"], password: pw)
+        let second = try #require(try store.storage.record(id))
+        #expect(second.mac?.count == RecordAuthentication.writeIdByteCount && second.mac != first.mac)
+        #expect(try store.open(id, password: pw).fields == ["toWhom": "Alice", "description": "a red bike", "blob": "b1"])
+
+        var rewrites: [(String, StoredRecord, RecordsError)] = []
+        func rewrite(_ what: String, _ error: RecordsError, _ change: (inout StoredRecord) -> Void) {
+            var row = second
+            change(&row)
+            rewrites.append((what, row, error))
+        }
+        let failsAt = { (field: String) in RecordsError.authenticationFailed(record: id, field: field) }
+        rewrite("sealed value removed", failsAt("description")) { $0.sealed["blob"] = nil }
+        rewrite("sealed value from the earlier write", failsAt("blob")) { $0.sealed["blob"] = first.sealed["blob"] }
+        rewrite("other sealed value from the earlier write", failsAt("description")) { $0.sealed["description"] = first.sealed["description"] }
+        rewrite("write id of the earlier write", failsAt("blob")) { $0.mac = first.mac }
+        rewrite("write id made the SFR2 marker", failsAt("blob")) { $0.mac = Data() }
+        rewrite("write id removed (SFR1)", failsAt("blob")) { $0.mac = nil }
+        rewrite("every sealed value removed", .recordModified(id, reason: "a password record without sealed values, which this store never writes")) {
+            $0.sealed = [:]
+        }
+        for (what, row, error) in rewrites {
+            try store.storage.replace([row])
+            #expect(throws: error, "\(what)") { try store.open(id, password: pw) }
+        }
+        // Locked, the record is not checked when read, but its write id refuses it when opened.
+        #expect(throws: RecordsError.recordModified(id, reason: "its sealed values were removed")) {
+            try scratch.reopen().open(id, password: pw)
+        }
+        try store.storage.replace([first])
+        #expect(try store.open(id, password: pw).fields["description"] == "bike")
+        try store.storage.replace([second])
+
+        #expect(throws: RecordsError.passwordRequired(id)) { try store.update(id, setting: [:], removing: ["blob"]) }
+        try store.update(id, setting: [:], removing: ["blob"], password: pw)
+        #expect(try store.open(id, password: pw).fields == ["toWhom": "Alice", "description": "a red bike"])
+        #expect(try store.storage.record(id)?.mac != second.mac)
+    }
+
+    /// A password record written before write ids (`SFR2`: `mac` empty, its values binding the
+    /// clear fields alone) opens, and an update given its password seals it anew as `SFR3`.
+    @Test(arguments: Backend.enabled)
+    func olderPasswordRecordsAreSealedAnewByAnUpdateWithTheirPassword(backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let pw = secret("pw")
+        let id = UUID()
+        let clear: [String: FieldValue] = ["toWhom": "Alice"]
+        let context = RecordAuthentication.passwordValueContext(storeId: store.storeId, collection: "gifts", record: id, field: "description", clear: clear)
+        let sealed = try FieldSealing.seal("bike", password: pw, kdf: testConfiguration.passwordKDF, context: context)
+        try store.storage.insert([
+            StoredRecord(id: id, collection: "gifts", keying: .password, keyId: nil, clear: clear, sealed: ["description": sealed], blindIndexes: [:], mac: Data())
+        ])
+        #expect(try store.open(id, password: pw).fields == ["toWhom": "Alice", "description": "bike"])
+        try store.update(id, setting: [:], password: pw)
+        #expect(try store.storage.record(id)?.mac?.count == RecordAuthentication.writeIdByteCount)
+        #expect(try store.open(id, password: pw).fields == ["toWhom": "Alice", "description": "bike"])
+    }
+
+    /// The `SFR3` context is exactly the bytes FORMATS.md lists, sealed names in UTF-8 byte order.
+    @Test func passwordWriteContextIsTheDocumentedEncoding() throws {
+        let storeId = Data(repeating: 0xAA, count: 16)
+        let record = UUID(uuidString: "00010203-0405-0607-0809-0a0b0c0d0e0f")!
+        let writeId = Data(repeating: 0x5A, count: 16)
+        var expected: [UInt8] = Array("SFR3".utf8) + [0, 0, 0, 16] + Array(storeId) + [0, 0, 0, 1, 0x63]
+        expected += [0, 0, 0, 16] + (0..<16).map { UInt8($0) } + [0, 0, 0, 1, 0x7A]
+        expected += [0, 0, 0, 13] + [0, 0, 0, 2, 0x74, 0x6f, 0, 0, 0, 3, 1, 0x41, 0x6c]
+        let names: [UInt8] = [0, 0, 0, 3, 0x61, 0xCC, 0x8A] + [0, 0, 0, 1, 0x7A] + [0, 0, 0, 2, 0xC3, 0xA9]
+        expected += [0, 0, 0, UInt8(names.count)] + names
+        expected += [0, 0, 0, 16] + Array(writeId)
+        let context = RecordAuthentication.passwordWriteContext(
+            storeId: storeId, collection: "c", record: record, field: "z", clear: ["to": "Al"], sealedNames: ["z", "é", "a\u{30A}"],
+            writeId: writeId)
+        #expect(context == expected)
     }
 
     /// Clear-only records added while the store had no key get their key id and MAC when the first

@@ -304,6 +304,9 @@ import Testing
         // The first half of a first unlock: the key, made current; the adoption never ran.
         let key = SecretBytes.random(count: Envelope.keyByteCount)
         #expect(try source.storage.addKey(try source.wrap(key, id: 1, sealer: appSealer), makeCurrent: true))
+        // Unlocked, the store refuses the record: it cannot be told from one a store writer added.
+        try source.unlock(with: appSealer)
+        #expect(throws: RecordsError.recordModified(carol, reason: RecordStore.withoutKeyInAnAuthenticatingStore)) { try source.record(carol) }
         let path = scratch.path("cut-short.jsonl")
         #expect(try OutputDestination.write(to: path) { try source.export(to: $0) } == 1)
         let copy = try RecordStore(storage: try scratch.storage("copy.db"), importingFile: path, configuration: testConfiguration)

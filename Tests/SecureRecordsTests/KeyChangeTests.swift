@@ -187,7 +187,6 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
     func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata { try base.initialize(metadata) }
     func addKey(_ key: WrappedStoreKey, makeCurrent: Bool) throws(RecordsError) -> Bool { try base.addKey(key, makeCurrent: makeCurrent) }
     func rewrapKeys(_ keys: [WrappedStoreKey]) throws(RecordsError) { try base.rewrapKeys(keys) }
-    func collections() throws(RecordsError) -> [String: RecordSchema] { try base.collections() }
     func createCollection(_ collection: String, schema: RecordSchema) throws(RecordsError) -> RecordSchema {
         try base.createCollection(collection, schema: schema)
     }
@@ -237,9 +236,29 @@ final class FailingStorage: RecordStorage, @unchecked Sendable {
             try inserted.get()
         }
     }
+    /// Applied to every answer of `record` and `search` while set (a server that lies).
+    let recordAnswers = Locked<(@Sendable (StoredRecord) throws(RecordsError) -> StoredRecord)?>(nil)
+    let searchAnswers = Locked<(@Sendable ([StoredRecord]) throws(RecordsError) -> [StoredRecord])?>(nil)
+    /// Returned by the next `collections` instead of what is stored.
+    let staleCollections = Locked<[String: RecordSchema]?>(nil)
+
+    func collections() throws(RecordsError) -> [String: RecordSchema] {
+        if let stale = staleCollections.withLock({ (next: inout [String: RecordSchema]?) in defer { next = nil }; return next }) {
+            return stale
+        }
+        return try base.collections()
+    }
     func delete(_ id: UUID) throws(RecordsError) -> Bool { try base.delete(id) }
-    func record(_ id: UUID) throws(RecordsError) -> StoredRecord? { try base.record(id) }
-    func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] { try base.search(query) }
+    func record(_ id: UUID) throws(RecordsError) -> StoredRecord? {
+        guard let found = try base.record(id) else { return nil }
+        guard let answer = recordAnswers.withLock({ $0 }) else { return found }
+        return try answer(found)
+    }
+    func search(_ query: StorageQuery) throws(RecordsError) -> [StoredRecord] {
+        let found = try base.search(query)
+        guard let answer = searchAnswers.withLock({ $0 }) else { return found }
+        return try answer(found)
+    }
     func records(withKeyIdOtherThan keyId: UInt32, after position: Int64, limit: Int) throws(RecordsError)
         -> (records: [StoredRecord], last: Int64)
     {

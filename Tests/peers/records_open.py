@@ -12,8 +12,9 @@ one sealed field of one record and prints the value (text as is, bytes as "base6
 With --index-value it also prints "index: match" or "index: no match" after comparing the stored
 blind-index token with one it computes for TEXT. With --check-mac (store-keyed records) it computes
 the record MAC ("Record authentication") and prints "mac: valid", or fails. A password record whose
-stored authentication is empty is opened with the SFR2 context, which binds its clear fields. Exit 1
-if anything fails.
+stored authentication is a 16-byte write id is opened with the SFR3 context, which binds its clear
+fields, the names of its sealed fields and the write id; one whose stored authentication is empty,
+with the SFR2 context, which binds its clear fields. Exit 1 if anything fails.
 """
 import argparse, base64, hashlib, hmac, json, struct, sys, uuid
 from cryptography.exceptions import InvalidTag
@@ -156,6 +157,9 @@ def main():
     context = b"SFR1" + lp(store_id) + lp(rec["collection"].encode()) + lp(rid) + lp(a.field.encode())
     if rec["keying"] == "password" and mac == b"":
         context = b"SFR2" + context[4:] + lp(clear_map(rec))
+    elif rec["keying"] == "password" and mac is not None and len(mac) == 16:
+        names = b"".join(lp(name.encode()) for name in sorted(rec["sealed"], key=lambda name: name.encode()))
+        context = b"SFR3" + context[4:] + lp(clear_map(rec)) + lp(names) + lp(mac)
     sealed = base64.b64decode(rec["sealed"][a.field])
 
     try:
