@@ -159,7 +159,7 @@ let package = Package(
         .testTarget(
             name: "SecureKeyStoreTests", dependencies: ["SecureKeyStore", "SecureKeys", "SecureKeychain", "SFTestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"], swiftSettings: strict),
+            name: "AgeEncryptionTests", dependencies: ["AgeEncryption", "SFTestSupport", "CZlib"] + crypto, swiftSettings: strict),
         .testTarget(
             name: "SecureRecordsTests",
             dependencies: [

@@ -36,11 +36,8 @@ extension Age {
         public func wrap(fileKey: SecretBytes) throws(AgeError) -> [Stanza] {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()
             let share = ephemeral.publicKey.rawRepresentation
-            let product: SharedSecret
-            do {
-                product = try ephemeral.sharedSecretFromKeyAgreement(with: montgomery)
-            } catch {
-                throw .invalidRecipient("the ssh-ed25519 key agreement failed")
+            guard let product = ephemeral.nonZeroSharedSecret(with: montgomery) else {
+                throw .invalidRecipient("the ssh-ed25519 key agreement failed (a low-order public key)")
             }
             let shared = try SSHEd25519Identity.tweaked(product, wireFormat: wireFormat)
             let wrapKey = HKDF<SHA256>.deriveKey(
@@ -95,12 +92,9 @@ extension Age {
                 guard stanza.body.count == FileKeyWrap.wrappedByteCount else {
                     throw AgeError.malformedHeader("an ssh-ed25519 stanza body is not 32 bytes")
                 }
-                let product: SharedSecret
-                do {
-                    product = try scalar.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: share))
-                } catch {
-                    throw AgeError.malformedHeader("an ssh-ed25519 share is a low-order point")
-                }
+                guard let point = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: share),
+                    let product = scalar.nonZeroSharedSecret(with: point)
+                else { throw AgeError.malformedHeader("an ssh-ed25519 share is a low-order point") }
                 let shared = try Self.tweaked(product, wireFormat: wireFormat)
                 let wrapKey = HKDF<SHA256>.deriveKey(
                     inputKeyMaterial: shared, salt: share + scalar.publicKey.rawRepresentation,
@@ -112,16 +106,15 @@ extension Age {
 
         /// X25519(tweak, shared), tweak = HKDF-SHA-256(ikm = "", salt = SSH key, info = label).
         static func tweaked(_ shared: SharedSecret, wireFormat: Data) throws(AgeError) -> SymmetricKey {
-            guard !shared.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
-                throw AgeError.malformedHeader("an ssh-ed25519 share is a low-order point")
-            }
             let tweak = HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: SymmetricKey(data: Data()), salt: wireFormat, info: SSHEd25519Recipient.label,
                 outputByteCount: 32)
             do {
                 let tweakKey = try tweak.withUnsafeBytes { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: $0) }
                 let point = try shared.withUnsafeBytes { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: $0) }
-                let result = try tweakKey.sharedSecretFromKeyAgreement(with: point)
+                guard let result = tweakKey.nonZeroSharedSecret(with: point) else {
+                    throw AgeError.malformedHeader("an ssh-ed25519 share is a low-order point")
+                }
                 return result.withUnsafeBytes { SymmetricKey(data: $0) }
             } catch {
                 throw .malformedHeader("an ssh-ed25519 share is a low-order point")

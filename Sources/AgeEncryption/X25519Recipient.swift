@@ -39,11 +39,8 @@ extension Age {
         public func wrap(fileKey: SecretBytes) throws(AgeError) -> [Stanza] {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()
             let share = ephemeral.publicKey.rawRepresentation
-            let shared: SharedSecret
-            do {
-                shared = try ephemeral.sharedSecretFromKeyAgreement(with: publicKey)
-            } catch {
-                throw .invalidRecipient("the X25519 key agreement failed")
+            guard let shared = ephemeral.nonZeroSharedSecret(with: publicKey) else {
+                throw .invalidRecipient("the X25519 key agreement failed (a low-order public key)")
             }
             let wrapKey = shared.hkdfDerivedSymmetricKey(
                 using: SHA256.self, salt: share + publicKey.rawRepresentation, sharedInfo: Self.wrapInfo,
@@ -100,16 +97,9 @@ extension Age {
                 guard stanza.body.count == FileKeyWrap.wrappedByteCount else {
                     throw AgeError.malformedHeader("an X25519 stanza body is not 32 bytes")
                 }
-                let shared: SharedSecret
-                do {
-                    shared = try privateKey.sharedSecretFromKeyAgreement(
-                        with: Curve25519.KeyAgreement.PublicKey(rawRepresentation: share))
-                } catch {
-                    throw AgeError.malformedHeader("an X25519 share is a low-order point")
-                }
-                guard !shared.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) else {
-                    throw AgeError.malformedHeader("an X25519 share is a low-order point")
-                }
+                guard let point = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: share),
+                    let shared = privateKey.nonZeroSharedSecret(with: point)
+                else { throw AgeError.malformedHeader("an X25519 share is a low-order point") }
                 let wrapKey = shared.hkdfDerivedSymmetricKey(
                     using: SHA256.self, salt: share + privateKey.publicKey.rawRepresentation,
                     sharedInfo: X25519Recipient.wrapInfo, outputByteCount: 32)

@@ -11,15 +11,16 @@ extension AsymmetricPrivateKey {
         guard type == peer.type, let own = agreementRawRepresentation, let theirs = peer.agreementRawRepresentation else {
             throw KeyError.wrongKeyType(expected: "a \(type) peer key for key agreement", found: peer.type.rawValue)
         }
-        let secret: SharedSecret
-        do {
+        let secret: SharedSecret? =
             switch self {
-            case .x25519: secret = try Self.agree(own, theirs, as: Curve25519.KeyAgreement.PrivateKey.self)
-            case .p256: secret = try Self.agree(own, theirs, as: P256.KeyAgreement.PrivateKey.self)
-            case .p384: secret = try Self.agree(own, theirs, as: P384.KeyAgreement.PrivateKey.self)
-            default: secret = try Self.agree(own, theirs, as: P521.KeyAgreement.PrivateKey.self)
+            case .x25519:
+                try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: own)
+                    .nonZeroSharedSecret(with: Curve25519.KeyAgreement.PublicKey(rawRepresentation: theirs))
+            case .p256: try? Self.agree(own, theirs, as: P256.KeyAgreement.PrivateKey.self)
+            case .p384: try? Self.agree(own, theirs, as: P384.KeyAgreement.PrivateKey.self)
+            default: try? Self.agree(own, theirs, as: P521.KeyAgreement.PrivateKey.self)
             }
-        } catch {
+        guard let secret else {
             throw KeyError.invalidKey("key agreement failed: the peer's public key is not a valid point, or the shared secret is zero (a low-order point)")
         }
         return secret.withUnsafeBytes { SecretBytes($0) }

@@ -1,3 +1,4 @@
+import Crypto
 import AgeEncryption
 import Foundation
 import SFTestSupport
@@ -7,6 +8,23 @@ import Testing
 /// `Age.recipient(of:)`: the recipient `age -e -i` (and `sf encrypt -i`, `sf keygen -y`) derive
 /// from an identity.
 struct IdentityRecipientTests {
+    /// A low-order X25519 point (every agreement with it gives the all-zero secret, which anyone
+    /// can compute; swift-crypto does not refuse it) is refused as a recipient when wrapping, and
+    /// as a stanza's share when unwrapping, as age does.
+    @Test(arguments: TestSupport.lowOrderX25519Points)
+    func lowOrderX25519PointsAreRefused(point: Data) throws {
+        let recipient = Age.X25519Recipient(publicKey: try Curve25519.KeyAgreement.PublicKey(rawRepresentation: point))
+        #expect(throws: AgeError.invalidRecipient("the X25519 key agreement failed (a low-order public key)")) {
+            try recipient.wrap(fileKey: SecretBytes.random(count: 16))
+        }
+        var share = point.base64EncodedString()
+        share.removeAll { $0 == "=" }
+        let stanza = Age.Stanza(arguments: ["X25519", share], body: Data(count: 32))
+        #expect(throws: AgeError.malformedHeader("an X25519 share is a low-order point")) {
+            try Age.X25519Identity().unwrap(stanzas: [stanza])
+        }
+    }
+
     /// A file encrypted to the derived recipient opens with the identity and with nothing else.
     func expectRecipientOpensOnlyFor(_ identity: any Age.Identity) throws {
         let recipient = try #require(Age.recipient(of: identity))

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SFTestSupport
 import SecureChannel
 import Testing
 
@@ -170,6 +171,21 @@ import Testing
                 }
             }
         }
+    }
+
+    /// A low-order X25519 point gives the all-zero DH output whatever the other key, a secret
+    /// anyone knows: as the ephemeral key in a message (either side's), or as a static key known
+    /// in advance, it fails the handshake with `invalidPublicKey` (section 12.1 allows the error).
+    @Test(arguments: TestSupport.lowOrderX25519Points) func lowOrderKeysAreRefused(_ point: Data) throws {
+        for sender in 0..<2 {
+            #expect(throws: NoiseError.invalidPublicKey, "message \(sender)") {
+                try NoisePair("Noise_XX_25519_ChaChaPoly_SHA256").run { i, message in i == sender ? point + message.dropFirst(32) : message }
+            }
+        }
+        let initiator = try Noise.HandshakeState(
+            protocolName: try Noise.ProtocolName(parsing: "Noise_NK_25519_ChaChaPoly_SHA256"), role: .initiator,
+            remoteStaticKey: try Curve25519.KeyAgreement.PublicKey(rawRepresentation: point))
+        #expect(throws: NoiseError.invalidPublicKey) { try initiator.writeMessage() }
     }
 
     @Test func wrongPrologueFails() throws {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SFTestSupport
 import Testing
 
 @testable import SecureCore
@@ -164,5 +165,25 @@ import Testing
         #expect(throws: SecureCoreError.self) { try PasswordKDF.pbkdf2(hash: .sha256, rounds: 0).validate() }
         #expect(throws: SecureCoreError.self) { try PasswordKDF.pbkdf2(hash: HashFunction.Insecure.md5, rounds: 10).validate() }
         #expect(throws: SecureCoreError.self) { try KeyDerivation.hkdf(inputKeyMaterial: Data([1]), salt: Data(), info: Data(), outputByteCount: 0) }
+    }
+}
+
+/// X25519 through `nonZeroSharedSecret`: swift-crypto returns the all-zero secret of a low-order
+/// point unchecked, and every X25519 in the package refuses it.
+@Suite struct X25519LowOrderTests {
+    @Test(arguments: TestSupport.lowOrderX25519Points) func lowOrderPointsGiveNoSharedSecret(_ point: Data) throws {
+        let key = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: point)
+        // What swift-crypto itself returns: the zero secret, without an error.
+        #expect(try ConstantTime.isZero(Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: key)))
+        #expect(Curve25519.KeyAgreement.PrivateKey().nonZeroSharedSecret(with: key) == nil)
+        #expect(key.isLowOrder)
+    }
+
+    @Test func aPublicKeyAgrees() throws {
+        let (a, b) = (Curve25519.KeyAgreement.PrivateKey(), Curve25519.KeyAgreement.PrivateKey())
+        let shared = try #require(a.nonZeroSharedSecret(with: b.publicKey))
+        #expect(shared == (try b.sharedSecretFromKeyAgreement(with: a.publicKey)))
+        #expect(!b.publicKey.isLowOrder)
+        #expect(ConstantTime.isZero(Data(count: 5)) && !ConstantTime.isZero(Data([0, 0, 1])) && ConstantTime.isZero(Data()))
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SFTestSupport
 import SecureCore
@@ -34,6 +35,28 @@ import Testing
             == .unexpectedSender(fingerprint: sender.publicKey.fingerprint.hex))
         let anonymous = try HybridEncryption.encrypt(message, to: recipient.publicKey)
         #expect(keyError { _ = try HybridEncryption.decrypt(anonymous, with: recipient, from: sender.publicKey) } == .notSenderAuthenticated)
+    }
+
+    /// A low-order X25519 key (every agreement with it gives the all-zero secret, which anyone
+    /// can compute; swift-crypto's HPKE does not refuse it, RFC 9180 section 7.1.4 requires it):
+    /// refused as a recipient, as the expected sender, and in a raw key agreement.
+    @Test(arguments: TestSupport.lowOrderX25519Points)
+    func lowOrderX25519KeysAreRefused(point: Data) throws {
+        let lowOrder = AsymmetricPublicKey.x25519(try Curve25519.KeyAgreement.PublicKey(rawRepresentation: point))
+        let recipient = Fixtures.key(.x25519).key
+        #expect(keyError { _ = try HybridEncryption.encrypt(Data("for no one".utf8), to: lowOrder) }
+            == .invalidKey("the recipient key is a low-order X25519 point"))
+        // A message claiming the low-order key as its sender (its fingerprint put in the header):
+        // refused for the key, before HPKE would key its check with a zero secret.
+        let sender = try AsymmetricPrivateKey.generate(.x25519)
+        var claiming = try HybridEncryption.encrypt(Data("m".utf8), to: recipient.publicKey, from: sender)
+        let at = try #require(claiming.firstRange(of: sender.publicKey.fingerprint.bytes))
+        claiming.replaceSubrange(at, with: lowOrder.fingerprint.bytes)
+        #expect(try HybridEncryption.claimedSender(of: claiming) == lowOrder.fingerprint)
+        #expect(keyError { _ = try HybridEncryption.decrypt(claiming, with: recipient, from: lowOrder) }
+            == .invalidKey("the sender key is a low-order X25519 point"))
+        #expect(keyError { _ = try recipient.sharedSecret(with: lowOrder) }
+            == .invalidKey("key agreement failed: the peer's public key is not a valid point, or the shared secret is zero (a low-order point)"))
     }
 
     @Test(arguments: [KeyType.x25519, .rsa2048])

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SecureCore
 
 /// The HPKE schemes of the native hybrid format: `suite ids (6) || enc || ciphertext`, with
 /// `info` = every header byte before `enc` and an empty AAD, single-shot (sequence number 0).
@@ -57,6 +58,7 @@ enum HPKEHybrid {
         _ message: Data, to recipientRaw: Data, sender senderRaw: Data?, header: Data, suite: Suite, as _: SK.Type
     ) throws(KeyError) -> Data {
         let recipient = try curveKey { try SK.PublicKey(rawRepresentation: recipientRaw) }
+        guard !recipient.isLowOrder else { throw KeyError.invalidKey("the recipient key is a low-order X25519 point") }
         let info = header + suite.ids
         do {
             var context =
@@ -80,6 +82,14 @@ enum HPKEHybrid {
         let info = header + suite.ids, enc = Data(rest[encStart..<bodyStart])
         let key = try curveKey { try SK(rawRepresentation: ownRaw) }
         let sender = try curveKey { try senderRaw.map { try SK.PublicKey(rawRepresentation: $0) } }
+        // RFC 9180, section 7.1.4: a DH giving the zero secret is refused (swift-crypto does not).
+        // (An X25519 `enc` is the raw point; the NIST curves' are validated by HPKE as it parses them.)
+        if SK.self == Curve25519.KeyAgreement.PrivateKey.self {
+            guard let point = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: enc), !point.isLowOrder else {
+                throw KeyError.authenticationFailed
+            }
+        }
+        if let sender, sender.isLowOrder { throw KeyError.invalidKey("the sender key is a low-order X25519 point") }
         do {
             var context =
                 try sender.map {
@@ -100,6 +110,14 @@ protocol RawAgreementPrivateKey: HPKEDiffieHellmanPrivateKey where PublicKey: Ra
 
 protocol RawAgreementPublicKey {
     init<D: ContiguousBytes>(rawRepresentation: D) throws
+    /// Whether every agreement with this key gives the all-zero secret (an X25519 low-order
+    /// point), which swift-crypto's HPKE does not refuse.
+    var isLowOrder: Bool { get }
+}
+
+extension RawAgreementPublicKey {
+    /// The NIST curves' points are validated when parsed: none is of low order.
+    var isLowOrder: Bool { false }
 }
 
 extension Curve25519.KeyAgreement.PrivateKey: RawAgreementPrivateKey {}
