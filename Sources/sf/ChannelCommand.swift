@@ -141,8 +141,15 @@ struct ChannelServeCommand: AsyncParsableCommand {
     @Flag(help: "Serve connections one after another (one at a time) instead of stopping after the first, each until the peer's end of stream; a connection that fails is reported and the next is served.")
     var keepServing = false
     @OptionGroup var timing: ChannelTimingOptions
-    @Option(help: "End a connection on which nothing is sent or received for this many seconds (connections are served one at a time, so a quiet peer would hold the server).")
+    @Option(help: "End a connection on which nothing is sent or received for this many seconds; with --keep-serving 300 by default (connections are served one at a time, so a quiet peer would hold the server), none by default otherwise.")
     var idleTimeout: Double?
+
+    /// The idle deadline of a served connection: `--idle-timeout`, or with `--keep-serving`, where
+    /// a quiet peer would hold every later one, `keepServingIdleTimeout`.
+    var servedIdleTimeout: Double? { idleTimeout ?? (keepServing ? Self.keepServingIdleTimeout : nil) }
+
+    /// The default idle deadline of `--keep-serving`, in seconds.
+    static let keepServingIdleTimeout: Double = 300
 
     func validate() throws {
         if let idleTimeout { try ChannelEndpoint.validateTimeout(idleTimeout, "--idle-timeout") }
@@ -162,6 +169,10 @@ struct ChannelServeCommand: AsyncParsableCommand {
             host: endpoint.host, port: endpoint.port, staticKey: staticKey, peer: trust, configuration: configuration,
             onHandshakeFailure: { error in Terminal.writeError("sf channel: rejected a connection: \(error)") })
         Terminal.writeError("sf channel: listening on \(ChannelEndpoint(host: endpoint.host, port: server.port))")
+        if let idle = servedIdleTimeout {
+            let seconds = idle == idle.rounded() ? String(Int(idle)) : String(idle)
+            Terminal.writeError("sf channel: a connection on which nothing moves for \(seconds) s is ended")
+        }
         let advertiser = try await startAdvertising(port: server.port, staticKey: staticKey, configuration: configuration)
         let input = ChannelInput()
         var served = 0
@@ -170,7 +181,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
                 Terminal.writeError("sf channel: peer verified: \(fingerprint)")
-                let idle = idleTimeout.map(ChannelEndpoint.duration)
+                let idle = servedIdleTimeout.map(ChannelEndpoint.duration)
                 guard keepServing else {
                     try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idle)
                     break

@@ -263,6 +263,28 @@ struct ChannelCommandTests {
         #expect(quiet.waitForExit(timeout: 120) == 1, "the dropped client's stream was cut: \(quiet.standardError)")
         next.closeInput()
         #expect(next.waitForExit(timeout: 120) == 0, "\(next.standardError)")
+        #expect(server.standardError.contains("a connection on which nothing moves for 1 s is ended"), "\(server.standardError)")
+    }
+
+    /// Without --idle-timeout, --keep-serving still ends a quiet connection, after 300 s (one
+    /// quiet peer held every later one for good); a server of one connection has no default, as
+    /// `nc` (the timer itself is tested with --idle-timeout above).
+    @Test("serve --keep-serving: a quiet connection has a deadline by default", .requiresSFBinary, .hangBackstop)
+    func keepServingHasAnIdleDeadlineByDefault() throws {
+        let parties = try Parties()
+        let keepServing = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { keepServing.kill() }
+        _ = try Parties.port(of: keepServing)
+        #expect(keepServing.wait(timeout: 120) { $0.standardError.contains("a connection on which nothing moves for 300 s is ended") },
+            "\(keepServing.standardError)")
+        let once = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { once.kill() }
+        let port = try Parties.port(of: once)
+        let client = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+        defer { client.kill() }
+        // Written after the line that would have said so.
+        #expect(once.wait(timeout: 120) { $0.standardError.contains("peer verified") }, "\(once.standardError)")
+        #expect(!once.standardError.contains("nothing moves"), "\(once.standardError)")
     }
 
     /// A server that authenticates and then goes quiet held `connect` forever (as nc without -w);
