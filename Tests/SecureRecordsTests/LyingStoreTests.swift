@@ -20,6 +20,12 @@ import Testing
         return (store, storage)
     }
 
+    /// Whether `error` is a storage failure of `cause` whose message contains `text`.
+    private func isStorageFailure(_ error: any Error, _ cause: StorageFailure.Cause, containing text: String) -> Bool {
+        guard case .storage(let failure) = error as? RecordsError else { return false }
+        return failure.cause == cause && failure.message.contains(text)
+    }
+
     /// Runs SQL as the store's writer: `sqlite` through the `sqlite3` shell on the file, or
     /// `postgres` (given the administrator's storage, for table names) on the server.
     private func asStoreWriter(_ scratch: RecordsScratch, sqlite: String, postgres: (PostgresRecordStorage) -> [String]) throws {
@@ -99,12 +105,7 @@ import Testing
                 "UPDATE \(records) SET key_id = key_id + 4294967296 WHERE id = '\(alice)'",
             ]
         }
-        #expect {
-            try store.open(alice)
-        } throws: { error in
-            guard case .storage(let failure) = error as? RecordsError else { return false }
-            return failure.cause == .malformedStorage && failure.message.contains("key id 4294967297 is out of range")
-        }
+        #expect { try store.open(alice) } throws: { isStorageFailure($0, .malformedStorage, containing: "key id 4294967297 is out of range") }
         try asStoreWriter(scratch, sqlite: "UPDATE meta SET value = 4294967297 WHERE name = 'currentKeyId'") { admin in
             let table = admin.tableName("store")
             return [
@@ -112,12 +113,7 @@ import Testing
                 "UPDATE \(table) SET current_key_id = 4294967297",
             ]
         }
-        #expect {
-            try scratch.reopen().unlock(with: appSealer)
-        } throws: { error in
-            guard case .storage(let failure) = error as? RecordsError else { return false }
-            return failure.cause == .malformedStorage && failure.message.contains("the current key: key id 4294967297 is out of range")
-        }
+        #expect { try scratch.reopen().unlock(with: appSealer) } throws: { isStorageFailure($0, .malformedStorage, containing: "the current key: key id 4294967297 is out of range") }
     }
 
     /// After a rotation to key 2 (key 1 perhaps leaked), a store writer points the store back at
@@ -181,19 +177,9 @@ import Testing
         let alice = try store.add(["toWhom": "Alice", "description": "bike"], to: "gifts")
         try store.rotateStoreKey(with: appSealer)
         storage.staleMetadata.withLock { $0 = before }
-        #expect {
-            try store.export { _ in }
-        } throws: { error in
-            guard case .storage(let failure) = error as? RecordsError else { return false }
-            return failure.cause == .export && failure.message.contains("record \(alice) is under store key 2")
-        }
+        #expect { try store.export { _ in } } throws: { isStorageFailure($0, .export, containing: "record \(alice) is under store key 2") }
         storage.staleCollections.withLock { $0 = [:] }
-        #expect {
-            try store.export { _ in }
-        } throws: { error in
-            guard case .storage(let failure) = error as? RecordsError else { return false }
-            return failure.cause == .export && failure.message.contains("record \(alice) is in collection 'gifts'")
-        }
+        #expect { try store.export { _ in } } throws: { isStorageFailure($0, .export, containing: "record \(alice) is in collection 'gifts'") }
         var lines: [String] = []
         #expect(try store.export { lines.append($0) } == 1)
         let copy = try RecordStore(storage: try scratch.storage("copy.db"), importing: lines, configuration: testConfiguration)
