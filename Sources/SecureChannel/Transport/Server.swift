@@ -76,7 +76,7 @@ extension SecureChannel {
                     }
                     startHandshake(on: child, role: .responder, staticKey: staticKey, trust: peer, configuration: configuration)
                         .whenComplete { result in
-                            slots.release(slot)
+                            let wasEvicted = slots.release(slot)
                             switch result {
                             case .success(let connection):
                                 // Runs on the connection's event loop, before it reads again.
@@ -90,7 +90,7 @@ extension SecureChannel {
                             case .failure(let error):
                                 // An evicted handshake was reported when it was evicted; one the
                                 // server's close ended is not a failure.
-                                if slots.wasEvicted(slot) || waiting.isClosed { return }
+                                if wasEvicted || waiting.isClosed { return }
                                 onHandshakeFailure(HandshakeHandler.channelError(error))
                             }
                         }
@@ -227,14 +227,14 @@ extension SecureChannel {
             }
         }
 
-        /// Frees the slot of a handshake that ended (completed, failed or evicted).
-        func release(_ id: UInt64) {
-            state.withLock { state in state.open.removeAll { $0.id == id } }
-        }
-
-        /// Whether the handshake `id` was evicted (asked once, when it ends).
-        func wasEvicted(_ id: UInt64) -> Bool {
-            state.withLock { $0.evicted.remove(id) != nil }
+        /// Frees the slot of a handshake that ended (completed, failed or evicted), and says whether
+        /// it was evicted. Every handshake ends once, so its id leaves `evicted` too (one evicted
+        /// on another event loop may still have completed; asking only on failure kept its id).
+        func release(_ id: UInt64) -> Bool {
+            state.withLock { state in
+                state.open.removeAll { $0.id == id }
+                return state.evicted.remove(id) != nil
+            }
         }
 
         /// Closes every handshake in progress and refuses later ones (the server is closing).
