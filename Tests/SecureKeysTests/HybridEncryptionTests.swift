@@ -59,6 +59,36 @@ import Testing
             == .invalidKey("key agreement failed: the peer's public key is not a valid point, or the shared secret is zero (a low-order point)"))
     }
 
+    /// An X25519 message whose `enc` is a low-order point, otherwise well formed: its key schedule
+    /// is computed here by RFC 9180 (DHKEM(X25519, HKDF-SHA256), ChaCha20-Poly1305, base mode)
+    /// from the all-zero DH output anyone knows. swift-crypto's HPKE alone opens it; it is refused.
+    @Test func aLowOrderEncapsulatedKeyIsRefused() throws {
+        let recipient = Fixtures.key(.x25519).key
+        guard case .x25519(let recipientKey) = recipient.publicKey else { throw KeyError.truncated }
+        let sealed = try HybridEncryption.encrypt(Data(), to: recipient.publicKey)
+        let info = sealed.prefix(sealed.count - 32 - 16)  // before `enc` and the tag of an empty message
+        let enc = TestSupport.lowOrderX25519Points[2]
+        func labeledExtract(salt: Data, _ label: String, _ ikm: Data, suite: Data) -> Data {
+            Data(HKDF<SHA256>.extract(inputKeyMaterial: SymmetricKey(data: Data("HPKE-v1".utf8) + suite + Data(label.utf8) + ikm), salt: salt))
+        }
+        func labeledExpand(_ prk: Data, _ label: String, _ info: Data, _ length: Int, suite: Data) -> Data {
+            let labeled = Data([0, UInt8(length)]) + Data("HPKE-v1".utf8) + suite + Data(label.utf8) + info
+            return HKDF<SHA256>.expand(pseudoRandomKey: prk, info: labeled, outputByteCount: length).withUnsafeBytes { Data($0) }
+        }
+        let kem = Data("KEM".utf8) + Data([0x00, 0x20])
+        let eaePRK = labeledExtract(salt: Data(), "eae_prk", Data(count: 32), suite: kem)
+        let shared = labeledExpand(eaePRK, "shared_secret", enc + recipientKey.rawRepresentation, 32, suite: kem)
+        let hpke = Data("HPKE".utf8) + Data([0x00, 0x20, 0x00, 0x01, 0x00, 0x03])
+        let context = Data([0x00]) + labeledExtract(salt: Data(), "psk_id_hash", Data(), suite: hpke)
+            + labeledExtract(salt: Data(), "info_hash", Data(info), suite: hpke)
+        let secret = labeledExtract(salt: shared, "secret", Data(), suite: hpke)
+        let box = try ChaChaPoly.seal(
+            Data("forged".utf8), using: SymmetricKey(data: labeledExpand(secret, "key", context, 32, suite: hpke)),
+            nonce: ChaChaPoly.Nonce(data: labeledExpand(secret, "base_nonce", context, 12, suite: hpke)))
+        let forged = info + enc + box.ciphertext + box.tag
+        #expect(keyError { _ = try HybridEncryption.decrypt(forged, with: recipient) } == .authenticationFailed)
+    }
+
     @Test(arguments: [KeyType.x25519, .rsa2048])
     func forgedSenderClaimFails(type: KeyType) throws {
         // An attacker authenticates with their own key, then names the expected sender in the header.
