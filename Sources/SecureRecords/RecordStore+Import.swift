@@ -304,7 +304,7 @@ struct ImportParser {
                 throw .invalidImport(line: number, reason: "the current key is missing")
             }
             if let current = store.currentKeyId, let latest = keyIds.max(), latest > current {
-                throw .invalidImport(line: number, reason: "the current key \(current) is older than key \(latest)")
+                throw .invalidImport(line: number, reason: "the current key \(current) is older than key \(latest) (rotate the store key, then export again)")
             }
             sawStore = true
             return .store(storeId: store.storeId, keys: keys, currentKeyId: store.currentKeyId)
@@ -372,9 +372,17 @@ struct ImportParser {
             guard line.mac.map({ $0.isEmpty || $0.count == RecordAuthentication.writeIdByteCount }) ?? true else {
                 throw .invalidImport(line: number, reason: "a password record carries no MAC, only its write id")
             }
+            guard line.mac?.count != RecordAuthentication.writeIdByteCount || !line.sealed.isEmpty else {
+                throw .invalidImport(line: number, reason: "a password record with a write id has no sealed value")
+            }
         }
-        return StoredRecord(
+        let record = StoredRecord(
             id: id, collection: line.collection, keying: line.keying, keyId: line.keyId, clear: clear,
             sealed: line.sealed, blindIndexes: line.blindIndexes, mac: line.mac)
+        // Every read would refuse it (`RecordStore.checkReadSize`).
+        guard RecordStore.storedSize(of: record) <= RecordStore.Configuration.maximumRecordBytesCeiling else {
+            throw .invalidImport(line: number, reason: "the record is larger than any record is written")
+        }
+        return record
     }
 }

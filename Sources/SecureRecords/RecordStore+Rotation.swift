@@ -11,26 +11,46 @@ extension RecordStore {
     /// are wrapped as in the export: a re-wrap changes that).
     @discardableResult
     public func rotateStoreKey(with sealer: any ItemSealer, afterBatch: ((Int) -> Void)? = nil) throws(RecordsError) -> KeyRotation {
+        let madeKeyCurrentAgain = try addKeyPastAnOlderCurrentKey(with: sealer)
         try unlock(with: sealer)
         var ring = try currentKeyring()
         // A rotation is resumed only onto a key that authenticates: rotating a store made by an
         // older version adds such a key even when records remain on another.
         var resumed = false
-        if ring.currentKeyAuthenticates {
+        if ring.currentKeyAuthenticates, !madeKeyCurrentAgain {
             resumed = !(try storage.records(withKeyIdOtherThan: ring.current, after: 0, limit: 1).records.isEmpty)
         }
-        if !resumed {
-            var newId = (ring.keys.keys.max() ?? 0) + 1
-            while true {
-                let key = SecretBytes.random(count: Envelope.keyByteCount)
-                if try storage.addKey(try wrap(key, id: newId, sealer: sealer), makeCurrent: true) { break }
-                newId += 1  // another process added this id meanwhile
-            }
+        if !resumed, !madeKeyCurrentAgain {
+            try addCurrentKey(after: ring.keys.keys.max() ?? 0, sealer: sealer)
             try unlock(with: sealer)
             ring = try currentKeyring()
         }
         let (target, resealed) = try resealRecords(notUnder: ring.current, sealer: sealer, afterBatch: afterBatch)
         return KeyRotation(keyId: target, resealed: resealed, resumed: resumed)
+    }
+
+    /// For a store that names an older key as current than one it holds (which `unlock` refuses:
+    /// moved back by a store writer, or left so by an import of an earlier version): once `sealer`
+    /// opens every key, adds a new key and makes it current, so that the rotation goes on onto it
+    /// (never onto the older key). Returns whether it did.
+    private func addKeyPastAnOlderCurrentKey(with sealer: any ItemSealer) throws(RecordsError) -> Bool {
+        guard let metadata = try storage.loadMetadata(), let current = metadata.currentKeyId,
+            let latest = metadata.keys.map(\.id).max(), latest > current
+        else { return false }
+        _ = try unwrapKeys(metadata, sealer: sealer, generation: 0, allowingOlderCurrent: true)
+        try addCurrentKey(after: latest, sealer: sealer)
+        return true
+    }
+
+    /// Adds a new random key, wrapped by `sealer`, with the first id past `latest` that no other
+    /// process took meanwhile, and makes it current.
+    private func addCurrentKey(after latest: UInt32, sealer: any ItemSealer) throws(RecordsError) {
+        var newId = latest + 1
+        while true {
+            let key = SecretBytes.random(count: Envelope.keyByteCount)
+            if try storage.addKey(try wrap(key, id: newId, sealer: sealer), makeCurrent: true) { return }
+            newId += 1  // another process added this id meanwhile
+        }
     }
 
     /// Re-seals, re-indexes and re-authenticates every record not under the current key (starting

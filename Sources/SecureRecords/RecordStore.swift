@@ -161,15 +161,19 @@ public final class RecordStore: Sendable {
     private static let unlocks = Locked<UInt64>(0)
 
     /// The keyring of `metadata`'s keys, unwrapped with `sealer`.
-    private func unwrapKeys(_ metadata: StoreMetadata, sealer: any ItemSealer, generation: UInt64) throws(RecordsError) -> Keyring {
+    func unwrapKeys(
+        _ metadata: StoreMetadata, sealer: any ItemSealer, generation: UInt64, allowingOlderCurrent: Bool = false
+    ) throws(RecordsError) -> Keyring {
         guard let current = metadata.currentKeyId else { throw .storeKeyUnavailable("the store has no current key") }
         // Rotation adds each key with the next id and makes it current in one transaction, and an
         // import only moves the current key forward: a store naming an older key as current had it
         // moved back by a store writer, who would have new records written under a retired (perhaps
-        // leaked) key and the next rotation re-seal the store back under it.
-        if let latest = metadata.keys.map(\.id).max(), latest > current {
+        // leaked) key and the next rotation re-seal the store back under it. (An import by an
+        // earlier version could leave a store so too.) A rotation puts it right.
+        if !allowingOlderCurrent, let latest = metadata.keys.map(\.id).max(), latest > current {
             throw .storeKeyUnavailable(
-                "the store names store key \(current) as current but holds the later key \(latest): its current key was moved back")
+                "the store names store key \(current) as current but holds the later key \(latest): its current key was moved back "
+                    + "(rotate the store key to put it right: a new key is made current and every record re-sealed under it)")
         }
         var ring = Keyring(keys: [:], current: current, authenticating: [], macKeys: [:], sealer: sealer, generation: generation)
         for wrapped in metadata.keys {
@@ -275,12 +279,10 @@ public final class RecordStore: Sendable {
     /// `ring` with `metadata`'s keys unwrapped by its sealer, installed unless the store was locked
     /// (`storeKeyRequired`) or unlocked anew meanwhile, or a refresh on another thread installed a
     /// later view (then that keyring is returned). The current key id only moves forward: rotation
-    /// adds keys with higher ids, and a store writer pointing the store back at an older key does
-    /// not move a live handle.
+    /// adds keys with higher ids, and a store whose current key was moved back below one it holds
+    /// is refused (`unwrapKeys`).
     func refreshed(_ ring: Keyring, from metadata: StoreMetadata) throws(RecordsError) -> Keyring {
-        var fresh = try unwrapKeys(metadata, sealer: ring.sealer, generation: ring.generation)
-        if fresh.current < ring.current, fresh.keys[ring.current] != nil { fresh.current = ring.current }
-        let installing = fresh
+        let installing = try unwrapKeys(metadata, sealer: ring.sealer, generation: ring.generation)
         return try keyring.withLock { (installed: inout Keyring?) throws(RecordsError) -> Keyring in
             guard let held = installed else { throw .storeKeyRequired }
             guard held.generation == installing.generation, held.current <= installing.current,
@@ -440,7 +442,7 @@ public final class RecordStore: Sendable {
     }
 
     /// The bytes of a record's stored form that the size limit counts.
-    private static func storedSize(of record: StoredRecord) -> Int {
+    static func storedSize(of record: StoredRecord) -> Int {
         var bytes = record.mac?.count ?? 0
         for (name, value) in record.clear { bytes += name.utf8.count + value.payloadCount }
         for (name, sealed) in record.sealed { bytes += name.utf8.count + sealed.count }

@@ -331,6 +331,14 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
             counts.withLock { $0 = ImportCounts() }  // the body runs again after a lost connection
             try body(ImportWriter(storage: self, transaction: tx, counts: counts))
             let imported = counts.withLock { $0 }
+            if imported.movedCurrentKey {
+                // As a key switch (`addKey(_:makeCurrent: true)`): the keys' lock, exclusively,
+                // waits for the checked writes in flight and holds later ones until the commit;
+                // taken here rather than when the key moved, which would hold every writer for the
+                // whole import.
+                let (lock, binds) = keysLock(exclusive: true)
+                try run(tx, lock, binds)
+            }
             guard imported.madeFirstKey else { return }
             // Checked writes that saw no key (a locked client's clear-only add) may have added
             // records without one meanwhile: the store's lock, taken exclusively as a key switch
@@ -359,6 +367,8 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         var withoutKey: Int64 = 0
         /// Whether it gave the store its first current key.
         var madeFirstKey = false
+        /// Whether it moved the store's current key forward (to the export's later one).
+        var movedCurrentKey = false
     }
 
     /// Writes into the transaction `transaction`, counting the records in `inserted`.
@@ -381,12 +391,9 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
                 return
             }
             // The current key only moves forward: an export made after a rotation brings the later
-            // key. A switch takes the keys' lock as `addKey(_:makeCurrent: true)` does.
-            let current = try s.run(tx, "SELECT coalesce(current_key_id, 0) FROM \(s.tables.store) FOR NO KEY UPDATE").first
-            guard let current, try s.decode(current, Int64.self) < Int64(currentKeyId) else { return }
-            let (lock, lockBinds) = s.keysLock(exclusive: true)
-            try s.run(tx, lock, lockBinds)
-            try s.run(tx, "UPDATE \(s.tables.store) SET current_key_id = $1", binds)
+            // key (the switch takes the keys' lock at the end of the import).
+            let moved = try s.run(tx, "UPDATE \(s.tables.store) SET current_key_id = $1 WHERE current_key_id < $1 RETURNING 1", binds)
+            if !moved.isEmpty { counts.withLock { $0.movedCurrentKey = true } }
         }
 
         func addCollection(_ name: String, schema: RecordSchema) throws(RecordsError) {

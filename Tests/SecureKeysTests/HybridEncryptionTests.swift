@@ -86,6 +86,11 @@ import Testing
             Data("forged".utf8), using: SymmetricKey(data: labeledExpand(secret, "key", context, 32, suite: hpke)),
             nonce: ChaChaPoly.Nonce(data: labeledExpand(secret, "base_nonce", context, 12, suite: hpke)))
         let forged = info + enc + box.ciphertext + box.tag
+        // The control: swift-crypto's HPKE alone opens it, so the key schedule above is right.
+        guard case .x25519(let privateKey) = recipient else { throw KeyError.truncated }
+        var alone = try HPKE.Recipient(
+            privateKey: privateKey, ciphersuite: .Curve25519_SHA256_ChachaPoly, info: Data(info), encapsulatedKey: enc)
+        #expect(try alone.open(box.ciphertext + box.tag) == Data("forged".utf8))
         #expect(keyError { _ = try HybridEncryption.decrypt(forged, with: recipient) } == .authenticationFailed)
     }
 

@@ -98,7 +98,7 @@ let pythonPeerAvailable: Bool = {
         let keyedId = keyed.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
         let pw = try records([
             "add", "--store", store, "--collection", "gifts", "--field", "toWhom=Alice", "--sealed", "description=a red bicycle",
-            "--password-file", password, "--scrypt-log-n", "12",
+            "--sealed", "Card=from Bob", "--password-file", password, "--scrypt-log-n", "12",
         ])
         let pwId = pw.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try records(["search", "--store", store, "--key-file", keyFile, "ssn=123-45-6789"]).stdoutText.hasPrefix(keyedId))
@@ -179,6 +179,9 @@ let pythonPeerAvailable: Bool = {
             let byPassword = try TestSupport.run("python3", [recordsPeer, e, pwId, "description", "--password-file", password])
             #expect(byPassword.status == 0, "\(e): \(byPassword.stderrText)")
             #expect(byPassword.stdoutText == "a red bicycle\n")
+            // Two sealed names in the context, in UTF-8 byte order ("Card" before "description").
+            let card = try TestSupport.run("python3", [recordsPeer, e, pwId, "Card", "--password-file", password])
+            #expect(card.stdoutText == "from Bob\n", "\(e): \(card.stderrText)")
             let byKey = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--index-value", "123-45-6789"])
             #expect(byKey.stdoutText == "123-45-6789\nindex: match\n", "\(e): \(byKey.stderrText)")
             let near = try TestSupport.run("python3", [recordsPeer, e, keyedId, "ssn", "--key-file", keyFile, "--index-value", "123-45-678"])

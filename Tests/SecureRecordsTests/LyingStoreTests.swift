@@ -118,7 +118,8 @@ import Testing
 
     /// After a rotation to key 2 (key 1 perhaps leaked), a store writer points the store back at
     /// key 1: a new handle refuses to unlock (it would write under key 1, and the next rotation
-    /// would re-seal the store back under it), and so does a rotation.
+    /// would re-seal the store back under it). A rotation puts it right: a new key 3 is made
+    /// current and every record re-sealed under it (not under key 1).
     @Test(arguments: Backend.enabled)
     func aCurrentKeyMovedBackIsRefused(backend: Backend) throws {
         let scratch = try RecordsScratch(backend)
@@ -129,10 +130,21 @@ import Testing
             ["UPDATE \(admin.tableName("store")) SET current_key_id = 1"]
         }
         let movedBack = RecordsError.storeKeyUnavailable(
-            "the store names store key 1 as current but holds the later key 2: its current key was moved back")
+            "the store names store key 1 as current but holds the later key 2: its current key was moved back "
+                + "(rotate the store key to put it right: a new key is made current and every record re-sealed under it)")
         #expect(throws: movedBack) { try scratch.reopen().unlock(with: appSealer) }
-        #expect(throws: movedBack) { try scratch.reopen().rotateStoreKey(with: appSealer) }
         #expect(try store.storage.record(alice)?.keyId == 2)
+        // A wrong sealer adds no key.
+        let wrong = try KeyItemSealer(key: SecretBytes(Data(repeating: 7, count: 32)))
+        #expect(throws: RecordsError.self) { try scratch.reopen().rotateStoreKey(with: wrong) }
+        #expect(try store.storage.loadMetadata()?.keys.count == 2)
+        let rotation = try scratch.reopen().rotateStoreKey(with: appSealer)
+        #expect(rotation.keyId == 3 && rotation.resealed == 1 && !rotation.resumed)
+        #expect(try store.storage.loadMetadata()?.currentKeyId == 3)
+        #expect(try store.storage.record(alice)?.keyId == 3)
+        let reopened = try scratch.reopen()
+        try reopened.unlock(with: appSealer)
+        #expect(try reopened.open(alice).fields["description"] == "bike")
     }
 
     /// An export made after a rotation, imported into a copy of the store from before it, moves the
@@ -159,8 +171,25 @@ import Testing
         var storeLine = try #require(try JSONSerialization.jsonObject(with: Data(after[0].utf8)) as? [String: Any])
         storeLine["currentKeyId"] = 1
         let olderCurrent = String(decoding: try JSONSerialization.data(withJSONObject: storeLine, options: [.sortedKeys]), as: UTF8.self)
-        #expect(throws: RecordsError.invalidImport(line: 1, reason: "the current key 1 is older than key 2")) {
+        #expect(throws: RecordsError.invalidImport(line: 1, reason: "the current key 1 is older than key 2 (rotate the store key, then export again)")) {
             try RecordStore(storage: try scratch.storage("crafted.db"), importing: [olderCurrent], configuration: testConfiguration)
+        }
+    }
+
+    /// An export line of a password record with a write id but no sealed value (which every read
+    /// would refuse) is refused by the import.
+    @Test func anImportedPasswordRecordWithAWriteIdAndNoSealedValueIsRefused() throws {
+        let scratch = try RecordsScratch()
+        let source = try makeStore(scratch, name: "source.db")
+        try source.add(["toWhom": "Alice", "description": "bike"], to: "gifts", sealing: .password(secret("pw")))
+        var lines: [String] = []
+        try source.export { lines.append($0) }
+        try #require(lines.count == 3)
+        var record = try #require(try JSONSerialization.jsonObject(with: Data(lines[2].utf8)) as? [String: Any])
+        record["sealed"] = [String: Any]()
+        lines[2] = String(decoding: try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]), as: UTF8.self)
+        #expect(throws: RecordsError.invalidImport(line: 3, reason: "a password record with a write id has no sealed value")) {
+            try RecordStore(storage: try scratch.storage("copy.db"), importing: lines, configuration: testConfiguration)
         }
     }
 
