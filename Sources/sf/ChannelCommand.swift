@@ -143,16 +143,19 @@ struct ChannelServeCommand: AsyncParsableCommand {
     @OptionGroup var timing: ChannelTimingOptions
     @Option(help: "End a connection on which nothing is sent or received for this many seconds; with --keep-serving 300 by default (connections are served one at a time, so a quiet peer would hold the server), none by default otherwise.")
     var idleTimeout: Double?
+    @Flag(help: "Keep a connection however long nothing moves on it (with --keep-serving, a quiet peer then holds the server).")
+    var noIdleTimeout = false
 
     /// The idle deadline of a served connection: `--idle-timeout`, or with `--keep-serving`, where
-    /// a quiet peer would hold every later one, `keepServingIdleTimeout`.
-    var servedIdleTimeout: Double? { idleTimeout ?? (keepServing ? Self.keepServingIdleTimeout : nil) }
+    /// a quiet peer would hold every later one, `keepServingIdleTimeout`; none with `--no-idle-timeout`.
+    var servedIdleTimeout: Double? { noIdleTimeout ? nil : idleTimeout ?? (keepServing ? Self.keepServingIdleTimeout : nil) }
 
     /// The default idle deadline of `--keep-serving`, in seconds.
     static let keepServingIdleTimeout: Double = 300
 
     func validate() throws {
         if let idleTimeout { try ChannelEndpoint.validateTimeout(idleTimeout, "--idle-timeout") }
+        if noIdleTimeout, idleTimeout != nil { throw ValidationError("--no-idle-timeout excludes --idle-timeout") }
         if anyPeer, peer.count > 0 { throw ValidationError("--any-peer excludes --peer-tag, --expect-fingerprint, --trust-on-first-use") }
         if !anyPeer, peer.count == 0 {
             throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint, --trust-on-first-use or --any-peer")
@@ -169,7 +172,9 @@ struct ChannelServeCommand: AsyncParsableCommand {
             host: endpoint.host, port: endpoint.port, staticKey: staticKey, peer: trust, configuration: configuration,
             onHandshakeFailure: { error in Terminal.writeError("sf channel: rejected a connection: \(error)") })
         Terminal.writeError("sf channel: listening on \(ChannelEndpoint(host: endpoint.host, port: server.port))")
-        if let idle = servedIdleTimeout {
+        // The deadline said here is the one every connection gets below.
+        let idle = servedIdleTimeout
+        if let idle {
             let seconds = idle == idle.rounded() ? String(Int(idle)) : String(idle)
             Terminal.writeError("sf channel: a connection on which nothing moves for \(seconds) s is ended")
         }
@@ -181,13 +186,13 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
                 Terminal.writeError("sf channel: peer verified: \(fingerprint)")
-                let idle = servedIdleTimeout.map(ChannelEndpoint.duration)
+                let idleTimeout = idle.map(ChannelEndpoint.duration)
                 guard keepServing else {
-                    try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idle)
+                    try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idleTimeout)
                     break
                 }
                 do {
-                    try await ChannelSession.run(connection, input: input, completion: .peerEnds, idleTimeout: idle)
+                    try await ChannelSession.run(connection, input: input, completion: .peerEnds, idleTimeout: idleTimeout)
                 } catch {
                     // A forged, replayed or malformed frame, an over-long message, a cut stream
                     // or a reset ends that connection only: the server says so and serves the next.

@@ -285,6 +285,16 @@ struct ChannelCommandTests {
         // Written after the line that would have said so.
         #expect(once.wait(timeout: 120) { $0.standardError.contains("peer verified") }, "\(once.standardError)")
         #expect(!once.standardError.contains("nothing moves"), "\(once.standardError)")
+        // --no-idle-timeout keeps quiet connections for good, and excludes --idle-timeout.
+        let unbounded = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--no-idle-timeout", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { unbounded.kill() }
+        let unboundedPort = try Parties.port(of: unbounded)
+        let quiet = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(unboundedPort)"] + parties.bob)
+        defer { quiet.kill() }
+        #expect(unbounded.wait(timeout: 120) { $0.standardError.contains("peer verified") }, "\(unbounded.standardError)")
+        #expect(!unbounded.standardError.contains("nothing moves"), "\(unbounded.standardError)")
+        let both = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--no-idle-timeout", "--idle-timeout", "5"] + parties.alice)
+        #expect(both.waitForExit(timeout: 120) != 0 && both.standardError.contains("--no-idle-timeout excludes --idle-timeout"), "\(both.standardError)")
     }
 
     /// A server that authenticates and then goes quiet held `connect` forever (as nc without -w);
