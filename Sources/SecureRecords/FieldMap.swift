@@ -39,11 +39,14 @@ enum FieldMap {
         }
     }
 
+    /// The order of field names in every encoding: by their UTF-8 bytes (not Swift's string order).
+    static func precedes(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
     private static func append<Value>(
         _ entries: [String: Value], size: (Value) -> Int, to out: inout [UInt8], lengthPrefixed: Bool,
         append: (Value, inout [UInt8]) -> Void
     ) {
-        let sorted = entries.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        let sorted = entries.sorted { precedes($0.key, $1.key) }
         let total = sorted.reduce(0) { $0 + 8 + $1.key.utf8.count + size($1.value) }
         // Reserved only in an empty buffer: exact reservations in a growing one would each copy it.
         if out.isEmpty { out.reserveCapacity(total + 4) }

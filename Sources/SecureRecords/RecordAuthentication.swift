@@ -93,7 +93,7 @@ enum RecordAuthentication {
         var data = RecordContext.sealedValue(prefix: prefix, record: record, field: field)
         RecordContext.lp(FieldMap.encode(clear: clear), into: &data)
         var names: [UInt8] = []
-        for name in sealedNames.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) { RecordContext.lp(name.utf8, into: &names) }
+        for name in sealedNames.sorted(by: FieldMap.precedes) { RecordContext.lp(name.utf8, into: &names) }
         RecordContext.lp(names, into: &data)
         RecordContext.lp(writeId, into: &data)
         return data

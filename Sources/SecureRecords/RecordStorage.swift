@@ -50,6 +50,16 @@ public struct StoreMetadata: Sendable, Hashable {
     }
 }
 
+extension StoreMetadata {
+    /// The store's latest key when it is later than the one the store names as current (its current
+    /// key was moved back), else nil: rotation makes each new key current at once, and an import
+    /// only moves the current key forward.
+    var keyLaterThanCurrent: UInt32? {
+        guard let current = currentKeyId, let latest = keys.map(\.id).max(), latest > current else { return nil }
+        return latest
+    }
+}
+
 /// One record as a backend stores it: clear values, sealed envelopes and blind-index tokens. The
 /// backend never sees plaintext of sealed fields or any key.
 public struct StoredRecord: Sendable, Hashable {

@@ -34,9 +34,7 @@ extension RecordStore {
     /// opens every key, adds a new key and makes it current, so that the rotation goes on onto it
     /// (never onto the older key). Returns whether it did.
     private func addKeyPastAnOlderCurrentKey(with sealer: any ItemSealer) throws(RecordsError) -> Bool {
-        guard let metadata = try storage.loadMetadata(), let current = metadata.currentKeyId,
-            let latest = metadata.keys.map(\.id).max(), latest > current
-        else { return false }
+        guard let metadata = try storage.loadMetadata(), let latest = metadata.keyLaterThanCurrent else { return false }
         _ = try unwrapKeys(metadata, sealer: sealer, generation: 0, allowingOlderCurrent: true)
         try addCurrentKey(after: latest, sealer: sealer)
         return true

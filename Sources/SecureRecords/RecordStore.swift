@@ -170,7 +170,7 @@ public final class RecordStore: Sendable {
         // moved back by a store writer, who would have new records written under a retired (perhaps
         // leaked) key and the next rotation re-seal the store back under it. (An import by an
         // earlier version could leave a store so too.) A rotation puts it right.
-        if !allowingOlderCurrent, let latest = metadata.keys.map(\.id).max(), latest > current {
+        if !allowingOlderCurrent, let latest = metadata.keyLaterThanCurrent {
             throw .storeKeyUnavailable(
                 "the store names store key \(current) as current but holds the later key \(latest): its current key was moved back "
                     + "(rotate the store key to put it right: a new key is made current and every record re-sealed under it)")
