@@ -17,11 +17,11 @@ struct ChannelCommand: AsyncParsableCommand {
 
 /// Who the peer must be: exactly one policy (`--any-peer` only where allowed).
 struct ChannelPeerOptions: ParsableArguments {
-    @Option(help: "Accept only the X25519 key stored under this tag (a partner key from `sf key import --tag`).")
+    @Option(help: "Accept only the X25519 key stored under this tag, authenticated by the vault (a partner key from `sf key import --tag` with the passcode).")
     var peerTag: String?
     @Option(help: "Accept only the key with this fingerprint (sha256-spki:<hex>, as `sf key fingerprint` prints).")
     var expectFingerprint: String?
-    @Option(help: "Trust on first use: the key under this tag if present, else accept the peer's key and store it there.")
+    @Option(help: "Trust on first use: the key under this tag if present (authenticated by the vault), else accept the peer's key and store it there, sealed.")
     var trustOnFirstUse: String?
 
     var count: Int { [peerTag, expectFingerprint, trustOnFirstUse].compactMap { $0 }.count }
@@ -33,11 +33,12 @@ struct ChannelPeerOptions: ParsableArguments {
         }
     }
 
-    /// The trust policy; `anyPeer` when none was given and the caller allows it.
-    func trust(store: KeyStore, anyPeer: Bool) throws -> SecureChannel.PeerTrust {
-        if let peerTag { return try .pinned(tag: peerTag, in: store) }
+    /// The trust policy, stored keys authenticated through `sealer`; `anyPeer` when none was
+    /// given and the caller allows it.
+    func trust(store: KeyStore, sealer: any ItemSealer, anyPeer: Bool) throws -> SecureChannel.PeerTrust {
+        if let peerTag { return try .pinned(tag: peerTag, in: store, sealer: sealer) }
         if let expectFingerprint, let fingerprint = KeyFingerprint(parsing: expectFingerprint) { return .fingerprint(fingerprint) }
-        if let trustOnFirstUse { return .trustOnFirstUse(tag: trustOnFirstUse, in: store) }
+        if let trustOnFirstUse { return .trustOnFirstUse(tag: trustOnFirstUse, in: store, sealer: sealer) }
         guard anyPeer else { throw ValidationError("say who the peer is: --peer-tag, --expect-fingerprint or --trust-on-first-use") }
         return .anyAuthenticatedKey
     }
@@ -74,11 +75,13 @@ struct ChannelKeyOptions: ParsableArguments {
     @Option(help: "Our X25519 key pair's tag (from `sf key generate --type x25519 --tag`).") var tag: String
     @OptionGroup var store: KeyStoreOptions
 
-    /// The key store (kept open for trust on first use) and our static key.
-    func open() throws -> (KeyStore, Curve25519.KeyAgreement.PrivateKey) {
+    /// The key store (kept open for trust on first use), its sealer (which authenticates the
+    /// peer keys stored there) and our static key.
+    func open() throws -> (KeyStore, any ItemSealer, Curve25519.KeyAgreement.PrivateKey) {
         let keyStore = try store.open()
         _ = try keyStore.publicKey(tag: tag)  // an unknown tag fails before a passcode is asked for
-        return (keyStore, try SecureChannel.staticKey(tag: tag, in: keyStore, sealer: store.sealer(keyStore.keychain)))
+        let sealer = try store.sealer(keyStore.keychain)
+        return (keyStore, sealer, try SecureChannel.staticKey(tag: tag, in: keyStore, sealer: sealer))
     }
 }
 
@@ -164,8 +167,8 @@ struct ChannelServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (store, staticKey) = try key.open()
-        let trust = try peer.trust(store: store, anyPeer: anyPeer)
+        let (store, sealer, staticKey) = try key.open()
+        let trust = try peer.trust(store: store, sealer: sealer, anyPeer: anyPeer)
         let endpoint = listen ?? ChannelEndpoint(host: advertise == nil ? "127.0.0.1" : "0.0.0.0", port: 0)
         let configuration = timing.configuration
         let server = try await SecureChannel.Server.bind(
@@ -260,8 +263,8 @@ struct ChannelConnectCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (store, staticKey) = try key.open()
-        let trust = try peer.trust(store: store, anyPeer: false)
+        let (store, sealer, staticKey) = try key.open()
+        let trust = try peer.trust(store: store, sealer: sealer, anyPeer: false)
         let target: ChannelEndpoint
         if let endpoint {
             target = endpoint

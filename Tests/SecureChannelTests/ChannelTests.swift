@@ -387,12 +387,12 @@ import Testing
         await #expect(throws: SecureChannelError.peerRejected(actual: SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))) {
             _ = try await SecureChannel.Client.connect(
                 host: "127.0.0.1", port: echo.port, staticKey: myKey,
-                peer: .trustOnFirstUse(tag: "server", in: store, confirm: { _ in false }))
+                peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer, confirm: { _ in false }))
         }
         #expect(throws: KeyStoreError.keyNotFound(tag: "server")) { try store.publicKey(tag: "server") }
         // First use: accepted and stored.
         _ = try await SecureChannel.Client.connect(
-            host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store))
+            host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer))
         #expect(try store.publicKey(tag: "server").fingerprint == SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))
         // Later uses are pinned: the same tag now refuses another server.
         let impostor = try await SecureChannel.Server.bind(
@@ -400,9 +400,72 @@ import Testing
         defer { Task { await impostor.close() } }
         await #expect(throws: SecureChannelError.self) {
             _ = try await SecureChannel.Client.connect(
-                host: "127.0.0.1", port: impostor.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store))
+                host: "127.0.0.1", port: impostor.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer))
         }
         _ = try await SecureChannel.Client.connect(
-            host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: try .pinned(tag: "server", in: store))
+            host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: try .pinned(tag: "server", in: store, sealer: sealer))
+        // The stored key is sealed: the vault authenticates it.
+        #expect(try store.verifiedPublicKey(tag: "server", sealer: sealer).fingerprint == SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))
+    }
+
+    /// A key trusted by tag is read through the sealer: whoever can write the keychain file but
+    /// lacks the vault can neither swap the key nor plant one of their own.
+    @Test func keysTrustedByTagAreAuthenticatedByTheSealer() async throws {
+        let directory = try TestSupport.temporaryDirectory("sf-channel")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keychain = try Keychain(path: directory.appendingPathComponent("keychain.db").path, configuration: .immediate)
+        let store = KeyStore(keychain: keychain)
+        let sealer = try KeyItemSealer(key: SecretBytes.random(count: 32))
+        let server = AsymmetricPublicKey.x25519(Fixtures.serverKey.publicKey)
+        let intruder = AsymmetricPublicKey.x25519(Curve25519.KeyAgreement.PrivateKey().publicKey)
+        // Planted without the sealer: refused for pinning, and it blocks trust on first use.
+        try store.storePartnerKey(intruder, tag: "planted")
+        #expect(throws: KeyStoreError.unauthenticatedKey(tag: "planted")) { try SecureChannel.PeerTrust.pinned(tag: "planted", in: store, sealer: sealer) }
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        await #expect(throws: SecureChannelError.keyStoreFailed(.unauthenticatedKey(tag: "planted"))) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .trustOnFirstUse(tag: "planted", in: store, sealer: sealer))
+        }
+        // Imported with the sealer, then its clear public item swapped in the file.
+        try store.storePartnerKey(server, tag: "server", sealer: sealer)
+        _ = try SecureChannel.PeerTrust.pinned(tag: "server", in: store, sealer: sealer)
+        try keychain.replace([
+            Keychain.NewItem(identity: KeychainItem.Identity(.key, service: KeyStore.service, account: "server"), value: intruder.spkiDERRepresentation)
+        ])
+        #expect(throws: KeyStoreError.publicKeyMismatch(tag: "server")) { try SecureChannel.PeerTrust.pinned(tag: "server", in: store, sealer: sealer) }
+        await #expect(throws: SecureChannelError.keyStoreFailed(.publicKeyMismatch(tag: "server"))) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer))
+        }
+    }
+
+    /// Two first connections under one tag race: the one that stores second finds the key stored
+    /// (here by `confirm`, between its check and its store) and is accepted only if it is its peer's.
+    @Test func trustOnFirstUseRaceAcceptsOnlyTheSameKey() async throws {
+        let directory = try TestSupport.temporaryDirectory("sf-channel")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keychain = try Keychain(path: directory.appendingPathComponent("keychain.db").path, configuration: .immediate)
+        let store = KeyStore(keychain: keychain)
+        let sealer = try KeyItemSealer(key: SecretBytes.random(count: 32))
+        let echo = try await Fixtures.EchoServer()
+        defer { Task { await echo.close() } }
+        let serverKey = AsymmetricPublicKey.x25519(Fixtures.serverKey.publicKey)
+        let other = AsymmetricPublicKey.x25519(Curve25519.KeyAgreement.PrivateKey().publicKey)
+        // The other connection stored the same key: this one goes on.
+        _ = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey,
+            peer: .trustOnFirstUse(tag: "same", in: store, sealer: sealer, confirm: { _ in
+                (try? store.storePartnerKey(serverKey, tag: "same", sealer: sealer)) != nil
+            }))
+        // It stored another key: this one is refused, and the stored key stays.
+        await #expect(throws: SecureChannelError.peerKeyMismatch(expected: other.fingerprint.description, actual: serverKey.fingerprint)) {
+            _ = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey,
+                peer: .trustOnFirstUse(tag: "other", in: store, sealer: sealer, confirm: { _ in
+                    (try? store.storePartnerKey(other, tag: "other", sealer: sealer)) != nil
+                }))
+        }
+        #expect(try store.verifiedPublicKey(tag: "other", sealer: sealer).fingerprint == other.fingerprint)
     }
 }

@@ -34,6 +34,13 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
         }
     }
 
+    /// Wraps an accepted socket (`RawListener.accept`).
+    fileprivate init(accepted fd: Int32, readTimeout: Int) {
+        self.fd = fd
+        var timeout = timeval(tv_sec: readTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     deinit { close(fd) }
 
     func send(_ bytes: Data) {
@@ -79,4 +86,47 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
     }
 
     func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+}
+
+/// A blocking TCP listener on 127.0.0.1 (a free port) for playing a misbehaving server.
+final class RawListener: @unchecked Sendable {  // accepted from one thread at a time
+    private let fd: Int32
+    /// The port it listens on.
+    let port: Int
+
+    init() throws {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(fd, raw, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, raw, &length) == 0
+            }
+        }
+        guard listening else {
+            close(fd)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
+
+    /// The next connection (blocking), its reads giving up after `readTimeout` seconds.
+    func accept(readTimeout: Int = 60) throws -> RawPeer {
+        #if canImport(Glibc)
+        let client = Glibc.accept(fd, nil, nil)
+        #else
+        let client = Darwin.accept(fd, nil, nil)
+        #endif
+        guard client >= 0 else { throw POSIXError(.ECONNABORTED) }
+        return RawPeer(accepted: client, readTimeout: readTimeout)
+    }
 }

@@ -140,6 +140,28 @@ struct PeerKeyProofTests {
         }
     }
 
+    /// The responder of a one-way pattern adds nothing fresh to the handshake: a recorded
+    /// session would replay in full to it (and it could not send its own end of stream).
+    @Test("one-way patterns (N, K, X) are refused on both sides, whatever the policy")
+    func oneWayPatternsAreRefused() async throws {
+        for name in ["N", "K", "X"] {
+            var configuration = SecureChannel.Configuration()
+            configuration.protocolName = try Noise.ProtocolName(parsing: "Noise_\(name)_25519_ChaChaPoly_SHA256")
+            for peer in [SecureChannel.PeerTrust.pinned(ChannelFixtures.clientKey.publicKey), .anyAuthenticatedKey, .anonymous] {
+                await #expect(throws: SecureChannelError.oneWayPattern, "\(name), server") {
+                    _ = try await SecureChannel.Server.bind(
+                        host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: peer, configuration: configuration)
+                }
+            }
+            for peer in [SecureChannel.PeerTrust.pinned(ChannelFixtures.serverKey.publicKey), .anonymous] {
+                await #expect(throws: SecureChannelError.oneWayPattern, "\(name), client") {
+                    _ = try await SecureChannel.Client.connect(
+                        host: "127.0.0.1", port: 9, staticKey: ChannelFixtures.clientKey, peer: peer, configuration: configuration)
+                }
+            }
+        }
+    }
+
     @Test("a policy that trusts a key is refused for a pattern that never proves it; anonymous, the unproven key is not reported")
     func unprovenKeysAreNotTheirHolders() async throws {
         var ix = SecureChannel.Configuration()

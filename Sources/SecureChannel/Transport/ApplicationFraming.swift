@@ -158,6 +158,9 @@ extension SecureChannel {
                 self.limit = limit
             }
 
+            /// Whether a message has begun and not ended.
+            var isPartway: Bool { pending != nil }
+
             /// Adds one plaintext; returns the application message or the end of stream it
             /// completes, if any. The end of stream is `0x02` alone, between messages.
             mutating func append(_ plaintext: Data, allocator: ByteBufferAllocator) throws(SecureChannelError) -> Received? {

@@ -44,6 +44,7 @@ extension SecureChannel {
                     var gathering = context.channel.allocator.buffer(capacity: FrameEncoder.headerLength + max(length, 1))
                     gathering.writeBuffer(&input)
                     partial = gathering
+                    context.fireUserInboundEventTriggered(FrameStarted())
                 }
             } catch {
                 fail(context: context, error: error)
@@ -97,6 +98,11 @@ extension SecureChannel {
             context.close(promise: nil)
         }
     }
+
+    /// The event `FrameDecoder` raises when a frame's first bytes have arrived without its end
+    /// (its end arrives as the frame itself), so that the transport can hold the peer to a
+    /// deadline for finishing it.
+    struct FrameStarted {}
 
     /// Writes frames: each Noise message (at most 65,535 bytes) after its 2-byte big-endian length.
     enum FrameEncoder {

@@ -34,8 +34,9 @@ extension SecureChannel {
         private var timeout: Scheduled<Void>?
         private var firstMessageTimeout: Scheduled<Void>?
         private var peerChecked = false
-        private var storeAfterHandshake: (tag: String, store: KeyStore)?
-        /// Whether the peer's static key counts as the peer's (`peerKeyCounts`).
+        private var storeAfterHandshake: PeerTrust.FirstUseStorage?
+        /// Whether the peer's static key counts as the peer's: whether it proves it holds it
+        /// (`provesPeerStaticKey`).
         private let provesPeerKey: Bool
 
         init(
@@ -43,7 +44,7 @@ extension SecureChannel {
             established: EventLoopPromise<Established>
         ) throws {
             state = try Self.makeHandshakeState(role: role, staticKey: staticKey, trust: trust, configuration: configuration)
-            provesPeerKey = Self.peerKeyCounts(configuration.protocolName.pattern, role: role)
+            provesPeerKey = configuration.protocolName.pattern.provesPeerStaticKey(to: role)
             self.trust = trust
             self.configuration = configuration
             self.established = established
@@ -55,10 +56,13 @@ extension SecureChannel {
             role: Noise.Role, staticKey: Curve25519.KeyAgreement.PrivateKey?, trust: PeerTrust, configuration: Configuration
         ) throws(SecureChannelError) -> Noise.HandshakeState {
             let pattern = configuration.protocolName.pattern
+            // In a one-way pattern the responder adds nothing fresh: a recorded session replays in
+            // full to it, and it cannot send even its end of stream.
+            if pattern.isOneWay { throw .oneWayPattern }
             // A pattern that never makes the peer prove its static key (the responder of IX, the
             // initiator of XX1, ...) cannot serve a policy that trusts a key: anyone could send
             // the trusted public key and be taken for its holder.
-            if !trust.isAnonymous && !peerKeyCounts(pattern, role: role) { throw .peerNotAuthenticated }
+            if !trust.isAnonymous && !pattern.provesPeerStaticKey(to: role) { throw .peerNotAuthenticated }
             let needsPeerKey = (role == .initiator ? pattern.responderPreMessage : pattern.initiatorPreMessage).contains(.s)
             let known = try trust.knownKey()
             if needsPeerKey && known == nil { throw .peerKeyRequired }
@@ -70,13 +74,6 @@ extension SecureChannel {
             } catch {
                 throw .noise(error)
             }
-        }
-
-        /// Whether the peer's static key is one it proved it holds (`provesPeerStaticKey`), or the
-        /// key a one-way initiator encrypts to (its peer never sends anything to attribute to it,
-        /// and only the key's holder can read what it is sent).
-        static func peerKeyCounts(_ pattern: Noise.HandshakePattern, role: Noise.Role) -> Bool {
-            pattern.provesPeerStaticKey(to: role) || (pattern.isOneWay && role == .initiator)
         }
 
         func handlerAdded(context: ChannelHandlerContext) {
@@ -141,12 +138,16 @@ extension SecureChannel {
         private func start(context: ChannelHandlerContext) {
             guard !started, phase == .handshaking else { return }
             started = true
-            // From the connection, not from the handler: a client's TCP connect (a SYN sent again
-            // after a loss takes 1 s, then 3 s) does not count against the peer's first message.
-            firstMessageTimeout = context.eventLoop.assumeIsolated().scheduleTask(
-                in: min(configuration.firstMessageTimeout, configuration.handshakeTimeout)
-            ) { [self] in
-                fail(context: context, error: .handshakeTimeout)
+            // Only for a peer that speaks first (a server's client): a server's first message
+            // comes after its own work, which the handshake's deadline covers. From the connection,
+            // not from the handler: a client's TCP connect (a SYN sent again after a loss takes
+            // 1 s, then 3 s) does not count against the peer's first message.
+            if !state.isMyTurn {
+                firstMessageTimeout = context.eventLoop.assumeIsolated().scheduleTask(
+                    in: min(configuration.firstMessageTimeout, configuration.handshakeTimeout)
+                ) { [self] in
+                    fail(context: context, error: .handshakeTimeout)
+                }
             }
             do { try advance(context: context) } catch { fail(context: context, error: Self.channelError(error)) }
         }
@@ -177,18 +178,15 @@ extension SecureChannel {
                 storeAfterHandshake = try trust.evaluate(peerKey)
             }
             let transport = try state.transportState()
-            if let (tag, store) = storeAfterHandshake, let key = peerKey {
-                do { try store.storePartnerKey(.x25519(key), tag: tag) } catch {
-                    throw SecureChannelError.keyStoreFailed(error)
-                }
-            }
+            if let storeAfterHandshake, let key = peerKey { try storeAfterHandshake.save(key) }
             timeout?.cancel()
             firstMessageTimeout?.cancel()
             let pacing = OutboundPacing(limit: configuration.maxBufferedOutboundBytes)
             let streamEnd = StreamEnd()
             try context.pipeline.syncOperations.addHandler(
                 TransportHandler(
-                    transport: transport, maxMessageLength: configuration.maxMessageLength, pacing: pacing, streamEnd: streamEnd),
+                    transport: transport, maxMessageLength: configuration.maxMessageLength,
+                    messageTimeout: configuration.messageTimeout, pacing: pacing, streamEnd: streamEnd),
                 position: .after(self))
             phase = .established
             established.succeed(

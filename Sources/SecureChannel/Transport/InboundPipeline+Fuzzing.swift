@@ -12,7 +12,8 @@ extension SecureChannel {
         try pipeline.addHandler(FrameDecoder(maxFrameLength: Noise.maxMessageLength))
         try pipeline.addHandler(
             TransportHandler(
-                transport: transport, maxMessageLength: maxMessageLength, pacing: OutboundPacing(limit: 1 << 20),
+                transport: transport, maxMessageLength: maxMessageLength,
+                messageTimeout: Configuration().messageTimeout, pacing: OutboundPacing(limit: 1 << 20),
                 streamEnd: StreamEnd()))
     }
 }

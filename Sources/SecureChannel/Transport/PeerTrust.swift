@@ -1,4 +1,5 @@
 import Crypto
+import SecureCore
 import SecureKeyStore
 import SecureKeys
 
@@ -13,7 +14,7 @@ extension SecureChannel {
         enum Rule: Sendable {
             case pinned(Curve25519.KeyAgreement.PublicKey)
             case fingerprint(KeyFingerprint)
-            case firstUse(tag: String, store: KeyStore, confirm: (@Sendable (KeyFingerprint) -> Bool)?)
+            case firstUse(tag: String, store: KeyStore, sealer: any ItemSealer, confirm: (@Sendable (KeyFingerprint) -> Bool)?)
             case anyAuthenticatedKey
             case anonymous
         }
@@ -24,23 +25,30 @@ extension SecureChannel {
         /// the key is also used for the handshake.
         public static func pinned(_ key: Curve25519.KeyAgreement.PublicKey) -> PeerTrust { PeerTrust(rule: .pinned(key)) }
 
-        /// Accepts only the X25519 key stored under `tag` in `store` (a partner key or a key pair).
-        /// `notAnX25519Key` for another type; `KeyStoreError.keyNotFound` when absent.
-        public static func pinned(tag: String, in store: KeyStore) throws -> PeerTrust {
-            try .pinned(SecureChannel.x25519PublicKey(tag: tag, in: store))
+        /// Accepts only the X25519 key stored under `tag` in `store` (a partner key or a key pair),
+        /// authenticated through `sealer` (`KeyStore.verifiedPublicKey`): whoever can write the
+        /// store's file but lacks the sealer cannot swap the key the channel trusts. Throws
+        /// `notAnX25519Key` for another type, and the store's `KeyStoreError` otherwise:
+        /// `keyNotFound`, `unauthenticatedKey` for a partner key stored without a sealer (import it
+        /// again with one), `publicKeyMismatch` for a swapped key, ...
+        public static func pinned(tag: String, in store: KeyStore, sealer: any ItemSealer) throws -> PeerTrust {
+            try .pinned(SecureChannel.verifiedX25519Key(tag: tag, in: store, sealer: sealer))
         }
 
         /// Accepts only a key whose SHA-256 SPKI fingerprint is `fingerprint`.
         public static func fingerprint(_ fingerprint: KeyFingerprint) -> PeerTrust { PeerTrust(rule: .fingerprint(fingerprint)) }
 
         /// Trust on first use: when `tag` already names a key in `store`, only that key is
-        /// accepted; otherwise the peer's key is accepted (if `confirm`, when given, returns true
-        /// for its fingerprint) and stored as a partner key under `tag` once the handshake
-        /// completes.
+        /// accepted, authenticated through `sealer` as `pinned(tag:in:sealer:)` does; otherwise
+        /// the peer's key is accepted (if `confirm`, when given, returns true for its fingerprint)
+        /// and stored as a partner key under `tag`, sealed through `sealer`, once the handshake
+        /// completes. When two first connections race, the one that stores second is accepted
+        /// only if its peer's key is the one stored. `confirm` runs on the connection's event loop:
+        /// it must not block (ask before connecting, or answer from memory).
         public static func trustOnFirstUse(
-            tag: String, in store: KeyStore, confirm: (@Sendable (KeyFingerprint) -> Bool)? = nil
+            tag: String, in store: KeyStore, sealer: any ItemSealer, confirm: (@Sendable (KeyFingerprint) -> Bool)? = nil
         ) -> PeerTrust {
-            PeerTrust(rule: .firstUse(tag: tag, store: store, confirm: confirm))
+            PeerTrust(rule: .firstUse(tag: tag, store: store, sealer: sealer, confirm: confirm))
         }
 
         /// Accepts any peer that proves it holds a static key (typical for a server that learns
@@ -57,15 +65,39 @@ extension SecureChannel {
         func knownKey() throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
             switch rule {
             case .pinned(let key): return key
-            case .firstUse(let tag, let store, _): return try SecureChannel.storedKey(tag: tag, in: store)
+            case .firstUse(let tag, let store, let sealer, _): return try SecureChannel.storedKey(tag: tag, in: store, sealer: sealer)
             case .fingerprint, .anyAuthenticatedKey, .anonymous: return nil
             }
         }
 
-        /// The verdict on the peer's proven static key (nil when the pattern gives none): a tag to
-        /// store the key under after the handshake (trust on first use), or nil. Throws the reason
+        /// Where trust on first use stores a new peer key once the handshake completes.
+        struct FirstUseStorage {
+            let tag: String
+            let store: KeyStore
+            let sealer: any ItemSealer
+
+            /// Stores `key` as the partner key under the tag, sealed; when another connection
+            /// stored one first, accepts only if it is `key` (`peerKeyMismatch` otherwise).
+            func save(_ key: Curve25519.KeyAgreement.PublicKey) throws(SecureChannelError) {
+                do {
+                    try store.storePartnerKey(.x25519(key), tag: tag, sealer: sealer)
+                } catch .duplicateTag {
+                    guard let stored = try SecureChannel.storedKey(tag: tag, in: store, sealer: sealer) else {
+                        throw .keyStoreFailed(.duplicateTag(tag))
+                    }
+                    let expected = SecureChannel.fingerprint(of: stored)
+                    let actual = SecureChannel.fingerprint(of: key)
+                    guard expected == actual else { throw .peerKeyMismatch(expected: expected.description, actual: actual) }
+                } catch {
+                    throw .keyStoreFailed(error)
+                }
+            }
+        }
+
+        /// The verdict on the peer's proven static key (nil when the pattern gives none): where
+        /// to store the key after the handshake (trust on first use), or nil. Throws the reason
         /// for rejection.
-        func evaluate(_ key: Curve25519.KeyAgreement.PublicKey?) throws(SecureChannelError) -> (tag: String, store: KeyStore)? {
+        func evaluate(_ key: Curve25519.KeyAgreement.PublicKey?) throws(SecureChannelError) -> FirstUseStorage? {
             if case .anonymous = rule { return nil }
             guard let key else { throw .peerNotAuthenticated }
             let actual = SecureChannel.fingerprint(of: key)
@@ -75,12 +107,12 @@ extension SecureChannel {
             switch rule {
             case .pinned(let pinned): try require(SecureChannel.fingerprint(of: pinned))
             case .fingerprint(let expected): try require(expected)
-            case .firstUse(let tag, let store, let confirm):
-                if let stored = try SecureChannel.storedKey(tag: tag, in: store) {
+            case .firstUse(let tag, let store, let sealer, let confirm):
+                if let stored = try SecureChannel.storedKey(tag: tag, in: store, sealer: sealer) {
                     try require(SecureChannel.fingerprint(of: stored))
                 } else {
                     guard confirm?(actual) ?? true else { throw .peerRejected(actual: actual) }
-                    return (tag, store)
+                    return FirstUseStorage(tag: tag, store: store, sealer: sealer)
                 }
             case .anyAuthenticatedKey, .anonymous: break
             }

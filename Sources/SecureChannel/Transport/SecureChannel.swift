@@ -31,8 +31,13 @@ public enum SecureChannel {
         public var maxFrameLength: Int
         /// The largest reassembled application message accepted; above it, `messageTooLarge`.
         public var maxMessageLength: Int
-        /// The time the peer has to send its first handshake message (`handshakeTimeout` then),
-        /// so an idle socket holds a server's handshake slot only briefly.
+        /// Once the peer has begun a frame or a message, the time it has for each whole frame
+        /// until the message ends, counted while this side reads; then `messageTimeout`. (A
+        /// message left unfinished holds up to `maxMessageLength` bytes.)
+        public var messageTimeout: TimeAmount
+        /// Server only: the time a client has to send its first handshake message
+        /// (`handshakeTimeout` then), so an idle socket holds a handshake slot only briefly. (A
+        /// client waits for the server's answer as long as `handshakeTimeout` allows.)
         public var firstMessageTimeout: TimeAmount
         /// Server only: handshakes allowed in progress at once; a connection beyond them evicts
         /// the oldest handshake in progress.
@@ -55,14 +60,16 @@ public enum SecureChannel {
         public static let defaultPrologue = Data("SecureChannel/2".utf8)
 
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
-        /// timeout (3 seconds for the peer's first message), 65,535-byte frames, 16 MiB messages, 64 handshakes, 128 pending connections,
+        /// timeout (3 seconds for the peer's first message), 65,535-byte frames, 16 MiB messages
+        /// with 60 seconds for each frame of one begun, 64 handshakes, 128 pending connections,
         /// 1 MiB of buffered outbound bytes, a 10-second close timeout, and keepalive probes after
         /// 60 seconds of silence (an idle peer that vanished is noticed within two minutes).
         public init(
             protocolName: Noise.ProtocolName = try! Noise.ProtocolName(parsing: "Noise_XX_25519_ChaChaPoly_SHA256"),
             prologue: Data = defaultPrologue, presharedKeys: [SymmetricKey] = [],
             handshakeTimeout: TimeAmount = .seconds(10), firstMessageTimeout: TimeAmount = .seconds(3), maxFrameLength: Int = Noise.maxMessageLength,
-            maxMessageLength: Int = 16 << 20, maxHandshakesInProgress: Int = 64, maxPendingConnections: Int = 128,
+            maxMessageLength: Int = 16 << 20, messageTimeout: TimeAmount = .seconds(60), maxHandshakesInProgress: Int = 64,
+            maxPendingConnections: Int = 128,
             maxBufferedOutboundBytes: Int = 1 << 20, closeTimeout: TimeAmount = .seconds(10),
             keepalive: Keepalive? = Keepalive()
         ) {
@@ -73,6 +80,7 @@ public enum SecureChannel {
             self.firstMessageTimeout = firstMessageTimeout
             self.maxFrameLength = min(maxFrameLength, Noise.maxMessageLength)
             self.maxMessageLength = maxMessageLength
+            self.messageTimeout = messageTimeout
             self.maxHandshakesInProgress = maxHandshakesInProgress
             self.maxPendingConnections = maxPendingConnections
             self.maxBufferedOutboundBytes = max(1, maxBufferedOutboundBytes)

@@ -15,6 +15,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     case peerRejected(actual: KeyFingerprint)
     /// The pattern authenticates no peer static key (for example NN), but the trust policy needs one.
     case peerNotAuthenticated
+    /// The pattern is one-way (N, K, X): its responder can send nothing (not even its end of
+    /// stream) and adds nothing fresh to the handshake, so a recorded session would replay in full.
+    case oneWayPattern
     /// The pattern needs the peer's static key before the handshake (IK, NK, XK, KK) and the
     /// trust policy does not hold one (pin the key or use XX).
     case peerKeyRequired
@@ -34,6 +37,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     /// Our end of stream could not be written within `Configuration.closeTimeout` (the peer
     /// reads nothing).
     case closeTimeout
+    /// The peer began a frame or a message and sent no whole frame of it within
+    /// `Configuration.messageTimeout` (while this side was reading).
+    case messageTimeout
     /// A reassembled application message would exceed the configured maximum.
     case messageTooLarge(limit: Int)
     /// A transport message's plaintext does not follow the application framing (empty, an
@@ -58,6 +64,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .peerKeyMismatch(let expected, let actual): "peer key mismatch: expected \(expected), got \(actual)"
         case .peerRejected(let actual): "new peer key \(actual) was not accepted"
         case .peerNotAuthenticated: "the handshake pattern does not authenticate the peer, but a trusted peer key is required"
+        case .oneWayPattern: "one-way Noise patterns (N, K, X) cannot carry a channel: the responder could not answer, and a recorded session would replay"
         case .peerKeyRequired: "the handshake pattern needs the peer's static key in advance (pin it, or use XX)"
         case .frameTooLarge(let length, let limit): "frame of \(length) bytes exceeds the limit of \(limit)"
         case .emptyFrame: "empty frame"
@@ -65,6 +72,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .closedBeforeEndOfStream: "connection closed before the end of the stream"
         case .peerUnresponsive: "the peer stopped answering (it, or the network to it, is gone)"
         case .closeTimeout: "the end of the stream could not be sent in time (the peer is not reading)"
+        case .messageTimeout: "the peer began a message and did not go on with it in time"
         case .messageTooLarge(let limit): "application message exceeds the limit of \(limit) bytes"
         case .malformedApplicationFrame: "malformed application frame"
         case .noise(let error): error.description

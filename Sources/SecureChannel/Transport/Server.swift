@@ -61,6 +61,14 @@ extension SecureChannel {
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                // Out of descriptors (EMFILE, ENFILE), the pending connection stays in the backlog
+                // and wakes the listener at once: accepting again only after a pause keeps the
+                // event loop, which serves connections too, from spinning until one is freed.
+                .serverChannelInitializer { listener in
+                    listener.eventLoop.makeCompletedFuture {
+                        try listener.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false))
+                    }
+                }
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .childChannelOption(.recvAllocator, value: SecureChannel.receiveBufferAllocator)

@@ -15,18 +15,24 @@ extension SecureChannel {
         return privateKey
     }
 
-    /// The X25519 public key under `tag` (partner key or key pair). `notAnX25519Key` for another type.
-    static func x25519PublicKey(tag: String, in store: KeyStore) throws -> Curve25519.KeyAgreement.PublicKey {
-        let key = try store.publicKey(tag: tag)
+    /// The X25519 public key under `tag` (partner key or key pair), authenticated through
+    /// `sealer`. `notAnX25519Key` for another type; the store's `KeyStoreError` otherwise.
+    static func verifiedX25519Key(tag: String, in store: KeyStore, sealer: any ItemSealer) throws
+        -> Curve25519.KeyAgreement.PublicKey
+    {
+        let key = try store.verifiedPublicKey(tag: tag, sealer: sealer)
         guard case .x25519(let publicKey) = key else { throw SecureChannelError.notAnX25519Key(tag: tag, type: key.type) }
         return publicKey
     }
 
-    /// The X25519 key under `tag`, or nil when the tag is absent; other failures as `keyStoreFailed`.
-    static func storedKey(tag: String, in store: KeyStore) throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
+    /// The X25519 key under `tag`, authenticated through `sealer`, or nil when the tag is absent;
+    /// other failures as `keyStoreFailed`.
+    static func storedKey(tag: String, in store: KeyStore, sealer: any ItemSealer) throws(SecureChannelError)
+        -> Curve25519.KeyAgreement.PublicKey?
+    {
         let key: AsymmetricPublicKey
         do {
-            key = try store.publicKey(tag: tag)
+            key = try store.verifiedPublicKey(tag: tag, sealer: sealer)
         } catch .keyNotFound {
             return nil
         } catch {

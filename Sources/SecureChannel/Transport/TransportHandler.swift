@@ -21,6 +21,12 @@ extension SecureChannel {
     /// inbound sequence; the peer closing, resetting or shutting its output without one raises
     /// `closedBeforeEndOfStream`, and anything after it is `malformedApplicationFrame`. A peer
     /// that keepalive or retransmission gave up on raises `peerUnresponsive`.
+    ///
+    /// A peer that has begun a frame or a multi-frame message must deliver a whole frame at least
+    /// every `messageTimeout` until the message ends (`messageTimeout` then), counted only while
+    /// this side asks for more (a reader that holds back, by backpressure, stops the clock): a
+    /// message left unfinished would otherwise hold its buffer, up to `maxMessageLength`, as long
+    /// as the connection lives, and keepalive probes, which the peer's kernel answers, never end it.
     final class TransportHandler: ChannelDuplexHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -47,9 +53,22 @@ extension SecureChannel {
         private var releaseSendBuffers: Scheduled<Void>?
         /// How long the connection sends nothing before its kept send buffers are freed.
         static let sendBufferIdleTime = TimeAmount.seconds(1)
+        /// The time the peer has for each whole frame while a frame or message is unfinished.
+        private let messageTimeout: TimeAmount
+        /// A frame's first bytes have arrived, and its end has not.
+        private var frameStarted = false
+        /// A read was asked of the socket and nothing has arrived since: a silence now is the peer's.
+        private var readRequested = false
+        private var unfinishedDeadline: Scheduled<Void>?
+        /// The deadline came while this side held back its reads: it starts over when they resume.
+        private var deadlineHeld = false
 
-        init(transport: Noise.TransportState, maxMessageLength: Int, pacing: OutboundPacing, streamEnd: StreamEnd) {
+        init(
+            transport: Noise.TransportState, maxMessageLength: Int, messageTimeout: TimeAmount, pacing: OutboundPacing,
+            streamEnd: StreamEnd
+        ) {
             self.transport = transport
+            self.messageTimeout = messageTimeout
             self.pacing = pacing
             self.streamEnd = streamEnd
             reassembler = ApplicationFraming.Reassembler(limit: maxMessageLength)
@@ -58,6 +77,8 @@ extension SecureChannel {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard !failed else { return }
             let frame = unwrapInboundIn(data)
+            frameStarted = false
+            defer { if !failed { watchUnfinished(context: context, progressed: true) } }
             do {
                 guard !peerEnded else { throw SecureChannelError.malformedApplicationFrame }
                 let plaintext = try frame.withUnsafeReadableBytes { bytes throws(NoiseError) in try transport.readMessage(bytes) }
@@ -73,11 +94,51 @@ extension SecureChannel {
             }
         }
 
+        func channelReadComplete(context: ChannelHandlerContext) {
+            readRequested = false  // the socket read is spent; the channel asks again if it reads on
+            context.fireChannelReadComplete()
+        }
+
+        func read(context: ChannelHandlerContext) {
+            readRequested = true
+            if deadlineHeld { watchUnfinished(context: context, progressed: true) }
+            context.read()
+        }
+
         /// The socket's input ended: the stream is complete only if the peer's end of stream
-        /// came first (the inbound sequence then ended already).
+        /// came first (the inbound sequence then ended already). A frame begun (`FrameStarted`)
+        /// starts the clock for finishing it.
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if event is FrameStarted {
+                frameStarted = true
+                return watchUnfinished(context: context, progressed: false)
+            }
             guard case ChannelEvent.inputClosed = event else { return context.fireUserInboundEventTriggered(event) }
             if !peerEnded { fail(context: context, error: .closedBeforeEndOfStream) }
+        }
+
+        /// Keeps the deadline for an unfinished frame or message: none while nothing is
+        /// unfinished; a new one when a whole frame arrived (`progressed`); else the running one.
+        private func watchUnfinished(context: ChannelHandlerContext, progressed: Bool) {
+            deadlineHeld = false
+            guard frameStarted || reassembler.isPartway else {
+                unfinishedDeadline?.cancel()
+                unfinishedDeadline = nil
+                return
+            }
+            guard progressed || unfinishedDeadline == nil else { return }
+            unfinishedDeadline?.cancel()
+            unfinishedDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: messageTimeout) { [self] in
+                unfinishedDeadline = nil
+                guard !failed else { return }
+                // While this side holds back its reads the peer cannot go on: it gets a whole
+                // term again once they resume (`read`).
+                guard readRequested else {
+                    deadlineHeld = true
+                    return
+                }
+                fail(context: context, error: .messageTimeout)
+            }
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -109,6 +170,8 @@ extension SecureChannel {
         private func fail(context: ChannelHandlerContext, error: SecureChannelError) {
             guard !failed else { return }
             failed = true
+            unfinishedDeadline?.cancel()
+            unfinishedDeadline = nil
             context.fireErrorCaught(error)
             context.close(promise: nil)
         }
@@ -176,6 +239,8 @@ extension SecureChannel {
         }
 
         func handlerRemoved(context: ChannelHandlerContext) {
+            unfinishedDeadline?.cancel()
+            unfinishedDeadline = nil
             failQueued(ChannelError.ioOnClosedChannel)
             pacing.close()
             streamEnd.settle(.failure(ChannelError.ioOnClosedChannel))
