@@ -170,6 +170,9 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// True while the process runs.
     public var isRunning: Bool { process.isRunning }
 
+    /// The process's id (the command's own: an `exec` wrapper such as `prlimit` becomes it).
+    public var processIdentifier: Int32 { process.processIdentifier }
+
     /// The first output line that decodes as a JSON object with `event` == `event`, waiting up to
     /// `timeout` seconds.
     public func waitForEvent(_ event: String, timeout: TimeInterval = 300) -> [String: Any]? {

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import SecureFoundation
 import SFTestSupport
 import Testing
 
@@ -295,6 +297,49 @@ struct ChannelCommandTests {
         #expect(!unbounded.standardError.contains("nothing moves"), "\(unbounded.standardError)")
         let both = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--no-idle-timeout", "--idle-timeout", "5"] + parties.alice)
         #expect(both.waitForExit(timeout: 120) != 0 && both.standardError.contains("--no-idle-timeout excludes --idle-timeout"), "\(both.standardError)")
+    }
+
+    /// Out of file descriptors, NIO's listener found the backlog still full and tried to accept
+    /// again at once: its event loop spun at full CPU until a descriptor was freed. The listener
+    /// now pauses between attempts (AcceptBackoffHandler) and serves on once descriptors return.
+    @Test("serve: out of file descriptors, the listener backs off instead of spinning, then serves on",
+          .requiresSFBinary, .hangBackstop)
+    func descriptorExhaustionDoesNotSpin() async throws {
+        let parties = try Parties()
+        let server = try BackgroundProcess(["prlimit", "--nofile=64:64", parties.binary, "channel", "serve", "--tag", "alice", "--any-peer",
+            "--keep-serving", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        let port = try Parties.port(of: server)
+        let expected = try #require(KeyFingerprint(parsing: parties.aliceFingerprint))
+        func connect(handshakeTimeout: Int64) async throws -> SecureChannel.Connection {
+            var configuration = SecureChannel.Configuration()
+            configuration.handshakeTimeout = .seconds(handshakeTimeout)
+            return try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: port, staticKey: Curve25519.KeyAgreement.PrivateKey(), peer: .fingerprint(expected),
+                configuration: configuration)
+        }
+        // Authenticated connections wait in the server's queue (it serves one at a time), each
+        // holding a descriptor, until one is no longer accepted.
+        var held: [SecureChannel.Connection] = []
+        while held.count < 200, let connection = try? await connect(handshakeTimeout: 5) { held.append(connection) }
+        #expect(held.count < 200, "the descriptor limit was never reached")
+        // Connections left in the backlog keep the listener readable while it cannot accept.
+        let backlog = (0..<3).map { _ in Task { try? await connect(handshakeTimeout: 120) } }
+        func cpuTicks() throws -> Int {
+            let stat = try String(contentsOfFile: "/proc/\(server.processIdentifier)/stat", encoding: .utf8)
+            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+            return try #require(Int(fields[11])) + #require(Int(fields[12]))  // utime, stime
+        }
+        let before = try cpuTicks()
+        try await Task.sleep(for: .seconds(3))
+        let spent = try cpuTicks() - before
+        // Spinning takes a whole core (300 ticks of 1/100 s); a second's pause between attempts, almost nothing.
+        #expect(spent < 100, "the server spent \(spent) ticks of CPU in 3 s while out of descriptors")
+        for connection in held { try? await connection.channel.channel.close() }
+        let served = try await connect(handshakeTimeout: 60)
+        try? await served.channel.channel.close()
+        for task in backlog { try? await task.value?.channel.channel.close() }
+        #expect(server.isRunning, "\(server.standardError)")
     }
 
     /// A server that authenticates and then goes quiet held `connect` forever (as nc without -w);

@@ -61,13 +61,8 @@ extension SecureChannel {
             let channel = try await ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 256)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                // Out of descriptors (EMFILE, ENFILE), the pending connection stays in the backlog
-                // and wakes the listener at once: accepting again only after a pause keeps the
-                // event loop, which serves connections too, from spinning until one is freed.
                 .serverChannelInitializer { listener in
-                    listener.eventLoop.makeCompletedFuture {
-                        try listener.pipeline.syncOperations.addHandler(AcceptBackoffHandler(shouldForwardIOErrorCaught: false))
-                    }
+                    listener.eventLoop.makeCompletedFuture { try listener.pipeline.syncOperations.addHandler(AcceptPause()) }
                 }
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
@@ -252,6 +247,38 @@ extension SecureChannel {
                 return state.open.map(\.channel)
             }
             for channel in open { channel.close(promise: nil) }
+        }
+    }
+}
+
+extension SecureChannel {
+    /// Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), an accept fails while the
+    /// connection stays in the backlog, and NIO's listener, still registered for reads (its read
+    /// stays pending after a failed accept, so NIO's own `AcceptBackoffHandler` cannot hold it
+    /// back), is woken again at once: its event loop, which serves connections too, would spin
+    /// until a descriptor is freed. This stops the listener reading for `pause`, then resumes.
+    final class AcceptPause: ChannelInboundHandler {
+        typealias InboundIn = Channel
+        typealias InboundOut = Channel
+
+        /// How long the listener stops accepting after such a failure.
+        static let pause = TimeAmount.seconds(1)
+        private var resume: Scheduled<Void>?
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            guard let failure = error as? IOError, [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(failure.errnoCode) else {
+                return context.fireErrorCaught(error)
+            }
+            guard resume == nil, (try? context.channel.syncOptions?.setOption(.autoRead, value: false)) != nil else { return }
+            resume = context.eventLoop.assumeIsolated().scheduleTask(in: Self.pause) { [self] in
+                resume = nil
+                try? context.channel.syncOptions?.setOption(.autoRead, value: true)
+            }
+        }
+
+        func handlerRemoved(context: ChannelHandlerContext) {
+            resume?.cancel()
+            resume = nil
         }
     }
 }
