@@ -3,7 +3,8 @@ import SecureCore
 
 extension Age {
     /// Encrypts `plaintext` in memory to `recipients`.
-    /// Throws `AgeError.invalidRecipientSet` (no recipient, or ones that cannot be mixed), or what a recipient's `wrap` throws.
+    /// Throws `AgeError.invalidRecipientSet` (no recipient, ones that cannot be mixed, or stanzas a
+    /// reader would refuse), or what a recipient's `wrap` throws.
     public static func encrypt(_ plaintext: some DataProtocol, to recipients: [any Recipient], armored: Bool = false) throws -> Data {
         let sink = DataSink()
         let encryptor = try Encryptor(recipients: recipients, to: sink, armored: armored)

@@ -15,7 +15,9 @@ extension Age {
         /// Writes the header (and the armor's first line when `armored`) to `sink`.
         /// Throws `invalidRecipientSet` for no recipients, or for recipients whose labels differ
         /// (age 1.3's rule): a passphrase among others, or a post-quantum recipient mixed with
-        /// classical ones.
+        /// classical ones; and, before anything is written, for stanzas `Decryptor` would refuse
+        /// (more than `Header.maximumStanzaCount`, an argument that is empty or not VCHAR, a header
+        /// over `Header.maximumHeaderBytes`: see `Header.encodedForWriting`).
         public init(recipients: [any Recipient], to sink: ByteSink, armored: Bool = false) throws {
             guard let first = recipients.first else { throw AgeError.invalidRecipientSet("no recipients") }
             for other in recipients.dropFirst() where other.labels != first.labels {
@@ -32,10 +34,10 @@ extension Age {
             let fileKey = Age.generateFileKey()
             var stanzas = [Stanza]()
             for recipient in recipients { stanzas += try recipient.wrap(fileKey: fileKey) }
+            var start = try Header.encodedForWriting(stanzas, fileKey: fileKey)
             let armor = armored ? try ArmorWriter(sink: sink) : nil
             let output: ByteSink = armor ?? sink
             let nonce = SecureRandom.bytes(count: Stream.payloadNonceSize)
-            var start = Header(stanzas: stanzas, fileKey: fileKey).encoded()
             start.append(nonce)
             try start.withUnsafeBytes { try output.write($0) }
             self.armor = armor

@@ -58,21 +58,65 @@ extension Age {
             return Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key))
         }
 
-        static func encodeWithoutMAC(_ stanzas: [Stanza]) -> Data {
-            var text = versionLine + "\n"
-            for stanza in stanzas {
-                text += "-> " + stanza.arguments.joined(separator: " ") + "\n"
-                let body = RawBase64.encode(stanza.body)
-                var index = body.startIndex
-                // Full 64-column lines, then a final line shorter than 64 (possibly empty).
-                while body.distance(from: index, to: body.endIndex) >= 64 {
-                    let end = body.index(index, offsetBy: 64)
-                    text += body[index..<end] + "\n"
-                    index = end
-                }
-                text += body[index...] + "\n"
+        /// The encoded header of `stanzas`, MAC'd under `fileKey`, after checking that this module's
+        /// reader (`parse`, then the decryptor) reads it back, so that nothing is written that cannot be
+        /// decrypted. Throws `AgeError.invalidRecipientSet` for no stanza or more than
+        /// `maximumStanzaCount`; a stanza without arguments, or with an argument that is empty or not
+        /// VCHAR (the specification's `1*VCHAR`: a space, a line feed or a non-ASCII character would
+        /// change the header's grammar); an argument line over `maximumLineLength`; a body over
+        /// `maximumStanzaBodyColumns` base64 characters; an scrypt stanza among others; or more than
+        /// `maximumHeaderBytes` in all. Custom `Recipient` types can produce any of these.
+        static func encodedForWriting(_ stanzas: [Stanza], fileKey: SecretBytes) throws(AgeError) -> Data {
+            guard !stanzas.isEmpty else { throw .invalidRecipientSet("the recipients wrapped the file key into no stanza") }
+            guard stanzas.count <= maximumStanzaCount else {
+                throw .invalidRecipientSet(
+                    "\(stanzas.count) recipient stanzas, over the \(maximumStanzaCount) a reader accepts")
             }
-            return Data((text + "---").utf8)
+            for stanza in stanzas {
+                guard !stanza.arguments.isEmpty,
+                    stanza.arguments.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy(isVisible) })
+                else {
+                    throw .invalidRecipientSet(
+                        "a recipient made a stanza argument that is missing, empty, or not printable ASCII without spaces")
+                }
+                // "-> ", then the arguments separated by single spaces.
+                let lineLength = 2 + stanza.arguments.reduce(0) { $0 + 1 + $1.utf8.count }
+                guard lineLength <= maximumLineLength else {
+                    throw .invalidRecipientSet("a recipient made a stanza line longer than \(maximumLineLength) bytes")
+                }
+                // n bytes take ⌈4n/3⌉ base64 characters, at most the ceiling exactly when n ≤ 3/4 of it.
+                guard stanza.body.count <= maximumStanzaBodyColumns / 4 * 3 else {
+                    throw .invalidRecipientSet(
+                        "a recipient made a stanza body longer than \(maximumStanzaBodyColumns) base64 characters")
+                }
+            }
+            // The decryptor's rule (`Decryptor.init`); the passphrase recipient's label keeps it alone,
+            // but a custom recipient may make an scrypt stanza too.
+            if stanzas.count > 1, stanzas.contains(where: { $0.type == ScryptRecipient.stanzaType }) {
+                throw .invalidRecipientSet("an scrypt stanza must be the only stanza in the header")
+            }
+            let encoded = Header(stanzas: stanzas, fileKey: fileKey).encoded()
+            guard encoded.count <= maximumHeaderBytes else {
+                throw .invalidRecipientSet("a header of \(encoded.count) bytes, over the \(maximumHeaderBytes) a reader accepts")
+            }
+            return encoded
+        }
+
+        /// The header bytes up to and including `---`: what the MAC covers. Linear in the size of
+        /// the stanzas (bodies of up to 64 KiB of base64 each are allowed), on bytes, not characters.
+        static func encodeWithoutMAC(_ stanzas: [Stanza]) -> Data {
+            var out = Data((versionLine + "\n").utf8)
+            for stanza in stanzas {
+                out.append(contentsOf: ("-> " + stanza.arguments.joined(separator: " ") + "\n").utf8)
+                let body = Array(RawBase64.encode(stanza.body).utf8)
+                // Full 64-column lines, then a final line shorter than 64 (possibly empty).
+                for start in stride(from: 0, through: body.count, by: 64) {
+                    out.append(contentsOf: body[start..<min(start + 64, body.count)])
+                    out.append(UInt8(ascii: "\n"))
+                }
+            }
+            out.append(contentsOf: "---".utf8)
+            return out
         }
 
         /// Reads and strictly parses a header from `source`, leaving it positioned at the payload.

@@ -36,7 +36,8 @@ enum SSHKeys {
     }
 
     /// An identity from an unencrypted OpenSSH private key file, read by SecureCore's
-    /// `OpenSSHPrivateKeyFile` (the reader `sf key` uses too): ssh-ed25519 and ssh-rsa.
+    /// `OpenSSHPrivateKeyFile` (the reader `sf key` uses too): ssh-ed25519 and ssh-rsa. The private
+    /// key must be the one of the file's public key (`invalidIdentity` otherwise).
     static func parseIdentity(_ text: String) throws(AgeError) -> any Age.Identity {
         let file: OpenSSHPrivateKeyFile
         do {
@@ -59,6 +60,13 @@ enum SSHKeys {
             }
             guard case .ed25519(let publicKey) = key.key else {
                 throw .invalidIdentity("the ssh-ed25519 private key file holds another type of public key")
+            }
+            // SecureCore compares the file's copies of the public key with each other only. A seed
+            // of another key would answer to this key's tag without opening its files (SecureKeys'
+            // reader refuses it too).
+            let derived = seed.withUnsafeBytes { try? Curve25519.Signing.PrivateKey(rawRepresentation: $0).publicKey.rawRepresentation }
+            guard derived == publicKey else {
+                throw .invalidIdentity("the ssh-ed25519 private key does not match the file's public key")
             }
             return try Age.SSHEd25519Identity(seed: seed, publicKey: publicKey, wireFormat: file.publicKeyBlob)
         case "ssh-rsa":

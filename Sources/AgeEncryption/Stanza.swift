@@ -9,7 +9,8 @@ extension Age {
         /// The decoded body (base64 in the file, wrapped at 64 columns).
         public var body: Data
 
-        /// A stanza with `arguments` (at least one, each 1+ printable ASCII characters) and `body`.
+        /// A stanza with `arguments` (at least one, each 1+ printable ASCII characters other than
+        /// space) and `body`; `Encryptor` refuses a stanza that breaks this rule.
         public init(arguments: [String], body: Data) {
             self.arguments = arguments
             self.body = body

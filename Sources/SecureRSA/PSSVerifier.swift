@@ -50,7 +50,9 @@ public enum PSSVerifier {
             guard length >= 0 else { return false }
             minimumSalt = length
         }
-        guard emLength >= hashLength + minimumSalt + 2 else { return false }
+        // Compared with what the small lengths leave: adding a requested salt length to them could
+        // overflow (`.exactly(Int.max)`).
+        guard minimumSalt <= emLength - hashLength - 2 else { return false }
         // Step 4: the trailer byte.
         guard em[emLength - 1] == 0xbc else { return false }
         // Steps 5–6: maskedDB and H; the bits above emBits must be zero.

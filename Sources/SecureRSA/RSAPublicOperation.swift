@@ -18,6 +18,9 @@ public struct RSAPublicOperation: Sendable {
     public let modulusByteCount: Int
     /// The bit length of the modulus (modBits in RFC 8017).
     public let modulusBitCount: Int
+    /// The bit length of the public exponent (2 to 64), for callers with a lower ceiling: the
+    /// private side (BoringSSL) refuses exponents over 33 bits, and x/crypto/ssh over 24.
+    public let exponentBitCount: Int
 
     /// A public key from its modulus and exponent as unsigned big-endian bytes (leading zeros
     /// allowed). Throws `RSAError.invalidKey` unless the modulus is odd, of 512 to 16384 bits, and the
@@ -33,6 +36,7 @@ public struct RSAPublicOperation: Sendable {
         self.modulus = modulus
         self.exponent = exponent
         modulusBitCount = modulus.bitWidth
+        exponentBitCount = exponent.bitWidth
         modulusByteCount = (modulus.bitWidth + 7) / 8
     }
 

@@ -61,8 +61,11 @@ enum AgeCommandSupport {
         FileHandle.standardError.write(Data("sf: warning: \(message)\n".utf8))
     }
 
-    /// The text of a key file, or a clear error.
+    /// The text of a recipients or identity file (standard input for `-`), at most
+    /// `Terminal.maximumAgeKeyFile` bytes, or a clear error.
     static func readText(_ path: String) throws -> String {
-        return String(decoding: try Terminal.readInput(path), as: UTF8.self)
+        let input = path == "-" ? FileInput(descriptor: 0, name: "standard input") : try FileInput(path: path)
+        let data = try Terminal.readKeyFile(input, kind: "a recipients or identity file", limit: Terminal.maximumAgeKeyFile)
+        return String(decoding: data, as: UTF8.self)
     }
 }

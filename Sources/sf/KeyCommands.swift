@@ -24,9 +24,15 @@ struct KeyFileOptions: ParsableArguments {
     @Option(help: "File with the passphrase of an encrypted private key (first line); prompted for otherwise.")
     var passphraseFile: String?
 
+    /// The whole key file at `path`, at most `Terminal.maximumKeyFile` bytes (the one way `sf key`
+    /// reads a key file).
+    static func read(_ path: String) throws -> Data {
+        try Terminal.readKeyFile(FileInput(path: path), kind: "a key file", limit: Terminal.maximumKeyFile)
+    }
+
     /// The private key in `path`, asking for the passphrase when the key is encrypted.
     func privateKey(_ path: String) throws -> AsymmetricPrivateKey {
-        let data = try Terminal.readAll(FileInput(path: path))
+        let data = try Self.read(path)
         do {
             return try KeyImport.privateKey(from: data, passphrase: passphraseFile.map(Terminal.readSecret(fromFile:)))
         } catch KeyError.passphraseRequired {
@@ -37,7 +43,7 @@ struct KeyFileOptions: ParsableArguments {
 
     /// The public key in `path` (or the public half of a private key there).
     static func publicKey(_ path: String) throws -> AsymmetricPublicKey {
-        try KeyImport.publicKey(from: Terminal.readAll(FileInput(path: path)))
+        try KeyImport.publicKey(from: Self.read(path))
     }
 }
 
@@ -142,7 +148,7 @@ struct KeyExportCommand: ParsableCommand {
             return
         }
         guard let input else { throw ValidationError("give --in or --tag") }
-        let data = try Terminal.readAll(FileInput(path: input))
+        let data = try KeyFileOptions.read(input)
         let publicOnly: AsymmetricPublicKey?
         do {
             publicOnly = try KeyImport.key(from: data).publicKeyIfPublic
@@ -185,7 +191,7 @@ struct KeyFingerprintCommand: ParsableCommand {
     }
 
     func run() throws {
-        let data = try Terminal.readAll(FileInput(path: file))
+        let data = try KeyFileOptions.read(file)
         let key: AsymmetricPublicKey
         do {
             key = try KeyImport.publicKey(from: data)

@@ -125,7 +125,7 @@ struct KeyImportCommand: ParsableCommand {
     func run() throws {
         let imported: ImportedKey
         do {
-            imported = try KeyImport.key(from: Terminal.readAll(FileInput(path: file)))
+            imported = try KeyImport.key(from: KeyFileOptions.read(file))
         } catch KeyError.passphraseRequired {
             imported = .private(try keys.privateKey(file))
         }

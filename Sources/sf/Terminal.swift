@@ -122,6 +122,26 @@ enum Terminal {
         }
     }
 
+    /// The largest key file `sf key` reads (1 MiB). The largest key it takes, an RSA-4096 private
+    /// key as encrypted PKCS#8 PEM, JWK or OpenSSH, is under 4 KiB.
+    static let maximumKeyFile = 1 << 20
+
+    /// The largest age recipients or identity file `sf encrypt`, `sf decrypt` and `sf keygen -y`
+    /// read (16 MiB). The most recipients a file can be encrypted to, 1,024, take at most about
+    /// 3 MiB as lines (16,384-bit ssh-rsa keys); the rest is room for comments.
+    static let maximumAgeKeyFile = 16 << 20
+
+    /// What remains of `input`, a file that holds keys (`kind`, for example "a key file"),
+    /// refusing more than `limit` bytes while reading (a regular file by its size, before reading;
+    /// a pipe as soon as it passes the limit), with an error naming the file and the limit.
+    static func readKeyFile(_ input: borrowing FileInput, kind: String, limit: Int) throws -> Data {
+        do throws(SecureCoreError) {
+            return try input.readToEnd(limit: limit)
+        } catch .inputTooLarge {
+            throw CLIError("\(input.path): too large for \(kind) (over \(limit >> 20) MiB)")
+        }
+    }
+
     /// `data` without one final line ending, LF or CR LF (a CR not followed by LF is part of the
     /// value): a value typed into a file or piped by `echo` means the line, not its ending.
     static func droppingFinalLineEnding(_ data: Data) -> Data {

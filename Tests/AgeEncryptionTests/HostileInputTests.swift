@@ -1,5 +1,6 @@
 import AgeEncryption
 import Foundation
+import SecureCore
 import Testing
 
 /// Inputs an attacker or a mistaken user controls: errors never echo secrets, and a hostile header
@@ -66,5 +67,89 @@ import Testing
         #expect(throws: AgeError.malformedHeader("the file ends inside the header")) {
             try Age.decrypt(Data("age-encryption.org/v1\n-> X25519 abc\n".utf8), identities: [Age.X25519Identity()])
         }
+    }
+}
+
+/// The writer refuses, before writing anything, every stanza set the reader refuses, so that no file
+/// is made that cannot be decrypted; custom `Age.Recipient` types can produce any stanza.
+@Suite struct WritableHeaderTests {
+    /// Makes `count` stanzas with `arguments` and `body`, as a custom recipient may.
+    struct FixedStanzaRecipient: Age.Recipient {
+        var arguments: [String]
+        var body = Data(count: 32)
+        var count = 1
+
+        func wrap(fileKey: SecretBytes) throws(AgeError) -> [Age.Stanza] {
+            Array(repeating: Age.Stanza(arguments: arguments, body: body), count: count)
+        }
+    }
+
+    /// `reason` when encrypting to `recipients` is refused with `invalidRecipientSet` before the
+    /// sink (armored, whose first line would come first) receives a byte; nil when it is not refused.
+    static func refusal(_ recipients: [any Age.Recipient]) throws -> String? {
+        let sink = Age.DataSink()
+        do {
+            _ = try Age.Encryptor(recipients: recipients, to: sink, armored: true)
+            return nil
+        } catch AgeError.invalidRecipientSet(let reason) {
+            #expect(sink.data.isEmpty)
+            return reason
+        }
+    }
+
+    /// As many recipients as the reader takes stanzas round-trip (opened by the last one, whose
+    /// stanza is the last read); one more is refused at encryption.
+    @Test func theMostStanzasTheReaderTakesRoundTripAndOneMoreIsRefused() throws {
+        let identities = (0..<Age.Header.maximumStanzaCount).map { _ in Age.X25519Identity() }
+        let recipients: [any Age.Recipient] = identities.map { $0.recipient }
+        let plaintext = Data("to every recipient the reader takes".utf8)
+        let file = try Age.encrypt(plaintext, to: recipients)
+        #expect(try Age.decrypt(file, identities: [identities[identities.count - 1]]) == plaintext)
+        let oneMore: [any Age.Recipient] = recipients + [Age.X25519Identity().recipient as any Age.Recipient]
+        #expect(try Self.refusal(oneMore)
+            == "\(Age.Header.maximumStanzaCount + 1) recipient stanzas, over the \(Age.Header.maximumStanzaCount) a reader accepts")
+    }
+
+    /// An argument must be 1*VCHAR: empty, or with a space, a tab, a line feed or a non-ASCII
+    /// character, it would change the header's grammar (`a b` reads back as two arguments).
+    @Test(arguments: ["a b", "", "a\tb", "a\nb", "é"])
+    func argumentsThatAreNotVisibleASCIIAreRefused(argument: String) throws {
+        let expected = "a recipient made a stanza argument that is missing, empty, or not printable ASCII without spaces"
+        #expect(try Self.refusal([FixedStanzaRecipient(arguments: ["custom", argument])]) == expected)
+        #expect(try Self.refusal([FixedStanzaRecipient(arguments: [argument])]) == expected)
+        #expect(try Self.refusal([FixedStanzaRecipient(arguments: ["custom", "ab"])]) == nil)
+    }
+
+    @Test func aStanzaWithoutArgumentsIsRefused() throws {
+        #expect(try Self.refusal([FixedStanzaRecipient(arguments: [])])
+            == "a recipient made a stanza argument that is missing, empty, or not printable ASCII without spaces")
+    }
+
+    /// The longest argument line and body the reader takes are written (and read back: no identity
+    /// matches, nothing is malformed); one byte more of either is refused.
+    @Test func argumentLinesAndBodiesUpToTheReadersCeilings() throws {
+        // "-> custom " and the last argument: 16,384 bytes in all.
+        let longest = String(repeating: "a", count: 16 * 1024 - 10)
+        let largestBody = Data(count: 64 * 1024 / 4 * 3)  // 65,536 base64 characters
+        for recipient in [FixedStanzaRecipient(arguments: ["custom", longest]), FixedStanzaRecipient(arguments: ["custom"], body: largestBody)] {
+            let file = try Age.encrypt(Data("x".utf8), to: [recipient])
+            #expect(throws: AgeError.noIdentityMatched) { try Age.decrypt(file, identities: [Age.X25519Identity()]) }
+        }
+        #expect(try Self.refusal([FixedStanzaRecipient(arguments: ["custom", longest + "a"])])
+            == "a recipient made a stanza line longer than 16384 bytes")
+        #expect(try Self.refusal([FixedStanzaRecipient(arguments: ["custom"], body: largestBody + [0])])
+            == "a recipient made a stanza body longer than 65536 base64 characters")
+    }
+
+    /// 70 stanzas of the largest body make a 4.6 MB header, over the reader's 4 MiB.
+    @Test func aHeaderOverTheReadersCeilingIsRefused() throws {
+        let reason = try Self.refusal([FixedStanzaRecipient(arguments: ["custom"], body: Data(count: 49_152), count: 70)])
+        #expect(reason?.hasSuffix("bytes, over the \(Age.Header.maximumHeaderBytes) a reader accepts") == true, "\(String(describing: reason))")
+    }
+
+    /// The decryptor refuses an scrypt stanza among others, so the writer does too.
+    @Test func anScryptStanzaAmongOthersIsRefused() throws {
+        let scrypt = FixedStanzaRecipient(arguments: ["scrypt", "AAAAAAAAAAAAAAAAAAAAAA", "10"])
+        #expect(try Self.refusal([scrypt, Age.X25519Identity().recipient]) == "an scrypt stanza must be the only stanza in the header")
     }
 }

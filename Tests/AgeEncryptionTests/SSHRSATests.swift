@@ -76,12 +76,68 @@ import Testing
         let otherIdentities = try Age.parseIdentities(try Self.text(other, "id"))
         let file = try Age.encrypt(Data("x".utf8), to: [recipient])
         #expect(throws: AgeError.noIdentityMatched) { try Age.decrypt(file, identities: otherIdentities) }
-        // A stanza for our tag wrapped to another key (a tag collision): not ours, passed over.
+        // A stanza for our tag wrapped to another key (a tag collision): only the first stanza with
+        // our tag is tried, as in age, so ours after it is not reached; before it, ours opens.
         let otherRecipient = try #require(try Age.parseRecipient(try Self.text(other, "id.pub")) as? Age.SSHRSARecipient)
         var collided = try #require(try otherRecipient.wrap(fileKey: fileKey).first)
         collided.arguments[1] = stanza.arguments[1]
-        #expect(try identity.unwrap(stanzas: [collided, stanza]) == fileKey)
+        #expect(try identity.unwrap(stanzas: [collided, stanza]) == nil)
+        #expect(try identity.unwrap(stanzas: [stanza, collided]) == fileKey)
         #expect(try identity.unwrap(stanzas: [collided]) == nil)
+    }
+
+    /// Wraps the file key to `genuine` after `forgeries` stanzas with the same key tag whose bodies
+    /// are random (what a hostile header holds).
+    struct ForgedFirst: Age.Recipient {
+        let genuine: Age.SSHRSARecipient
+        let forgeries: Int
+
+        func wrap(fileKey: SecretBytes) throws(AgeError) -> [Age.Stanza] {
+            let real = try genuine.wrap(fileKey: fileKey)
+            let forged = (0..<forgeries).map { _ in
+                Age.Stanza(arguments: real[0].arguments, body: SecureRandom.bytes(count: real[0].body.count))
+            }
+            return forged + real
+        }
+    }
+
+    /// A header whose first ssh-rsa stanza with the identity's tag is forged and whose next is
+    /// genuine does not open: only the first is tried (one RSA private operation, as age's agessh),
+    /// so 1,023 forged stanzas cost one operation, not 1,023. The error is the one for another
+    /// key's file.
+    // Live peer: ssh-keygen makes the key.
+    @Test(.requires(.sshKeygen))
+    func onlyTheFirstStanzaWithTheTagIsTried() throws {
+        let dir = try Self.keyPair()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let identities = try Age.parseIdentities(try Self.text(dir, "id"))
+        let recipient = try #require(try Age.parseRecipient(try Self.text(dir, "id.pub")) as? Age.SSHRSARecipient)
+        let plaintext = Data("forged first".utf8)
+        let genuine = try Age.encrypt(plaintext, to: [ForgedFirst(genuine: recipient, forgeries: 0)])
+        #expect(try Age.decrypt(genuine, identities: identities) == plaintext)
+        for forgeries in [1, 1023] {
+            let file = try Age.encrypt(plaintext, to: [ForgedFirst(genuine: recipient, forgeries: forgeries)])
+            #expect(throws: AgeError.noIdentityMatched, "\(forgeries) forged") { try Age.decrypt(file, identities: identities) }
+        }
+    }
+
+    /// Public exponents over 24 bits are refused for ssh-rsa recipients, as x/crypto/ssh (and so
+    /// age) refuses them: BoringSSL, which does the private operation, refuses e over 33 bits, so a
+    /// file encrypted to a 40-bit e could never be decrypted.
+    @Test func exponentsOverTwentyFourBitsAreRefused() throws {
+        guard case .rsa(_, let modulus) = try SSHPublicKey(line: "ssh-rsa \(SSHTests.rsaBlob)").key else {
+            Issue.record("the fixture is not an RSA key")
+            return
+        }
+        let line = { (exponent: [UInt8]) throws -> String in try SSHPublicKey(.rsa(exponent: Data(exponent), modulus: modulus)).line }
+        #expect(try Age.parseRecipient(line([0x01, 0x00, 0x01])) is Age.SSHRSARecipient)
+        #expect(try Age.parseRecipient(line([0xff, 0xff, 0xff])) is Age.SSHRSARecipient)  // 24 bits
+        let refused: [(exponent: [UInt8], bits: Int)] = [([0x01, 0x00, 0x00, 0x01], 25), ([0x80, 0x00, 0x00, 0x00, 0x01], 40)]
+        for (exponent, bits) in refused {
+            #expect(throws: AgeError.invalidRecipient("the ssh-rsa key's public exponent has \(bits) bits; age accepts at most 24")) {
+                try Age.parseRecipient(line(exponent))
+            }
+        }
     }
 
     // Live peers: ssh-keygen makes the keys, the reference age reads and writes the files.

@@ -1,4 +1,5 @@
 import AgeEncryption
+import Crypto
 import Foundation
 import SFTestSupport
 import SecureCore
@@ -98,19 +99,21 @@ import Testing
         #expect(try Age.parseRecipient(Self.ed25519Line(y: [3, 0, 0, 0])) is Age.SSHEd25519Recipient)
     }
 
+    /// The wire encoding of a 2048-bit ssh-rsa public key with e = 65537.
+    static let rsaBlob = "AAAAB3NzaC1yc2EAAAADAQABAAABAQC+d9GjRdXDta72xIm0UzVQXBwJWi+f4z6oBqfL0oylAK6nb6miHnQYnfTVOIs0gGFrUrSx5b6jXecKG8E7lpog4SW+2I2xd+gNk3qRInVMJZNUtEBUZAK2ZPomzqeulkC3vVRBG7NnnYWQu1ZEfvRllNwDKLXF+4G24hXReURjy7at1GpXij26UY+6PkMjcso9JXshjdIa2IJ2q+QFQ3MxlhYka7sNFpc6bMvbmrSUydqETuGn5X+5iyyzXtM7KjYDrwPUS7KWIPC670nFCp34badZvx2xSybLRHXzC1E4Pj7jLgwEAHkQuFUuZW8fWnJbX6HFpmg9xFz6koTinBWP"
+
     /// The key type comes from the blob, as in age (x/crypto/ssh `ParseAuthorizedKey`): an RSA blob
     /// under an ssh-ed25519 label is an ssh-rsa recipient, an ECDSA blob under another label is
     /// an invalid recipient (age 1.1.1: "malformed recipient" in a recipients file), and a key of an
     /// unsupported type under its own label is skipped in a recipients file (age warns and skips too).
     @Test func unsupportedBlobsFollowAge() throws {
-        let rsaBlob = "AAAAB3NzaC1yc2EAAAADAQABAAABAQC+d9GjRdXDta72xIm0UzVQXBwJWi+f4z6oBqfL0oylAK6nb6miHnQYnfTVOIs0gGFrUrSx5b6jXecKG8E7lpog4SW+2I2xd+gNk3qRInVMJZNUtEBUZAK2ZPomzqeulkC3vVRBG7NnnYWQu1ZEfvRllNwDKLXF+4G24hXReURjy7at1GpXij26UY+6PkMjcso9JXshjdIa2IJ2q+QFQ3MxlhYka7sNFpc6bMvbmrSUydqETuGn5X+5iyyzXtM7KjYDrwPUS7KWIPC670nFCp34badZvx2xSybLRHXzC1E4Pj7jLgwEAHkQuFUuZW8fWnJbX6HFpmg9xFz6koTinBWP"
         let ecdsaBlob = "AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBATw50PJ04l1ZJ+7Cxzomi1xNM2XIG2Gsw5raQmzVwDzTY1fv1FU2rrVx0RXURFxuSGa46V9nSZw1Hne29Xmwsg="
         let good = Self.ed25519Line(y: [3, 0, 0, 0])
         let unsupported = { (line: String) -> Bool in
             do { _ = try Age.parseRecipient(line) } catch AgeError.unsupportedKeyType { return true } catch {}
             return false
         }
-        #expect(try Age.parseRecipient("ssh-ed25519 \(rsaBlob) key") is Age.SSHRSARecipient)
+        #expect(try Age.parseRecipient("ssh-ed25519 \(Self.rsaBlob) key") is Age.SSHRSARecipient)
         #expect(unsupported("ssh-dss AAAAB3NzaC1kc3M="))
         #expect(throws: AgeError.sshKey(.unsupportedKeyType("ecdsa-sha2-nistp256"))) {
             try Age.parseRecipient("ssh-ed25519 \(ecdsaBlob)")
@@ -189,6 +192,53 @@ import Testing
             guard defect != .nonCanonicalY else { continue }
             let byAge = try TestSupport.run(age, ["-r", line], stdin: Data("x".utf8))
             #expect(byAge.status != 0 && byAge.stdout.isEmpty, "age accepted \(line)")
+        }
+    }
+
+    /// An unencrypted `openssh-key-v1` file (OpenSSH PROTOCOL.key) holding the ssh-ed25519 `seed`
+    /// with `publicKey` in all three places the format holds it (the public blob, and twice in the
+    /// private section), written field by field, independently of the reader under test.
+    static func ed25519KeyFile(seed: Data, publicKey: Data) -> String {
+        var blob = SSHWireWriter()
+        blob.string("ssh-ed25519")
+        blob.string(publicKey)
+        var secret = SSHWireWriter()
+        secret.uint32(0x5eed_cafe)
+        secret.uint32(0x5eed_cafe)
+        secret.string("ssh-ed25519")
+        secret.string(publicKey)
+        secret.string(seed + publicKey)
+        secret.string("fixture")
+        var section = secret.bytes
+        // Padding 1, 2, 3, … to the cipher's block size (8 for "none").
+        var pad: UInt8 = 1
+        while section.count % 8 != 0 {
+            section.append(pad)
+            pad += 1
+        }
+        var file = SSHWireWriter()
+        file.string("none")  // cipher
+        file.string("none")  // KDF
+        file.string(Data())  // KDF options
+        file.uint32(1)
+        file.string(blob.bytes)
+        file.string(section)
+        let body = Data("openssh-key-v1\0".utf8) + file.bytes
+        return "-----BEGIN OPENSSH PRIVATE KEY-----\n\(body.base64EncodedString())\n-----END OPENSSH PRIVATE KEY-----\n"
+    }
+
+    /// The seed must be the private key of the file's public key: a file whose three copies of the
+    /// public key all name another key is refused (SecureKeys' reader refuses it too). It would
+    /// answer to the other key's tag without being able to open its files.
+    @Test func anEd25519SeedOfAnotherKeyIsRefused() throws {
+        let key = Curve25519.Signing.PrivateKey(), other = Curve25519.Signing.PrivateKey()
+        let publicKey = key.publicKey.rawRepresentation
+        // The fixture is well formed: with its own public key, the identity opens a file to that key.
+        let identities = try Age.parseIdentities(Self.ed25519KeyFile(seed: key.rawRepresentation, publicKey: publicKey))
+        let file = try Age.encrypt(Data("x".utf8), to: [try Age.parseRecipient(TestSupport.sshEd25519Line(publicKey))])
+        #expect(try Age.decrypt(file, identities: identities) == Data("x".utf8))
+        #expect(throws: AgeError.invalidIdentity("the ssh-ed25519 private key does not match the file's public key")) {
+            try Age.parseIdentities(Self.ed25519KeyFile(seed: key.rawRepresentation, publicKey: other.publicKey.rawRepresentation))
         }
     }
 }

@@ -61,4 +61,45 @@ import Testing
             #expect(result.stderrText.contains("input too large"), "\(arguments[0]) \(arguments[1]): \(result.stderrText)")
         }
     }
+
+    /// Key files (1 MiB) and age recipients and identity files (16 MiB) have ceilings of their own,
+    /// far below the 1 GiB of a message, checked while reading: a regular file by its size, standard
+    /// input as soon as it passes the ceiling. The error names the file and the ceiling.
+    @Test func keyFilesHaveCeilingsOfTheirOwn() throws {
+        let scratch = try Scratch()
+        let message = try scratch.write("m", Data("m".utf8))
+        // Sparse files: no disk space used.
+        func sparse(_ name: String, size: Int) -> String {
+            let path = scratch.path(name)
+            #expect(FileManager.default.createFile(atPath: path, contents: nil))
+            #expect(truncate(path, off_t(size)) == 0)
+            return path
+        }
+        let key = sparse("big.key", size: (1 << 20) + 1)
+        for arguments in [
+            ["key", "fingerprint", key],
+            ["key", "export", "--in", key, "--format", "jwk"],
+            ["key", "encrypt", "--to", key, message],
+            ["key", "sign", "--key", key, message],
+            ["key", "import", "--tag", "t", "--keychain", scratch.path("k.db"), key],
+        ] {
+            let result = try sf(arguments)
+            #expect(result.status == 1, "\(arguments[1]): \(result.stderrText)")
+            #expect(result.stderrText.contains("\(key): too large for a key file (over 1 MiB)"), "\(arguments[1]): \(result.stderrText)")
+        }
+        // A key file at the ceiling is read (and then is no key).
+        let atCeiling = try sf(["key", "fingerprint", sparse("ceiling.key", size: 1 << 20)])
+        #expect(atCeiling.status == 1 && !atCeiling.stderrText.contains("too large"), "\(atCeiling.stderrText)")
+
+        let list = sparse("big.txt", size: (16 << 20) + 1)
+        for arguments in [["encrypt", "-R", list, message], ["encrypt", "-i", list, message], ["decrypt", "-i", list, message], ["keygen", "-y", list]] {
+            let result = try sf(arguments)
+            #expect(result.status == 1, "\(arguments): \(result.stderrText)")
+            #expect(result.stderrText.contains("\(list): too large for a recipients or identity file (over 16 MiB)"),
+                    "\(arguments): \(result.stderrText)")
+        }
+        let piped = try sf(["keygen", "-y"], stdin: Data(repeating: UInt8(ascii: "#"), count: (16 << 20) + 1))
+        #expect(piped.status == 1)
+        #expect(piped.stderrText.contains("standard input: too large for a recipients or identity file (over 16 MiB)"), "\(piped.stderrText)")
+    }
 }

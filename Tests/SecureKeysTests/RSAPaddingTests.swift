@@ -207,6 +207,24 @@ import Testing
         #expect(check(encode(labelHash + [1])).0 == UInt.max)                                     // empty message
     }
 
+    /// A salt length longer than the key leaves room for is simply invalid, however long: the room
+    /// check subtracts, where adding `.exactly(Int.max)` to the hash length overflowed and trapped.
+    @Test func pssSaltLengthsBeyondTheKeyAreInvalid() throws {
+        let (publicKey, _) = try Self.operations()
+        let message = Data("salt lengths".utf8)
+        let signature = try Fixtures.key(.rsa2048).key.signature(for: message, scheme: .rsaPSS)
+        let digest = SHA256.hash(data: message)
+        func verify(_ salt: PSSVerifier.SaltLength) -> Bool {
+            PSSVerifier.isValid(signature: signature, messageHash: digest, key: publicKey, hash: SHA256.self, mgfHash: SHA256.self,
+                                saltLength: salt)
+        }
+        #expect(verify(.exactly(32)) && verify(.any))
+        // emLen = 256: room for a salt of 256 − 32 − 2 = 222 bytes at most.
+        for length in [223, Int.max - 33, Int.max - 1, Int.max, -1, Int.min] {
+            #expect(!verify(.exactly(length)), "salt length \(length)")
+        }
+    }
+
     /// The public operation refuses inputs of the wrong length or not below n, and keys it cannot use.
     @Test func publicOperationBounds() throws {
         let (publicKey, _) = try Self.operations()
