@@ -11,17 +11,27 @@ import Synchronization
 /// Response timing (§6): a multicast answer holding a shared record (the PTR) is sent after a
 /// random 20–120 ms (400–500 ms when the query's TC bit announces more known answers), and queries
 /// arriving meanwhile are aggregated into that one response; an answer another responder
-/// multicasts first is dropped from it (§7.4). Answers made only of unique records (SRV, TXT,
-/// A, AAAA), answers to probes, and unicast (QU) and legacy unicast replies go at once.
+/// multicasts first, to the group and on the family the answer is due on, is dropped from it
+/// (§7.4). Answers made only of unique records (SRV, TXT, A, AAAA), answers to probes, and unicast
+/// (QU) and legacy unicast replies go at once.
 ///
-/// Hardening: malformed packets are counted and dropped; the same record is multicast at most
-/// once per second (§6); replies are limited to a burst of 20 and 20 per second overall; unicast
-/// replies go only to sources on the interface's link (§11: an IPv4 subnet of it, an IPv6
-/// link-local address, or an IPv6 on-link prefix of it).
+/// Hardening: malformed packets are counted and dropped, and so, silently, are messages with a
+/// non-zero opcode or response code (§18.3, §18.11) and responses not sent from port 5353 (§6);
+/// the same record is multicast at most once per second per family (§6); multicast answers are
+/// limited to a burst of 20 and 20 per second, and unicast replies (QU, legacy) draw on a budget of
+/// their own (`ReplyBudget`: 20 and 20 per second overall, 5 and 5 per second per source
+/// address), so that unicast queries, which the once-a-second limit does not hold back, cannot
+/// spend the multicast answers; a QU query past the unicast budget is answered by multicast
+/// instead (§5.4), under the once-a-second limit. Unicast replies go only to sources on the
+/// interface's link (§11: an IPv4 subnet of it, an IPv6 link-local address, or an IPv6 on-link
+/// prefix of it).
 /// Conflicts after announcing (§9): when another responder's answer claims our instance name
 /// (SRV, TXT) or host name (A, AAAA) with different data, the advertiser goes back to probing,
 /// renames if the conflict stands and announces again (`records` then shows the new names;
-/// `Statistics.lateConflicts` counts it). If no name can be claimed in ten attempts it stops.
+/// `Statistics.lateConflicts` counts it). It never gives up, and while it probes it answers no
+/// query (§8: a host probes for its names before it answers for them), so a host that disputes
+/// every name it tries keeps it probing, and silent, for as long as it does (RFC 6762 §8–§9 leave
+/// no way around that). Only the first probing, in `start()`, ends after ten conflicts.
 ///
 /// Families: by default both IPv4 (224.0.0.251) and IPv6 (ff02::fb, hop limit 255) on the
 /// interface (one family is left out when the interface has no address of it); A and AAAA records
@@ -60,20 +70,29 @@ public final class ServiceAdvertiser: Sendable {
         public var renumbered = 0
     }
 
-    private enum Phase { case idle, probing, announced, stopped }
+    /// Where the advertiser is in its life: answering happens only while `announced`.
+    enum Phase { case idle, probing, announced, stopped }
 
-    private struct State {
+    /// Everything the responder knows and decides with, kept behind the advertiser's lock. Its
+    /// methods do no I/O: `receive` and `takePending` say what to send, and the advertiser sends it.
+    struct State {
+        /// Where the advertiser is: probing looks for conflicts only, announced also answers.
         var phase = Phase.idle
+        /// The records as now claimed (the names of the current attempt while probing).
         var records: ServiceRecords
+        /// Set while probing when another host disputes the instance name (RFC 6762 §8.2, §9).
         var instanceConflict = false
+        /// Set while probing when another host disputes the host name.
         var hostConflict = false
-        /// The rename counters: 1 is the name as given, N > 1 adds ` (N)` / `-N`.
+        /// The instance's rename counter: 1 is the name as given, N > 1 adds ` (N)`.
         var instanceAttempt = 1
+        /// The host's rename counter: 1 is the label as given, N > 1 adds `-N`.
         var hostAttempt = 1
         /// When each record was last multicast, per family (RFC 6762 §6: at most once a second).
         var lastMulticast = [MulticastKey: ContinuousClock.Instant]()
-        var tokens = 20.0
-        var lastRefill = ContinuousClock.now
+        /// What may still be sent: multicast answers, and unicast replies apart.
+        var budget = ReplyBudget()
+        /// What the responder has seen so far.
         var statistics = Statistics()
         /// Addresses the interface had until the time given (kept `formerAddressLifetime`): our
         /// own answers naming them may still arrive, and are not a rival's (§9).
@@ -84,24 +103,238 @@ public final class ServiceAdvertiser: Sendable {
         /// again: those of a name another host disputed are left out (its own identical records,
         /// the PTR to a shared instance name, would be withdrawn from every cache with ours).
         var announced = [DNSResourceRecord]()
+
+        /// What the responder does about `message`, received at `now` from `origin` while the
+        /// interface has `interfaceAddresses`: nil for nothing, else a reply, a multicast answer, a
+        /// delayed one or probing again. Updates the statistics, conflict flags, budget and
+        /// pending response on the way.
+        mutating func receive(
+            _ message: DNSMessage, from origin: Origin, interfaceAddresses: [IPAddress], now: ContinuousClock.Instant
+        ) -> ReplyAction? {
+            // RFC 6762 §11: a datagram sent to one of our addresses from off the link (routed to
+            // port 5353 from anywhere) is silently discarded: a response or a probe from there
+            // would let a host beyond the link dispute our names, and a query there spend our
+            // answer budget. One sent to the group came over the link, whatever its source's subnet.
+            if !origin.toGroup, !origin.onLink {
+                statistics.offLink += 1
+                return nil
+            }
+            // No multicast DNS message (RFC 6762 §6, §18): whatever it claims disputes nothing.
+            if message.mustBeIgnored(fromPort: origin.port) { return nil }
+            switch phase {
+            case .probing:
+                let found = records.conflicts(with: message, alsoOurs: ourAddresses(interfaceAddresses, now: now))
+                if found.instance { instanceConflict = true }
+                if found.host { hostConflict = true }
+                return nil
+            case .announced:
+                if message.isResponse { return receiveResponse(message, from: origin, interfaceAddresses: interfaceAddresses, now: now) }
+                return answer(message, from: origin, now: now)
+            case .idle, .stopped:
+                return nil
+            }
+        }
+
+        /// A response seen while announced: one disputing our names sends the responder back to
+        /// probing (RFC 6762 §9); else one another host multicast drops the same answers still
+        /// waiting to go on that family (§7.4).
+        private mutating func receiveResponse(
+            _ message: DNSMessage, from origin: Origin, interfaceAddresses: [IPAddress], now: ContinuousClock.Instant
+        ) -> ReplyAction? {
+            let found = records.conflicts(with: message, alsoOurs: ourAddresses(interfaceAddresses, now: now))
+            if found.instance || found.host {
+                // Our unique records are disputed; back to probing. The disputed name's records
+                // are no longer ours to withdraw.
+                let (instance, host) = (records.instanceName, records.host)
+                announced.removeAll { record in
+                    (found.instance && (record.name == instance || record.data == .ptr(instance))) || (found.host && record.name == host)
+                }
+                phase = .probing
+                pending = nil
+                statistics.lateConflicts += 1
+                return .reprobe
+            }
+            // Only a response sent to the group reached the caches ours would: one sent to our
+            // address (a unicast reply, or a host that wants ours withheld) reached none, and
+            // one on the other family reached none of this family's.
+            if origin.toGroup, !origin.fromUs { suppressDuplicates(seen: message, family: origin.family) }
+            return nil
+        }
+
+        /// The answer to query `message` from `origin` (RFC 6762 §6): a unicast reply within the
+        /// unicast budget; else, for a multicast question or a QU one (§5.4: a responder may
+        /// answer it by multicast), a multicast answer; a legacy query past the budget gets none.
+        private mutating func answer(_ message: DNSMessage, from origin: Origin, now: ContinuousClock.Instant) -> ReplyAction? {
+            guard let response = records.response(to: message, sourcePort: origin.port) else { return nil }
+            guard response.delivery == .multicast || origin.onLink else {
+                statistics.offLink += 1
+                return nil
+            }
+            if response.delivery != .multicast {
+                if budget.takeUnicast(from: origin.address, now: now) {
+                    guard let bytes = try? response.message.serialized() else { return nil }
+                    statistics.answered += 1
+                    return .reply(bytes)
+                }
+                // A legacy querier does not listen to the group: a multicast answer would not reach it.
+                guard response.delivery == .unicast else {
+                    statistics.rateLimited += 1
+                    return nil
+                }
+            }
+            return answerByMulticast(response.message, to: message, family: origin.family, now: now)
+        }
+
+        /// Multicasts `response` to `query`, which came on `family`: at once, or, when it holds a
+        /// shared record, after the random delay of RFC 6762 §6, gathered with the queries that
+        /// come meanwhile. Records multicast on `family` in the last second are not sent again,
+        /// and an answer left with none is dropped without spending the multicast budget.
+        private mutating func answerByMulticast(
+            _ response: DNSMessage, to query: DNSMessage, family: IPFamilies, now: ContinuousClock.Instant
+        ) -> ReplyAction? {
+            let delay = ServiceRecords.responseDelay(to: query, answers: response.answers, delivery: .multicast)
+            if delay != nil, pending != nil {
+                // RFC 6762 §6: aggregate with the response already waiting.
+                pending?.merge(response, family: family)
+                statistics.aggregated += 1
+                return nil
+            }
+            // Queries repeated faster than once a second must not use the budget up for everyone else.
+            guard response.answers.contains(where: { !multicastRecently($0, family: family, now: now) }) else {
+                statistics.rateLimited += 1
+                return nil
+            }
+            guard budget.takeMulticast(now: now) else {
+                statistics.rateLimited += 1
+                return nil
+            }
+            if let delay {
+                var waiting = PendingResponse()
+                waiting.merge(response, family: family)
+                pending = waiting
+                return .sendPending(after: ServiceAdvertiser.randomDuration(in: delay))
+            }
+            var sent = response
+            guard dropRecentlyMulticast(&sent.answers, family: family, now: now) else { return nil }
+            guard let bytes = try? sent.serialized() else { return nil }
+            statistics.answered += 1
+            return .multicast(bytes, families: family)
+        }
+
+        /// Takes the delayed multicast response gathered so far, at `now`: one message for each
+        /// family it is due on, holding that family's answers not multicast there in the last
+        /// second (nor by another responder meanwhile, §7.4). Empty when none is left, or when
+        /// the responder is no longer announced; either way nothing is pending afterwards.
+        mutating func takePending(now: ContinuousClock.Instant) -> [(bytes: [UInt8], family: IPFamilies)] {
+            guard let waiting = pending else { return [] }
+            pending = nil
+            guard phase == .announced else { return [] }
+            var messages = [(bytes: [UInt8], family: IPFamilies)]()
+            for family in [IPFamilies.ipv4, .ipv6] {
+                // No query came on it, or another responder multicast every answer first.
+                guard var answers = waiting.answers[family], !answers.isEmpty else { continue }
+                guard dropRecentlyMulticast(&answers, family: family, now: now) else { continue }
+                let additionals = waiting.additionals.filter { !answers.contains($0) }
+                let message = DNSMessage(flags: DNSMessage.responseFlags, answers: answers, additionals: additionals)
+                guard let bytes = try? message.serialized() else { continue }
+                messages.append((bytes, family))
+            }
+            if !messages.isEmpty {
+                statistics.answered += 1
+                statistics.delayed += 1
+            }
+            return messages
+        }
+
+        /// The addresses that count as ours in conflict detection at `now`: `interfaceAddresses`
+        /// (the interface's as now read), and those it lost less than `formerAddressLifetime` ago.
+        private mutating func ourAddresses(_ interfaceAddresses: [IPAddress], now: ContinuousClock.Instant) -> Set<IPAddress> {
+            formerAddresses = formerAddresses.filter { now - $0.value < ServiceAdvertiser.formerAddressLifetime }
+            return Set(interfaceAddresses).union(formerAddresses.keys)
+        }
+
+        /// RFC 6762 §6: a record is multicast at most once per second on each family. Removes the
+        /// others from `answers`, marks the rest as multicast now; false (and counted as
+        /// rate-limited) when none is left.
+        private mutating func dropRecentlyMulticast(_ answers: inout [DNSResourceRecord], family: IPFamilies, now: ContinuousClock.Instant) -> Bool {
+            answers.removeAll { multicastRecently($0, family: family, now: now) }
+            guard !answers.isEmpty else {
+                statistics.rateLimited += 1
+                return false
+            }
+            for record in answers { lastMulticast[MulticastKey(record: record, family: family)] = now }
+            return true
+        }
+
+        /// Whether `record` was multicast on `family` less than a second before `now`.
+        private func multicastRecently(_ record: DNSResourceRecord, family: IPFamilies, now: ContinuousClock.Instant) -> Bool {
+            guard let last = lastMulticast[MulticastKey(record: record, family: family)] else { return false }
+            return now - last < .seconds(1)
+        }
+
+        /// RFC 6762 §7.4: an answer waiting to be sent on `family` is dropped when another
+        /// responder multicasts the same record there with at least the TTL we would give.
+        private mutating func suppressDuplicates(seen message: DNSMessage, family: IPFamilies) {
+            guard var waiting = pending, let due = waiting.answers[family] else { return }
+            let kept = due.filter { ours in
+                !message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.effectiveTTL >= ours.ttl }
+            }
+            statistics.duplicatesSuppressed += due.count - kept.count
+            waiting.answers[family] = kept
+            pending = waiting
+        }
     }
 
-    private struct MulticastKey: Hashable {
+    /// A record multicast on one family, for the once-a-second limit.
+    struct MulticastKey: Hashable {
         let record: DNSResourceRecord
-        let family: UInt8
+        let family: IPFamilies
     }
 
-    /// Answers gathered for one delayed multicast response, and the families the queries came on.
-    private struct PendingResponse {
-        var answers = [DNSResourceRecord]()
+    /// Answers gathered for one delayed multicast response, per family a query came on.
+    struct PendingResponse {
+        /// The answers due on each family, in the order they were asked for.
+        var answers = [IPFamilies: [DNSResourceRecord]]()
+        /// The additional records of every answer gathered (those also answers are left out when sent).
         var additionals = [DNSResourceRecord]()
-        var families = IPFamilies()
 
+        /// Adds the answers of `message`, due on `family`, and its additional records.
         mutating func merge(_ message: DNSMessage, family: IPFamilies) {
-            families.formUnion(family)
-            for record in message.answers where !answers.contains(record) { answers.append(record) }
+            var due = answers[family] ?? []
+            for record in message.answers where !due.contains(record) { due.append(record) }
+            answers[family] = due
             for record in message.additionals where !additionals.contains(record) { additionals.append(record) }
         }
+    }
+
+    /// What the socket tells about where a datagram came from.
+    struct Origin {
+        /// The family it came on (a multicast answer to it goes to that family's group).
+        var family: IPFamilies
+        /// Its source address, as text: the key of its unicast budget.
+        var address: String
+        /// Its source UDP port: 5353 for a multicast DNS querier or responder, any other for a
+        /// legacy querier (RFC 6762 §6.7).
+        var port: Int
+        /// Whether it was sent to the mDNS group (so every host on the link heard it), rather than
+        /// to one of our addresses.
+        var toGroup: Bool
+        /// Whether its source is on the interface's link (RFC 6762 §11).
+        var onLink: Bool
+        /// Whether its source is one of the interface's addresses: our own multicast looped back.
+        var fromUs: Bool
+    }
+
+    /// What `State.receive` decided to send.
+    enum ReplyAction {
+        /// These bytes to the querier's address and port, at once.
+        case reply([UInt8])
+        /// These bytes to the group of `families`, at once.
+        case multicast([UInt8], families: IPFamilies)
+        /// The pending response (`State.takePending`), after this delay.
+        case sendPending(after: Duration)
+        /// Probing again, renaming if the claim stands, after a conflict once announced.
+        case reprobe
     }
 
     private let interface: String
@@ -281,18 +514,11 @@ public final class ServiceAdvertiser: Sendable {
         }
     }
 
-    /// The addresses that count as ours in conflict detection: the interface's as now read, and
-    /// those it lost less than `formerAddressLifetime` ago.
-    private static func alsoOurs(_ state: inout State, socket: MulticastDNSSocket) -> Set<IPAddress> {
-        let now = ContinuousClock.now
-        state.formerAddresses = state.formerAddresses.filter { now - $0.value < formerAddressLifetime }
-        return Set(socket.addresses).union(state.formerAddresses.keys)
-    }
-
     /// RFC 6762 §9: after a conflict found once announced, probe again (renaming if the conflict
-    /// stands) and re-announce. It never gives up (a host on the link that claims every name we
-    /// try would otherwise silence us for good): past fifteen conflicts in ten seconds it probes
-    /// once every five seconds (§8.1). It ends when the advertiser is stopped.
+    /// stands) and re-announce. It never gives up: each round that meets a conflict renames and
+    /// waits a second (§8.1), for as long as conflicts come, and nothing is answered meanwhile.
+    /// A probe that cannot be sent (the link is down) is tried again five seconds later. It ends
+    /// when the advertiser is stopped.
     private func reprobe(socket: MulticastDNSSocket) async {
         while true {
             try? await Task.sleep(for: Self.randomDuration(in: .zero ... .milliseconds(250)))  // §8.1 initial wait
@@ -343,6 +569,8 @@ public final class ServiceAdvertiser: Sendable {
         do { return try message.serialized() } catch { throw .socket("cannot encode a message: \(error)") }
     }
 
+    /// Reads one datagram (a malformed one is counted and dropped) and sends what
+    /// `State.receive` decides about it.
     private func handle(_ datagram: Datagram, socket: MulticastDNSSocket) async {
         let message: DNSMessage
         do {
@@ -355,92 +583,16 @@ public final class ServiceAdvertiser: Sendable {
             }
             return
         }
-        let port = datagram.source.port ?? 0
-        let onLink = socket.isOnLink(datagram.source)
-        let fromUs = socket.isOwnAddress(datagram.source)
-        // RFC 6762 §11: a datagram sent to one of our addresses from off the link (routed to port
-        // 5353 from anywhere) is silently discarded: a response or a probe from there would let a
-        // host beyond the link dispute our names, and a query there spend our answer budget. One
-        // sent to the group came over the link, whatever its source's subnet.
-        if !datagram.toGroup, !onLink {
-            state.withLock { $0.statistics.offLink += 1 }
-            return
-        }
-        let action: ReplyAction? = state.withLock { state in
-            switch state.phase {
-            case .probing:
-                let found = state.records.conflicts(with: message, alsoOurs: Self.alsoOurs(&state, socket: socket))
-                if found.instance { state.instanceConflict = true }
-                if found.host { state.hostConflict = true }
-                return nil
-            case .announced:
-                if message.isResponse {
-                    let found = state.records.conflicts(with: message, alsoOurs: Self.alsoOurs(&state, socket: socket))
-                    if found.instance || found.host {
-                        // RFC 6762 §9: our unique records are disputed; back to probing. The
-                        // disputed name's records are no longer ours to withdraw.
-                        let (instance, host) = (state.records.instanceName, state.records.host)
-                        state.announced.removeAll { record in
-                            (found.instance && (record.name == instance || record.data == .ptr(instance))) || (found.host && record.name == host)
-                        }
-                        state.phase = .probing
-                        state.pending = nil
-                        state.statistics.lateConflicts += 1
-                        return .reprobe
-                    }
-                    if !fromUs { Self.suppressDuplicates(in: &state, seen: message) }
-                    return nil
-                }
-                guard let answer = state.records.response(to: message, sourcePort: port) else { return nil }
-                guard answer.delivery == .multicast || onLink else {
-                    state.statistics.offLink += 1
-                    return nil
-                }
-                let delay = ServiceRecords.responseDelay(to: message, answers: answer.message.answers, delivery: answer.delivery)
-                if delay != nil, state.pending != nil {
-                    // RFC 6762 §6: aggregate with the response already waiting.
-                    state.pending?.merge(answer.message, family: datagram.family)
-                    state.statistics.aggregated += 1
-                    return nil
-                }
-                let now = ContinuousClock.now
-                var response = answer.message
-                let delivery = answer.delivery
-                // A multicast answer of records multicast in the last second is not sent, and so
-                // costs no budget (queries repeated faster must not use it up for everyone else).
-                if delivery == .multicast {
-                    let fresh = response.answers.filter { !Self.multicastRecently($0, family: datagram.family, state: state, now: now) }
-                    guard !fresh.isEmpty else {
-                        state.statistics.rateLimited += 1
-                        return nil
-                    }
-                }
-                state.tokens = min(20, state.tokens + Double((now - state.lastRefill) / .milliseconds(50)))
-                state.lastRefill = now
-                guard state.tokens >= 1 else {
-                    state.statistics.rateLimited += 1
-                    return nil
-                }
-                state.tokens -= 1
-                if let delay {
-                    var pending = PendingResponse()
-                    pending.merge(answer.message, family: datagram.family)
-                    state.pending = pending
-                    return .sendPending(after: Self.randomDuration(in: delay))
-                }
-                if delivery == .multicast {
-                    guard Self.dropRecentlyMulticast(&response.answers, family: datagram.family, state: &state, now: now) else { return nil }
-                }
-                guard let bytes = try? response.serialized() else { return nil }
-                state.statistics.answered += 1
-                return .send(bytes, to: delivery == .multicast ? nil : datagram.source, families: datagram.family)
-            case .idle, .stopped:
-                return nil
-            }
-        }
+        let origin = Origin(
+            family: datagram.family, address: datagram.source.ipAddress ?? "", port: datagram.source.port ?? 0, toGroup: datagram.toGroup,
+            onLink: socket.isOnLink(datagram.source), fromUs: socket.isOwnAddress(datagram.source))
+        let addresses = socket.addresses
+        let action = state.withLock { $0.receive(message, from: origin, interfaceAddresses: addresses, now: .now) }
         switch action {
-        case .send(let bytes, let address, let families)?:
-            try? await socket.send(bytes, to: address, families: families)
+        case .reply(let bytes)?:
+            try? await socket.send(bytes, to: datagram.source)
+        case .multicast(let bytes, let families)?:
+            try? await socket.send(bytes, families: families)
         case .sendPending(let delay)?:
             Task { [self] in
                 try? await Task.sleep(for: delay)
@@ -453,68 +605,11 @@ public final class ServiceAdvertiser: Sendable {
         }
     }
 
-    private enum ReplyAction {
-        case send([UInt8], to: SocketAddress?, families: IPFamilies)
-        case sendPending(after: Duration)
-        case reprobe
-    }
-
-    /// Sends the delayed multicast response gathered so far, if still announced, on each family
-    /// a query came on.
+    /// Sends the delayed multicast response gathered so far (`State.takePending`), on each family
+    /// it is due on.
     private func sendPending(socket: MulticastDNSSocket) async {
-        let messages: [(bytes: [UInt8], family: IPFamilies)] = state.withLock { state in
-            guard let pending = state.pending else { return [] }
-            state.pending = nil
-            guard state.phase == .announced else { return [] }
-            var messages = [(bytes: [UInt8], family: IPFamilies)]()
-            for family in [IPFamilies.ipv4, .ipv6] where pending.families.contains(family) {
-                var answers = pending.answers
-                guard Self.dropRecentlyMulticast(&answers, family: family, state: &state, now: .now) else { continue }
-                let additionals = pending.additionals.filter { !answers.contains($0) }
-                let message = DNSMessage(flags: DNSMessage.responseFlags, answers: answers, additionals: additionals)
-                guard let bytes = try? message.serialized() else { continue }
-                messages.append((bytes, family))
-            }
-            if !messages.isEmpty {
-                state.statistics.answered += 1
-                state.statistics.delayed += 1
-            }
-            return messages
-        }
+        let messages = state.withLock { $0.takePending(now: .now) }
         for message in messages { try? await socket.send(message.bytes, families: message.family) }
-    }
-
-    /// RFC 6762 §6: a record is multicast at most once per second on each family. Removes the
-    /// others from `answers`, marks the rest as multicast now; false (and counted as rate-limited)
-    /// when none is left.
-    private static func dropRecentlyMulticast(
-        _ answers: inout [DNSResourceRecord], family: IPFamilies, state: inout State, now: ContinuousClock.Instant
-    ) -> Bool {
-        answers.removeAll { multicastRecently($0, family: family, state: state, now: now) }
-        guard !answers.isEmpty else {
-            state.statistics.rateLimited += 1
-            return false
-        }
-        for record in answers { state.lastMulticast[MulticastKey(record: record, family: family.rawValue)] = now }
-        return true
-    }
-
-    /// Whether `record` was multicast on `family` less than a second before `now`.
-    private static func multicastRecently(_ record: DNSResourceRecord, family: IPFamilies, state: State, now: ContinuousClock.Instant) -> Bool {
-        guard let last = state.lastMulticast[MulticastKey(record: record, family: family.rawValue)] else { return false }
-        return now - last < .seconds(1)
-    }
-
-    /// RFC 6762 §7.4: an answer waiting to be sent is dropped when another responder multicasts
-    /// the same record with at least the TTL we would give.
-    private static func suppressDuplicates(in state: inout State, seen message: DNSMessage) {
-        guard var pending = state.pending else { return }
-        let before = pending.answers.count
-        pending.answers.removeAll { ours in
-            message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.effectiveTTL >= ours.ttl }
-        }
-        state.statistics.duplicatesSuppressed += before - pending.answers.count
-        state.pending = pending
     }
 
     /// A uniformly random duration in `range` (millisecond resolution).

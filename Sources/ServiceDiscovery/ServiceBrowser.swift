@@ -8,8 +8,9 @@ import Synchronization
 /// records, collects answers in a bounded `DiscoveryCache`, and returns instances whose SRV, TXT
 /// and at least one address are known. By default it queries over IPv4 (224.0.0.251) and IPv6
 /// (ff02::fb) both, and collects A and AAAA records, so an instance resolves to its IPv4 and IPv6
-/// addresses. With `.system` it asks the system's DNS-SD daemon (see ``DiscoveryBackend``) and
-/// returns the same values.
+/// addresses. Responses not sent from port 5353, or with a non-zero opcode or response code, are
+/// ignored (RFC 6762 §6, §18). With `.system` it asks the system's DNS-SD daemon (see
+/// ``DiscoveryBackend``) and returns the same values.
 ///
 /// Everything returned is untrusted input: a name, address, port or TXT value proves nothing about
 /// who answers there. Only the SecureChannel handshake authenticates a peer.
@@ -87,8 +88,10 @@ public final class ServiceBrowser: Sendable {
             guard ContinuousClock.now < deadline else { break }
             // RFC 6762 §11: a response sent to the group came over the link; one sent to our
             // address only if its source is on the link (from anywhere else, it could fill the cache).
+            // RFC 6762 §6, §18: a response from a port other than 5353, or with a non-zero
+            // opcode or response code, is no multicast DNS response.
             guard datagram.toGroup || socket.isOnLink(datagram.source), let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse,
-                message.opcode == 0, message.responseCode == 0
+                !message.mustBeIgnored(fromPort: datagram.source.port ?? 0)
             else { continue }
             let finished = cache.mutex.withLock { cache in
                 cache.insert(message.answers + message.additionals, now: .now, about: type, names: extraNames)

@@ -254,6 +254,56 @@ struct NetworkTests {
         _ = advertiser.waitForEvent("stopped", timeout: 30)
     }
 
+    /// Unicast replies (QU questions, legacy queries) are not held back by the once-a-second
+    /// multicast limit, and drew on the budget multicast answers use: about 50 unicast queries a
+    /// second from one host left nothing for any other querier. They have a budget of their own,
+    /// overall and per source address.
+    @Test("a flood of QU and legacy queries from one host leaves multicast answers and other hosts' unicast replies",
+          .enabled(if: canRun, Comment(rawValue: reason)))
+    func unicastFloodKeepsOthersAnswered() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        // Another host on B's side of the link, for another querier's legacy queries.
+        let otherHost = "192.0.2.3"
+        #expect(try pair.run(in: pair.b, ["ip", "addr", "add", "\(otherHost)/24", "dev", pair.interfaceB]).status == 0)
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Busy", "--port", "4433", "--host", "ours", "--duration", "600"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        var floods = [BackgroundProcess]()
+        for kind in ["qu", "legacy"] {
+            let flood = try pair.spawn(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "flood", "--interface-ip", pair.addressB, "--name", "Busy",
+                 "--kind", kind, "--rate", "100", "--duration", "120"])
+            _ = try #require(flood.waitForEvent("flooding", timeout: 20), "\(flood.standardError)")
+            floods.append(flood)
+        }
+        // Multicast questions (PTR, from B's port 5353) get their multicast answers.
+        let timing = try pair.run(
+            in: pair.b,
+            [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "timing", "--interface-ip", pair.addressB, "--name", "Busy",
+             "--samples", "3"])
+        #expect(timing.status == 0, "\(timing.stderrText)")
+        let ptr = try #require(try decode(timing.stdoutText)["ptr"] as? [Any])
+        #expect(ptr.count == 3 && ptr.allSatisfy { ($0 as? Double) != nil }, "a PTR question went unanswered during the flood: \(ptr)")
+        // Another host's legacy queries get their unicast replies.
+        var answered = 0
+        for _ in 0..<5 {
+            let result = try pair.run(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", otherHost, "--target", pair.addressA,
+                 "--name", "Busy", "--timeout", "5"])
+            if try decode(result.stdoutText)["answered"] as? Bool == true { answered += 1 }
+        }
+        #expect(floods.allSatisfy { $0.isRunning }, "a flood ended before the queries")
+        for flood in floods { flood.kill() }
+        #expect(answered == 5, "\(answered) of 5 legacy queries from another host answered during the flood")
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect((stopped["rateLimited"] as? Int ?? 0) > 0, "the floods were never limited: \(stopped)")
+    }
+
     /// Probes sent to our address from off the link (RFC 6762 §11) dispute nothing: only hosts on
     /// the link probe for names there. They made the advertiser rename (and, past ten, give up).
     @Test("probes sent to our address from another subnet do not make the advertiser rename", .enabled(if: canRun, Comment(rawValue: reason)))
@@ -290,7 +340,8 @@ struct NetworkTests {
         // lets its datagrams in.
         #expect(try pair.run(in: pair.b, ["ip", "addr", "add", "198.18.77.2/24", "dev", pair.interfaceB]).status == 0)
         #expect(try pair.run(in: pair.a, ["ip", "route", "add", "198.18.77.0/24", "dev", pair.interfaceA]).status == 0)
-        /// Claims "Guarded" from `source` (to A's address, or to the group), then asks for it
+        /// Claims "Guarded" from `source` (to A's address, or to the group; the claims at once, so
+        /// that none reaches the advertiser's probes after the conflict), then asks for it
         /// (legacy unicast, from the link) until the advertiser answers, so the claims were handled
         /// (its datagrams are handled in order; a conflict makes it probe again before it
         /// answers); returns its stop report.
@@ -301,7 +352,7 @@ struct NetworkTests {
             let sent = try pair.run(
                 in: pair.b,
                 [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", source, "--target", target,
-                 "--name", "Guarded", "--port", "9", "--host", "claimer", "--samples", "3"])
+                 "--name", "Guarded", "--port", "9", "--host", "claimer", "--samples", "3", "--interval", "0"])
             #expect(try decode(sent.stdoutText)["sent"] as? Int == 3, "\(sent.stderrText)")
             var answered = false
             for _ in 0..<15 where !answered {
@@ -325,6 +376,62 @@ struct NetworkTests {
         // So is one sent to the group from the other subnet: it came over the link.
         let toGroup = try claimed(from: "198.18.77.2", to: "group")
         #expect((toGroup["lateConflicts"] as? Int ?? 0) >= 1, "a multicast response from another subnet on the link was ignored: \(toGroup)")
+    }
+
+    /// RFC 6762 §6 and §18: a response not sent from port 5353, or with a non-zero response
+    /// code, is silently ignored. Such a claim on our name made the advertiser probe again, and a
+    /// browser cached such records from any port.
+    @Test("responses from a port other than 5353 or with a non-zero rcode dispute no name and are not cached",
+          .enabled(if: canRun, Comment(rawValue: reason)))
+    func nonMulticastDNSResponsesAreIgnored() throws {
+        let probe = try requirements()
+        let pair = try NamespacePair()
+        defer { pair.remove() }
+        let ignored = [["--source-port", "40000"], ["--rcode", "3"]]
+        let advertiser = try pair.spawn(
+            in: pair.a, [probe, "advertise", "--interface", pair.interfaceA, "--name", "Guarded", "--port", "4433", "--host", "ours", "--duration", "600"])
+        _ = try #require(advertiser.waitForEvent("advertised"), "\(advertiser.standardError)")
+        for options in ignored {
+            let sent = try pair.run(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", pair.addressB, "--target", "group",
+                 "--name", "Guarded", "--port", "9", "--host", "claimer", "--samples", "3"] + options)
+            #expect(try decode(sent.stdoutText)["sent"] as? Int == 3, "\(sent.stderrText)")
+        }
+        // An answer to a query sent after the claims: they were handled (datagrams are handled in
+        // order), and the advertiser was not probing again (it answers nothing then).
+        var answered = false
+        for _ in 0..<15 where !answered {
+            let result = try pair.run(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", pair.addressB, "--target", pair.addressA,
+                 "--name", "Guarded"])
+            answered = try decode(result.stdoutText)["answered"] as? Bool == true
+        }
+        #expect(answered, "the advertiser stopped answering")
+        advertiser.finish()
+        let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
+        #expect(stopped["lateConflicts"] as? Int == 0 && stopped["name"] as? String == "Guarded", "an ignored response disputed our name: \(stopped)")
+
+        /// The instances a browser in A resolves "Phantom" to while B multicasts claims of it
+        /// (every 100 ms) sent with `options`.
+        func browsed(_ options: [String]) throws -> [[String: Any]] {
+            let claimer = try pair.spawn(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", pair.addressB, "--target", "group",
+                 "--name", "Phantom", "--port", "9", "--host", "phantom", "--samples", "100", "--interval", "0.1"] + options)
+            defer { claimer.kill() }
+            _ = try #require(claimer.waitForEvent("sending", timeout: 20), "\(claimer.standardError)")
+            let result = try decode(
+                try pair.run(in: pair.a, [probe, "browse", "--interface", pair.interfaceA, "--name", "Phantom", "--timeout", "3"]).stdoutText)
+            #expect(claimer.isRunning, "the claims ended before the browse did")
+            return result["instances"] as? [[String: Any]] ?? []
+        }
+        for options in ignored {
+            #expect(try browsed(options).isEmpty, "a browser kept a response sent with \(options)")
+        }
+        // The same claims from port 5353 with rcode 0 resolve: port and rcode alone kept them out.
+        #expect(try browsed([]).first?["port"] as? Int == 9)
     }
 
     /// The addresses that fresh browsers in B (of `family`, "4" or "6", or both) resolve `name`

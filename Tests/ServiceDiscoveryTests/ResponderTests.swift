@@ -232,6 +232,31 @@ struct ResponderTests {
         #expect(hosts.resolvedInstances(of: .secureChannel).count == 1)
     }
 
+    /// RFC 6762 §10.2: the cache-flush bit belongs to unique records; a shared record (a PTR, one
+    /// per instance under the type's name) carrying it flushed every other instance's PTR.
+    @Test("a PTR with the cache-flush bit removes no other instance; an SRV with it still replaces the old one")
+    func sharedRecordsIgnoreCacheFlush() throws {
+        let records = try Self.records()
+        let start = ContinuousClock.now
+        let bob = try DNSName("Bob._sf-channel._tcp.local")
+        let flushingPointer = DNSResourceRecord(name: ServiceType.secureChannel.domainName, cacheFlush: true, ttl: 4500, data: .ptr(bob))
+        var cache = DiscoveryCache()
+        cache.insert(records.allRecords, now: start)
+        cache.insert([flushingPointer], now: start + .seconds(2))
+        #expect(Set(cache.instanceNames(of: .secureChannel)) == [records.instanceName, bob])
+        // So too through a browse's filter.
+        var browsing = DiscoveryCache()
+        browsing.insert(records.allRecords, now: start, about: .secureChannel)
+        browsing.insert([flushingPointer], now: start + .seconds(2), about: .secureChannel)
+        #expect(Set(browsing.instanceNames(of: .secureChannel)) == [records.instanceName, bob])
+        #expect(browsing.resolvedInstances(of: .secureChannel).map(\.name) == ["Alice's Mac"])
+        // A unique record with the bit still replaces those of its name and type.
+        var moved = records.service
+        moved.data = .srv(SRVData(port: 5555, target: records.host))
+        cache.insert([moved], now: start + .seconds(2))
+        #expect(cache.resolvedInstances(of: .secureChannel).map(\.port) == [5555])
+    }
+
     @Test("the cache resolves instances, honours goodbyes and cache-flush, and stays bounded")
     func cache() throws {
         let records = try Self.records()

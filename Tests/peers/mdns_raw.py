@@ -14,18 +14,23 @@ written from RFC 1035 / RFC 6762, not by the code under test).
       (probes included) with the claim; prints {"event":"done","answered":N}.
 
   mdns_raw.py unicast-claim --interface-ip SOURCE --target IP|group --name INSTANCE --port P --host H [--type T] [--samples N]
-      sends the same claim as `claim` (its A record SOURCE) N times from SOURCE, by unicast to
-      IP:5353, as a host elsewhere could (RFC 6762 §11: discarded unless SOURCE is on the link),
-      or with --target group to 224.0.0.251 (on the link, whatever SOURCE's subnet), and prints
-      {"sent": N}.
+                            [--interval I] [--source-port SP] [--rcode R]
+      sends the same claim as `claim` (its A record SOURCE) N times, I seconds apart, from
+      SOURCE:SP (default 5353), by unicast to IP:5353, as a host elsewhere could (RFC 6762 §11:
+      discarded unless SOURCE is on the link), or with --target group to 224.0.0.251 (on the link,
+      whatever SOURCE's subnet); with response code R (default 0; RFC 6762 §18.11: a non-zero
+      one must be ignored, as must a response from a port other than 5353, §6). Prints
+      {"event":"sending"} after the first, then {"sent": N}.
 
   mdns_raw.py claim ... --names K
       claims INSTANCE and the names the responder renames it to, "INSTANCE (2)" to "INSTANCE (K)".
 
-  mdns_raw.py flood --interface-ip IP --name INSTANCE [--rate R] [--duration S]
-      multicasts a QM query for INSTANCE's SRV record (a record the responder multicasts at most
-      once a second) R times a second for S seconds; prints {"event":"flooding"} after the first,
-      then {"event":"done","sent":N}.
+  mdns_raw.py flood --interface-ip IP --name INSTANCE [--kind qm|qu|legacy] [--rate R] [--duration S]
+      multicasts a query for INSTANCE's SRV record R times a second for S seconds: a QM query from
+      port 5353 (kind qm, the default: a record the responder multicasts at most once a second), a
+      QU one (the unicast-response bit, RFC 6762 §5.4) from port 5353, or a legacy one from an
+      ephemeral port (§6.7); the last two are answered by unicast. Prints {"event":"flooding"}
+      after the first, then {"event":"done","sent":N}.
 
   mdns_raw.py unicast-probe --interface-ip SOURCE --target IP --name INSTANCE --host H [--interval I] [--duration S]
       every I seconds for S seconds, sends from SOURCE:5353 to IP:5353 a probe (RFC 6762 §8.1)
@@ -129,8 +134,9 @@ def open_socket(family, interface_ip, interface):
     return sock, (GROUP4, PORT)
 
 
-def query(name, qtype):
-    return struct.pack("!HHHHHH", 0, 0, 1, 0, 0, 0) + encode_name(name) + struct.pack("!HH", qtype, 1)
+def query(name, qtype, unicast=False):
+    """A one-question query; `unicast` sets the question's unicast-response (QU) bit."""
+    return struct.pack("!HHHHHH", 0, 0, 1, 0, 0, 0) + encode_name(name) + struct.pack("!HH", qtype, 0x8001 if unicast else 1)
 
 
 def timing(args):
@@ -188,7 +194,7 @@ def claim_response(args):
         encode_name(instance) + struct.pack("!HHIH", TXT, unique, 4500, 8) + b"\x07claim=1",
         encode_name(host) + struct.pack("!HHIH", A, unique, 120, 4) + socket.inet_aton(args.interface_ip),
     ]
-    return struct.pack("!HHHHHH", 0, 0x8400, 0, len(answers), 0, 0) + b"".join(answers)
+    return struct.pack("!HHHHHH", 0, 0x8400 | args.rcode, 0, len(answers), 0, 0) + b"".join(answers)
 
 
 def received(sock, duration):
@@ -224,21 +230,33 @@ def claim(args):
 
 
 def unicast_claim(args):
-    if args.target == "group":
-        sock, destination = open_socket(4, args.interface_ip, None)
-    else:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sock.bind((args.interface_ip, 0))
-        destination = (args.target, PORT)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((args.interface_ip, args.source_port))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(args.interface_ip))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
+    destination = (GROUP4, PORT) if args.target == "group" else (args.target, PORT)
     response = claim_response(args)
-    for _ in range(args.samples):
+    for sample in range(args.samples):
         sock.sendto(response, destination)
+        if sample == 0:
+            print(json.dumps({"event": "sending"}), flush=True)
+        if sample + 1 < args.samples:
+            time.sleep(args.interval)
     print(json.dumps({"sent": args.samples}), flush=True)
 
 
 def flood(args):
-    sock, group = open_socket(4, args.interface_ip, None)
-    packet = query(args.name + "." + args.type, SRV)
+    if args.kind == "legacy":
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((args.interface_ip, 0))
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(args.interface_ip))
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
+        group = (GROUP4, PORT)
+    else:
+        sock, group = open_socket(4, args.interface_ip, None)
+    packet = query(args.name + "." + args.type, SRV, unicast=args.kind == "qu")
     sent, start = 0, time.monotonic()
     while time.monotonic() < start + args.duration:
         sock.sendto(packet, group)
@@ -328,6 +346,9 @@ def main():
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--renamed")
     parser.add_argument("--timeout", type=float, default=1.0)
+    parser.add_argument("--kind", choices=["qm", "qu", "legacy"], default="qm")
+    parser.add_argument("--source-port", type=int, default=PORT)
+    parser.add_argument("--rcode", type=int, default=0)
     args = parser.parse_args()
     {"timing": timing, "claim": claim, "unicast-claim": unicast_claim, "legacy": legacy, "flood": flood,
      "unicast-probe": unicast_probe, "goodbye-watch": goodbye_watch}[args.command](args)

@@ -1,7 +1,8 @@
 /// A bounded cache of records heard from the network, and the assembly of resolved instances from
 /// it (RFC 6763 §4–§6). Every record is untrusted; the cache only bounds how much memory hostile
 /// traffic can take (`maximumRecords`, the record received longest ago evicted first) and honours
-/// TTLs, goodbyes (TTL 0) and the cache-flush bit (RFC 6762 §10.1, §10.2).
+/// TTLs, goodbyes (TTL 0) and the cache-flush bit of unique records (RFC 6762 §10.1, §10.2; a PTR,
+/// a shared record, never flushes others, whatever bit it carries).
 public struct DiscoveryCache: Sendable {
     /// The most records kept; beyond it the record received longest ago is evicted (not the one
     /// closest to expiry: records with huge TTLs would then stay, and each record of a real
@@ -42,7 +43,9 @@ public struct DiscoveryCache: Sendable {
                 }
                 continue
             }
-            if record.cacheFlush {
+            // RFC 6762 §10.2: the bit belongs to unique records only. Every instance of a type has
+            // a PTR under the type's name, so one PTR carrying it must not remove the others.
+            if record.cacheFlush, record.type != .ptr {
                 // Records of the same name and type received more than a second ago are replaced.
                 let stale = entries.filter { $0.key.name == record.name && $0.value.record.type == record.type && now - $0.value.received > .seconds(1) }
                 for (staleKey, _) in stale { entries[staleKey] = nil }

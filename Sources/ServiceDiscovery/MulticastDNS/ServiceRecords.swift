@@ -245,3 +245,13 @@ public struct ServiceRecords: Hashable, Sendable {
         return keyed.sorted { $0.lexicographicallyPrecedes($1) }.flatMap { $0 }
     }
 }
+
+extension DNSMessage {
+    /// Whether a multicast DNS host must silently ignore this message, received from UDP port
+    /// `sourcePort`: one with a non-zero opcode or response code (RFC 6762 §18.3, §18.11), or a
+    /// response not sent from port 5353 (§6; the only responses from other ports are replies to
+    /// legacy queries, which go to the querier's own port, never to 5353).
+    func mustBeIgnored(fromPort sourcePort: Int) -> Bool {
+        opcode != 0 || responseCode != 0 || (isResponse && sourcePort != 5353)
+    }
+}

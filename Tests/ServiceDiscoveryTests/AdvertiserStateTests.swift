@@ -1,0 +1,191 @@
+import Testing
+
+@testable import ServiceDiscovery
+
+// The built-in responder is Linux only (on Apple platforms the system's mDNSResponder answers).
+#if os(Linux)
+/// The responder's decisions (`ServiceAdvertiser.State`), fed messages directly: no socket and no
+/// network, and every instant is given, so the rate limits are exact.
+@Suite("mDNS responder decisions: reply budgets, duplicate suppression, ignored responses")
+struct AdvertiserStateTests {
+    /// What a decision sends, without the bytes.
+    enum Sent: Equatable { case nothing, reply, multicast, pending, reprobe }
+
+    /// What `action` sends.
+    static func sent(_ action: ServiceAdvertiser.ReplyAction?) -> Sent {
+        switch action {
+        case .reply?: .reply
+        case .multicast?: .multicast
+        case .sendPending?: .pending
+        case .reprobe?: .reprobe
+        case nil: .nothing
+        }
+    }
+
+    /// A responder that has announced `ResponderTests.records()`.
+    static func announced() throws -> ServiceAdvertiser.State {
+        var state = ServiceAdvertiser.State(records: try ResponderTests.records())
+        state.phase = .announced
+        return state
+    }
+
+    /// A datagram's origin on the link: from `address`:`port`, sent to the group unless `toGroup` is false.
+    static func origin(_ address: String, port: Int = 5353, family: IPFamilies = .ipv4, toGroup: Bool = true) -> ServiceAdvertiser.Origin {
+        ServiceAdvertiser.Origin(family: family, address: address, port: port, toGroup: toGroup, onLink: true, fromUs: false)
+    }
+
+    /// Unicast replies had no budget of their own: about 50 QU or legacy queries a second from
+    /// one host spent the one multicast answers use, and every other querier went unanswered.
+    @Test("a flood of QU and legacy queries from one host spends neither multicast answers nor other hosts' unicast replies")
+    func unicastFloodKeepsOthersAnswered() throws {
+        var state = try Self.announced()
+        let records = state.records
+        let start = ContinuousClock.now
+        func receive(_ message: DNSMessage, from origin: ServiceAdvertiser.Origin, at now: ContinuousClock.Instant) -> Sent {
+            Self.sent(state.receive(message, from: origin, interfaceAddresses: records.addresses, now: now))
+        }
+        let flooder = "192.0.2.2"
+        let srvQU = DNSMessage(questions: [DNSQuestion(name: records.instanceName, type: .srv, unicastResponse: true)])
+        let srvLegacy = DNSMessage(id: 7, questions: [DNSQuestion(name: records.instanceName, type: .srv)])
+        let ptr = DNSMessage(questions: [DNSQuestion(name: records.type.domainName, type: .ptr)])
+
+        for _ in 0..<ReplyBudget.perSourceBurst { #expect(receive(srvQU, from: Self.origin(flooder), at: start) == .reply) }
+        // Past its own budget, a QU question is answered by multicast (RFC 6762 §5.4), once: the
+        // SRV was then multicast less than a second ago.
+        #expect(receive(srvQU, from: Self.origin(flooder), at: start) == .multicast)
+        var answeredInFlood = 0
+        for _ in 0..<200 {
+            if receive(srvQU, from: Self.origin(flooder), at: start) != .nothing { answeredInFlood += 1 }
+            if receive(srvLegacy, from: Self.origin(flooder, port: 40000), at: start) != .nothing { answeredInFlood += 1 }
+        }
+        #expect(answeredInFlood == 0)
+        #expect(state.statistics.rateLimited == 400)
+
+        // Another querier's multicast question is answered (a PTR: after the random delay).
+        #expect(receive(ptr, from: Self.origin("192.0.2.3"), at: start) == .pending)
+        let due = state.takePending(now: start + .milliseconds(120))
+        #expect(due.map { $0.family } == [.ipv4])
+        let answer = try #require(due.first)
+        #expect(try DNSMessage(parsing: answer.bytes).answers == [records.pointer])
+        // Another host's legacy query gets its unicast reply.
+        #expect(receive(srvLegacy, from: Self.origin("192.0.2.4", port: 40000), at: start) == .reply)
+        // The flooder's budget refills, one reply per 200 ms.
+        let later = start + ReplyBudget.perSourceInterval
+        #expect(receive(srvLegacy, from: Self.origin(flooder, port: 40000), at: later) == .reply)
+        #expect(receive(srvLegacy, from: Self.origin(flooder, port: 40000), at: later) == .nothing)
+    }
+
+    /// Per-source buckets alone would let hosts with many addresses reply-flood without bound, and
+    /// their map would grow with every source: the overall bucket and `sourcesKept` bound both.
+    @Test("unicast replies overall are bounded: past the burst legacy queries get nothing and QU ones multicast; multicast answers stay; sources kept are bounded")
+    func unicastBudgetIsBounded() throws {
+        var state = try Self.announced()
+        let records = state.records
+        let start = ContinuousClock.now
+        func receive(_ message: DNSMessage, from origin: ServiceAdvertiser.Origin, at now: ContinuousClock.Instant) -> Sent {
+            Self.sent(state.receive(message, from: origin, interfaceAddresses: records.addresses, now: now))
+        }
+        let srvQU = DNSMessage(questions: [DNSQuestion(name: records.instanceName, type: .srv, unicastResponse: true)])
+        let srvLegacy = DNSMessage(id: 7, questions: [DNSQuestion(name: records.instanceName, type: .srv)])
+        let ptr = DNSMessage(questions: [DNSQuestion(name: records.type.domainName, type: .ptr)])
+
+        // One legacy query from each of 100 hosts at once: the overall burst is replied to.
+        var replied = 0
+        for host in 0..<100 {
+            if receive(srvLegacy, from: Self.origin("192.0.2.\(10 + host)", port: 40000), at: start) == .reply { replied += 1 }
+        }
+        #expect(replied == ReplyBudget.burst)
+        #expect(state.budget.sources.count == ReplyBudget.sourcesKept)
+        // A QU question from a host with budget left is answered by multicast instead.
+        #expect(receive(srvQU, from: Self.origin("192.0.2.200"), at: start) == .multicast)
+        // Multicast answers have a budget of their own.
+        #expect(receive(ptr, from: Self.origin("192.0.2.201"), at: start) == .pending)
+        // One more unicast reply is earned overall every 50 ms.
+        let later = start + ReplyBudget.interval
+        #expect(receive(srvLegacy, from: Self.origin("192.0.2.202", port: 40000), at: later) == .reply)
+        #expect(receive(srvLegacy, from: Self.origin("192.0.2.203", port: 40000), at: later) == .nothing)
+        #expect(state.budget.sources.count == ReplyBudget.sourcesKept)
+    }
+
+    /// RFC 6762 §7.4 suppresses an answer that every querier already heard: one multicast to
+    /// the group on the same family. A response sent to our address (which reached no other
+    /// cache) dropped our multicast answer too.
+    @Test("a duplicate of a waiting answer suppresses it only when multicast to the group, on the family it came on (RFC 6762 §7.4)")
+    func duplicateSuppression() throws {
+        var state = try Self.announced()
+        let records = state.records
+        let start = ContinuousClock.now
+        func receive(_ message: DNSMessage, from origin: ServiceAdvertiser.Origin, at now: ContinuousClock.Instant) -> Sent {
+            Self.sent(state.receive(message, from: origin, interfaceAddresses: records.addresses, now: now))
+        }
+        let ptr = DNSMessage(questions: [DNSQuestion(name: records.type.domainName, type: .ptr)])
+        let duplicate = DNSMessage(flags: DNSMessage.responseFlags, answers: [records.pointer])
+
+        // Sent to our address, the same PTR suppresses nothing: our answer still goes.
+        #expect(receive(ptr, from: Self.origin("192.0.2.2"), at: start) == .pending)
+        #expect(receive(duplicate, from: Self.origin("192.0.2.3", toGroup: false), at: start) == .nothing)
+        #expect(state.statistics.duplicatesSuppressed == 0)
+        let delivered = state.takePending(now: start + .milliseconds(120))
+        #expect(delivered.map { $0.family } == [.ipv4])
+        let answer = try #require(delivered.first)
+        #expect(try DNSMessage(parsing: answer.bytes).answers == [records.pointer])
+
+        // Multicast to the group, it does.
+        let later = start + .seconds(2)
+        #expect(receive(ptr, from: Self.origin("192.0.2.2"), at: later) == .pending)
+        #expect(receive(duplicate, from: Self.origin("192.0.2.3"), at: later) == .nothing)
+        #expect(state.statistics.duplicatesSuppressed == 1)
+        #expect(state.takePending(now: later + .milliseconds(120)).isEmpty)
+
+        // Asked on both families and multicast by another responder on IPv6 only: still due on IPv4.
+        let latest = start + .seconds(4)
+        #expect(receive(ptr, from: Self.origin("192.0.2.2"), at: latest) == .pending)
+        #expect(receive(ptr, from: Self.origin("fe80::2", family: .ipv6), at: latest) == .nothing)
+        #expect(state.statistics.aggregated == 1)
+        #expect(receive(duplicate, from: Self.origin("fe80::3", family: .ipv6), at: latest) == .nothing)
+        #expect(state.statistics.duplicatesSuppressed == 2)
+        #expect(state.takePending(now: latest + .milliseconds(120)).map { $0.family } == [.ipv4])
+        #expect(state.statistics.rateLimited == 0)
+    }
+
+    /// RFC 6762 §6 and §18: a response not sent from port 5353, or with a non-zero opcode or
+    /// response code, is silently ignored. Such a claim on our name made the advertiser probe
+    /// again (and rename while probing).
+    @Test("a response from a port other than 5353, or with a non-zero opcode or rcode, disputes no name (RFC 6762 §6, §18)")
+    func ignoredResponsesDisputeNothing() throws {
+        let records = try ResponderTests.records()
+        let start = ContinuousClock.now
+        var rival = records.service
+        rival.data = .srv(SRVData(port: 9, target: try DNSName("mallory.local")))
+        let claim = DNSMessage(flags: DNSMessage.responseFlags, answers: [rival])
+        var refused = claim
+        refused.flags |= 3  // NXDOMAIN
+        var update = claim
+        update.flags |= 5 << 11  // opcode 5, UPDATE
+        #expect(!claim.mustBeIgnored(fromPort: 5353))
+        #expect(claim.mustBeIgnored(fromPort: 40000) && refused.mustBeIgnored(fromPort: 5353) && update.mustBeIgnored(fromPort: 5353))
+        // A query from another port is a legacy query, and is answered.
+        #expect(!DNSMessage(questions: [DNSQuestion(name: records.instanceName, type: .srv)]).mustBeIgnored(fromPort: 40000))
+
+        for (message, port) in [(claim, 40000), (refused, 5353), (update, 5353)] {
+            var announced = try Self.announced()
+            let action = announced.receive(message, from: Self.origin("192.0.2.2", port: port), interfaceAddresses: records.addresses, now: start)
+            #expect(Self.sent(action) == .nothing)
+            #expect(announced.phase == .announced && announced.statistics.lateConflicts == 0)
+            var probing = ServiceAdvertiser.State(records: records)
+            probing.phase = .probing
+            _ = probing.receive(message, from: Self.origin("192.0.2.2", port: port), interfaceAddresses: records.addresses, now: start)
+            #expect(!probing.instanceConflict && !probing.hostConflict)
+        }
+        // The same claim from port 5353 with rcode 0 is a conflict, announced or probing.
+        var announced = try Self.announced()
+        let action = announced.receive(claim, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: start)
+        #expect(Self.sent(action) == .reprobe)
+        #expect(announced.phase == .probing && announced.statistics.lateConflicts == 1)
+        var probing = ServiceAdvertiser.State(records: records)
+        probing.phase = .probing
+        _ = probing.receive(claim, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: start)
+        #expect(probing.instanceConflict)
+    }
+}
+#endif
