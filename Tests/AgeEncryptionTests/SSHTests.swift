@@ -198,7 +198,9 @@ import Testing
     /// An unencrypted `openssh-key-v1` file (OpenSSH PROTOCOL.key) holding the ssh-ed25519 `seed`
     /// with `publicKey` in all three places the format holds it (the public blob, and twice in the
     /// private section), written field by field, independently of the reader under test.
-    static func ed25519KeyFile(seed: Data, publicKey: Data) -> String {
+    static func ed25519KeyFile(
+        seed: Data, publicKey: Data, kdfOptions: Data = Data(), pad: (inout Data) -> Void = Self.standardPadding, trailer: Data = Data()
+    ) -> String {
         var blob = SSHWireWriter()
         blob.string("ssh-ed25519")
         blob.string(publicKey)
@@ -210,21 +212,49 @@ import Testing
         secret.string(seed + publicKey)
         secret.string("fixture")
         var section = secret.bytes
-        // Padding 1, 2, 3, … to the cipher's block size (8 for "none").
+        pad(&section)
+        var file = SSHWireWriter()
+        file.string("none")  // cipher
+        file.string("none")  // KDF
+        file.string(kdfOptions)
+        file.uint32(1)
+        file.string(blob.bytes)
+        file.string(section)
+        let body = Data("openssh-key-v1\0".utf8) + file.bytes + trailer
+        return "-----BEGIN OPENSSH PRIVATE KEY-----\n\(body.base64EncodedString())\n-----END OPENSSH PRIVATE KEY-----\n"
+    }
+
+    /// Padding 1, 2, 3, … to the cipher's block size (8 for "none"), as ssh-keygen writes it.
+    static func standardPadding(_ section: inout Data) {
         var pad: UInt8 = 1
         while section.count % 8 != 0 {
             section.append(pad)
             pad += 1
         }
-        var file = SSHWireWriter()
-        file.string("none")  // cipher
-        file.string("none")  // KDF
-        file.string(Data())  // KDF options
-        file.uint32(1)
-        file.string(blob.bytes)
-        file.string(section)
-        let body = Data("openssh-key-v1\0".utf8) + file.bytes
-        return "-----BEGIN OPENSSH PRIVATE KEY-----\n\(body.base64EncodedString())\n-----END OPENSSH PRIVATE KEY-----\n"
+    }
+
+    /// An OpenSSH key file is taken only as ssh-keygen writes it: no KDF options without a KDF,
+    /// nothing after the private section, and the private section padded 1, 2, 3, … to 8 bytes.
+    /// Bytes there would be read by nobody (and two files differing only there would be one key).
+    @Test func openSSHKeyFilesCarryNothingBesidesTheKey() throws {
+        let key = Curve25519.Signing.PrivateKey()
+        let (seed, publicKey) = (key.rawRepresentation, key.publicKey.rawRepresentation)
+        _ = try Age.parseIdentities(Self.ed25519KeyFile(seed: seed, publicKey: publicKey))
+        let refused: [(String, String)] = [
+            (Self.ed25519KeyFile(seed: seed, publicKey: publicKey, kdfOptions: Data([0])), "KDF options without a KDF"),
+            (Self.ed25519KeyFile(seed: seed, publicKey: publicKey, trailer: Data([0, 0, 0, 0])), "data after the private section"),
+            (Self.ed25519KeyFile(seed: seed, publicKey: publicKey, pad: { section in
+                Self.standardPadding(&section)
+                section.append(contentsOf: 1...8)  // a whole block more
+            }), "the private section's padding is not 1, 2, 3, … to 8 bytes"),
+            (Self.ed25519KeyFile(seed: seed, publicKey: publicKey, pad: { section in
+                Self.standardPadding(&section)
+                if section.last.map({ $0 > 1 }) == true { section[section.count - 1] = 0 } else { section.append(contentsOf: [0, 1, 2, 3, 4, 5, 6, 7]) }
+            }), "the private section's padding is not 1, 2, 3, … to 8 bytes"),
+        ]
+        for (file, reason) in refused {
+            #expect(throws: AgeError.openSSHKeyFile(.malformed(reason))) { try Age.parseIdentities(file) }
+        }
     }
 
     /// The seed must be the private key of the file's public key: a file whose three copies of the

@@ -32,18 +32,42 @@ public struct OpenSSHPrivateKeyFile: Sendable {
         guard try reader.bytes(Self.magic.count) == Self.magic else {
             throw OpenSSHKeyFileError.malformed("not an openssh-key-v1 key")
         }
-        let cipher = try reader.string(), kdf = try reader.string()
-        _ = try reader.string()  // KDF options
+        let cipher = try reader.string(), kdf = try reader.string(), kdfOptions = try reader.string()
         guard cipher == Data("none".utf8), kdf == Data("none".utf8) else {
             throw OpenSSHKeyFileError.passphraseProtected
         }
+        guard kdfOptions.isEmpty else { throw OpenSSHKeyFileError.malformed("KDF options without a KDF") }
         guard try reader.uint32() == 1 else { throw OpenSSHKeyFileError.notExactlyOneKey }
         publicKeyBlob = try reader.string()
         let privateSection = try reader.string()
+        guard reader.isAtEnd else { throw OpenSSHKeyFileError.malformed("data after the private section") }
         var secret = SSHWireReader(privateSection)
         guard try secret.uint32() == secret.uint32() else { throw OpenSSHKeyFileError.checkBytesDiffer }
         keyType = String(decoding: try secret.string(), as: UTF8.self)
-        privateFields = SecretBytes(try secret.rest())
+        let fields = try secret.rest()
+        try Self.checkTrailer(fields, keyType: keyType, sectionLength: privateSection.count)
+        privateFields = SecretBytes(fields)
+    }
+
+    /// The SSH strings (mpints included) of each key type's private fields (PROTOCOL.key):
+    /// ssh-ed25519 the public key and the seed with it; ssh-rsa n, e, d, iqmp, p, q; ECDSA the
+    /// curve, the point, the scalar.
+    private static let privateFieldCounts = [
+        "ssh-ed25519": 2, "ssh-rsa": 6, "ecdsa-sha2-nistp256": 3, "ecdsa-sha2-nistp384": 3, "ecdsa-sha2-nistp521": 3,
+    ]
+
+    /// Checks what follows a known key type's private fields as `ssh-keygen` writes it: the
+    /// comment, then padding 1, 2, 3, … to a multiple of 8 bytes (the cipher "none"'s block), and
+    /// nothing else. Trailing bytes would be read by nobody, so a file is taken only as written.
+    private static func checkTrailer(_ fields: Data, keyType: String, sectionLength: Int) throws(OpenSSHKeyFileError) {
+        guard let count = privateFieldCounts[keyType] else { return }  // refused by every caller
+        var reader = SSHWireReader(fields)
+        for _ in 0..<count { _ = try reader.string() }
+        _ = try reader.string()  // the comment
+        let padding = try reader.rest()
+        guard sectionLength % 8 == 0, padding.count < 8, padding.enumerated().allSatisfy({ $0.element == UInt8($0.offset + 1) }) else {
+            throw OpenSSHKeyFileError.malformed("the private section's padding is not 1, 2, 3, … to 8 bytes")
+        }
     }
 
     /// The 32-byte seed of an `ssh-ed25519` key (RFC 8032 private key), after checking that the
