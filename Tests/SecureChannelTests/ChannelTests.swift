@@ -236,17 +236,10 @@ import Testing
     @Test func flippedTransportBytesCloseTheConnectionAndAreNotDelivered() async throws {
         let echo = try await Fixtures.EchoServer()
         defer { Task { await echo.close() } }
-        let configuration = SecureChannel.Configuration()
         // The server reads an authenticated connection once its echo task takes it, which the
         // loaded test run's cooperative threads can delay for a long time.
         let peer = try RawPeer(port: echo.port, readTimeout: 300)
-        let initiator = try Noise.HandshakeState(
-            protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
-            staticKey: Fixtures.clientKey)
-        peer.sendFrame(try initiator.writeMessage())
-        _ = try initiator.readMessage(#require(peer.receiveFrame()))
-        peer.sendFrame(try initiator.writeMessage())
-        let transport = try initiator.transportState()
+        let transport = try peer.handshake(staticKey: Fixtures.clientKey)
         peer.sendFrame(try transport.writeMessage(Data([0x01]) + Data("first".utf8)))
         var flipped = try transport.writeMessage(Data([0x01]) + Data("second".utf8))
         flipped[3] ^= 0x80

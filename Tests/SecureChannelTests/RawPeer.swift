@@ -3,7 +3,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Crypto
 import Foundation
+import SecureChannel
 
 /// A blocking TCP client on 127.0.0.1 for playing a misbehaving peer byte by byte. Reads time
 /// out (after 10 seconds unless told otherwise) so a test can never hang.
@@ -86,6 +88,19 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
     }
 
     func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Runs the default XX handshake as the client with `staticKey` (each message one frame) and
+    /// returns the transport state: the peer then speaks the channel's framing by hand.
+    func handshake(staticKey: Curve25519.KeyAgreement.PrivateKey) throws -> Noise.TransportState {
+        let configuration = SecureChannel.Configuration()
+        let initiator = try Noise.HandshakeState(
+            protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue, staticKey: staticKey)
+        sendFrame(try initiator.writeMessage())
+        guard let answer = receiveFrame() else { throw SecureChannelError.connectionClosedDuringHandshake }
+        _ = try initiator.readMessage(answer)
+        sendFrame(try initiator.writeMessage())
+        return try initiator.transportState()
+    }
 }
 
 /// A blocking TCP listener on 127.0.0.1 (a free port) for playing a misbehaving server.
