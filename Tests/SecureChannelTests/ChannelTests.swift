@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import SecureChannel
@@ -431,6 +432,43 @@ import Testing
             _ = try await SecureChannel.Client.connect(
                 host: "127.0.0.1", port: echo.port, staticKey: Fixtures.clientKey, peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer))
         }
+    }
+
+    /// A sealer that counts its opens: each is a KDF run with a passphrase sealer.
+    final class CountingSealer: ItemSealer {
+        let base: KeyItemSealer
+        let opens = NIOLockedValueBox(0)
+        init() throws { base = try KeyItemSealer(key: SecretBytes.random(count: 32)) }
+        func seal(_ plaintext: Data, context: Data) throws(SecureCoreError) -> Data { try base.seal(plaintext, context: context) }
+        func open(_ sealed: Data, context: Data) throws(SecureCoreError) -> Data {
+            opens.withLockedValue { $0 += 1 }
+            return try base.open(sealed, context: context)
+        }
+    }
+
+    /// Trust on first use reads the stored key through the sealer once per policy, not once per
+    /// connection (with a passphrase sealer each read is a KDF run, on the event loop), and an XX
+    /// server does not read the store at all before its peer has proved a key.
+    @Test func trustOnFirstUseOpensTheStoredKeyOnce() async throws {
+        let directory = try TestSupport.temporaryDirectory("sf-channel")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keychain = try Keychain(path: directory.appendingPathComponent("keychain.db").path, configuration: .immediate)
+        let store = KeyStore(keychain: keychain)
+        let sealer = try CountingSealer()
+        try store.storePartnerKey(.x25519(Fixtures.clientKey.publicKey), tag: "client", sealer: sealer)
+        let echo = try await Fixtures.EchoServer(peer: .trustOnFirstUse(tag: "client", in: store, sealer: sealer))
+        defer { Task { await echo.close() } }
+        let before = sealer.opens.withLockedValue { $0 }
+        for index in 0..<3 {
+            let message = ByteBuffer(string: "pinned \(index)")
+            #expect(try await Fixtures.echo(message, port: echo.port) == message)
+        }
+        #expect(sealer.opens.withLockedValue { $0 } - before <= 1, "the stored key was opened for each connection")
+        // A silent connection costs the store nothing: it is closed at its first-message deadline.
+        let opened = sealer.opens.withLockedValue { $0 }
+        let port = echo.port
+        #expect(try await Fixtures.blocking { try RawPeer(port: port, readTimeout: 300).waitForClose() })
+        #expect(sealer.opens.withLockedValue { $0 } == opened)
     }
 
     /// Two first connections under one tag race: the one that stores second finds the key stored

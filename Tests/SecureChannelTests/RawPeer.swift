@@ -90,16 +90,21 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
     func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 
     /// Runs the default XX handshake as the client with `staticKey` (each message one frame) and
-    /// returns the transport state: the peer then speaks the channel's framing by hand.
-    func handshake(staticKey: Curve25519.KeyAgreement.PrivateKey) throws -> Noise.TransportState {
+    /// returns the transport state: the peer then speaks the channel's framing by hand. The bytes
+    /// `following` makes with it go out in the same write as the last handshake message.
+    func handshake(
+        staticKey: Curve25519.KeyAgreement.PrivateKey, following: (Noise.TransportState) throws -> Data = { _ in Data() }
+    ) throws -> Noise.TransportState {
         let configuration = SecureChannel.Configuration()
         let initiator = try Noise.HandshakeState(
             protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue, staticKey: staticKey)
         sendFrame(try initiator.writeMessage())
         guard let answer = receiveFrame() else { throw SecureChannelError.connectionClosedDuringHandshake }
         _ = try initiator.readMessage(answer)
-        sendFrame(try initiator.writeMessage())
-        return try initiator.transportState()
+        let last = try initiator.writeMessage()
+        let transport = try initiator.transportState()
+        send(Data([UInt8(last.count >> 8), UInt8(last.count & 0xFF)]) + last + (try following(transport)))
+        return transport
     }
 }
 

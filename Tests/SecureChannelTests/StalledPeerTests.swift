@@ -55,6 +55,39 @@ struct StalledPeerTests {
         #expect(received.isEmpty)
     }
 
+    /// A server's connection reads nothing until the application takes it: a peer that finished
+    /// the handshake and began a frame in the same write, then stopped, was never timed out once
+    /// taken (taking it restarted the socket's reads past the transport, which kept waiting).
+    @Test("a connection taken after its peer stalled in the handshake's last write still times it out", .hangBackstop)
+    func stalledBeforeTaken() async throws {
+        var configuration = SecureChannel.Configuration()
+        configuration.messageTimeout = .seconds(1)
+        let server = try await SecureChannel.Server.bind(
+            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+        defer { Task { await server.close() } }
+        let port = server.port
+        let peer = Task {
+            try await Fixtures.blocking { () throws -> Bool in
+                let peer = try RawPeer(port: port, readTimeout: 300)
+                _ = try peer.handshake(staticKey: Fixtures.clientKey) { _ in Data([0xFF, 0xFF, 0x00]) }
+                return peer.waitForClose()
+            }
+        }
+        var connections = server.connections.makeAsyncIterator()
+        let connection = try #require(await connections.next())
+        // A backstop: a connection never timed out is closed after a minute, and the test fails.
+        let channel = connection.channel.channel
+        let backstop = Task {
+            try await Task.sleep(for: .seconds(60))
+            try await channel.close()
+        }
+        defer { backstop.cancel() }
+        await #expect(throws: SecureChannelError.messageTimeout) {
+            try await connection.executeThenClose { inbound, _ in for try await _ in inbound {} }
+        }
+        #expect(try await peer.value)
+    }
+
     /// The deadline is per frame, not per message: a message whose frames keep coming, each well
     /// within the deadline, arrives whole though it takes longer than the deadline in all.
     @Test("a message whose frames keep coming is delivered, however long it takes in all", .hangBackstop)

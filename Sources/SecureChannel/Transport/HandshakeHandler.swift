@@ -34,7 +34,7 @@ extension SecureChannel {
         private var timeout: Scheduled<Void>?
         private var firstMessageTimeout: Scheduled<Void>?
         private var peerChecked = false
-        private var storeAfterHandshake: PeerTrust.FirstUseStorage?
+        private var storeAfterHandshake: PeerTrust.FirstUse?
         /// Whether the peer's static key counts as the peer's: whether it proves it holds it
         /// (`provesPeerStaticKey`).
         private let provesPeerKey: Bool
@@ -64,7 +64,8 @@ extension SecureChannel {
             // the trusted public key and be taken for its holder.
             if !trust.isAnonymous && !pattern.provesPeerStaticKey(to: role) { throw .peerNotAuthenticated }
             let needsPeerKey = (role == .initiator ? pattern.responderPreMessage : pattern.initiatorPreMessage).contains(.s)
-            let known = try trust.knownKey()
+            // Only a pattern that needs it reads the key store before the peer has said a word.
+            let known = needsPeerKey ? try trust.knownKey() : nil
             if needsPeerKey && known == nil { throw .peerKeyRequired }
             do {
                 return try Noise.HandshakeState(

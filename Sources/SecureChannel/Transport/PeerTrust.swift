@@ -2,6 +2,7 @@ import Crypto
 import SecureCore
 import SecureKeyStore
 import SecureKeys
+import Synchronization
 
 extension SecureChannel {
     /// What a party expects of its peer's static key. The handshake proves the peer holds the
@@ -14,12 +15,51 @@ extension SecureChannel {
         enum Rule: Sendable {
             case pinned(Curve25519.KeyAgreement.PublicKey)
             case fingerprint(KeyFingerprint)
-            case firstUse(tag: String, store: KeyStore, sealer: any ItemSealer, confirm: (@Sendable (KeyFingerprint) -> Bool)?)
+            case firstUse(FirstUse)
             case anyAuthenticatedKey
             case anonymous
         }
 
         let rule: Rule
+
+        /// Trust on first use: where the key is kept, and the key once known (read through the
+        /// sealer, or stored, once per policy: with a passphrase sealer every open is a KDF run,
+        /// which no connection should cost, least of all one that has not said a word).
+        final class FirstUse: Sendable {
+            let tag: String
+            let store: KeyStore
+            let sealer: any ItemSealer
+            let confirm: (@Sendable (KeyFingerprint) -> Bool)?
+            private let known = Mutex<Curve25519.KeyAgreement.PublicKey?>(nil)
+
+            init(tag: String, store: KeyStore, sealer: any ItemSealer, confirm: (@Sendable (KeyFingerprint) -> Bool)?) {
+                (self.tag, self.store, self.sealer, self.confirm) = (tag, store, sealer, confirm)
+            }
+
+            /// The key under the tag, authenticated, or nil when there is none yet.
+            func storedKey() throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
+                if let key = known.withLock({ $0 }) { return key }
+                let key = try SecureChannel.storedKey(tag: tag, in: store, sealer: sealer)
+                if let key { known.withLock { $0 = key } }
+                return key
+            }
+
+            /// Stores `key` as the partner key under the tag, sealed; when another connection
+            /// stored one first, accepts only if it is `key` (`peerKeyMismatch` otherwise).
+            func save(_ key: Curve25519.KeyAgreement.PublicKey) throws(SecureChannelError) {
+                do {
+                    try store.storePartnerKey(.x25519(key), tag: tag, sealer: sealer)
+                    known.withLock { $0 = key }
+                } catch .duplicateTag {
+                    guard let stored = try storedKey() else { throw .keyStoreFailed(.duplicateTag(tag)) }
+                    let expected = SecureChannel.fingerprint(of: stored)
+                    let actual = SecureChannel.fingerprint(of: key)
+                    guard expected == actual else { throw .peerKeyMismatch(expected: expected.description, actual: actual) }
+                } catch {
+                    throw .keyStoreFailed(error)
+                }
+            }
+        }
 
         /// Accepts only `key`. With patterns that need the peer's key in advance (IK, NK, XK, KK)
         /// the key is also used for the handshake.
@@ -48,7 +88,7 @@ extension SecureChannel {
         public static func trustOnFirstUse(
             tag: String, in store: KeyStore, sealer: any ItemSealer, confirm: (@Sendable (KeyFingerprint) -> Bool)? = nil
         ) -> PeerTrust {
-            PeerTrust(rule: .firstUse(tag: tag, store: store, sealer: sealer, confirm: confirm))
+            PeerTrust(rule: .firstUse(FirstUse(tag: tag, store: store, sealer: sealer, confirm: confirm)))
         }
 
         /// Accepts any peer that proves it holds a static key (typical for a server that learns
@@ -65,39 +105,15 @@ extension SecureChannel {
         func knownKey() throws(SecureChannelError) -> Curve25519.KeyAgreement.PublicKey? {
             switch rule {
             case .pinned(let key): return key
-            case .firstUse(let tag, let store, let sealer, _): return try SecureChannel.storedKey(tag: tag, in: store, sealer: sealer)
+            case .firstUse(let firstUse): return try firstUse.storedKey()
             case .fingerprint, .anyAuthenticatedKey, .anonymous: return nil
-            }
-        }
-
-        /// Where trust on first use stores a new peer key once the handshake completes.
-        struct FirstUseStorage {
-            let tag: String
-            let store: KeyStore
-            let sealer: any ItemSealer
-
-            /// Stores `key` as the partner key under the tag, sealed; when another connection
-            /// stored one first, accepts only if it is `key` (`peerKeyMismatch` otherwise).
-            func save(_ key: Curve25519.KeyAgreement.PublicKey) throws(SecureChannelError) {
-                do {
-                    try store.storePartnerKey(.x25519(key), tag: tag, sealer: sealer)
-                } catch .duplicateTag {
-                    guard let stored = try SecureChannel.storedKey(tag: tag, in: store, sealer: sealer) else {
-                        throw .keyStoreFailed(.duplicateTag(tag))
-                    }
-                    let expected = SecureChannel.fingerprint(of: stored)
-                    let actual = SecureChannel.fingerprint(of: key)
-                    guard expected == actual else { throw .peerKeyMismatch(expected: expected.description, actual: actual) }
-                } catch {
-                    throw .keyStoreFailed(error)
-                }
             }
         }
 
         /// The verdict on the peer's proven static key (nil when the pattern gives none): where
         /// to store the key after the handshake (trust on first use), or nil. Throws the reason
         /// for rejection.
-        func evaluate(_ key: Curve25519.KeyAgreement.PublicKey?) throws(SecureChannelError) -> FirstUseStorage? {
+        func evaluate(_ key: Curve25519.KeyAgreement.PublicKey?) throws(SecureChannelError) -> FirstUse? {
             if case .anonymous = rule { return nil }
             guard let key else { throw .peerNotAuthenticated }
             let actual = SecureChannel.fingerprint(of: key)
@@ -107,12 +123,12 @@ extension SecureChannel {
             switch rule {
             case .pinned(let pinned): try require(SecureChannel.fingerprint(of: pinned))
             case .fingerprint(let expected): try require(expected)
-            case .firstUse(let tag, let store, let sealer, let confirm):
-                if let stored = try SecureChannel.storedKey(tag: tag, in: store, sealer: sealer) {
+            case .firstUse(let firstUse):
+                if let stored = try firstUse.storedKey() {
                     try require(SecureChannel.fingerprint(of: stored))
                 } else {
-                    guard confirm?(actual) ?? true else { throw .peerRejected(actual: actual) }
-                    return FirstUseStorage(tag: tag, store: store, sealer: sealer)
+                    guard firstUse.confirm?(actual) ?? true else { throw .peerRejected(actual: actual) }
+                    return firstUse
                 }
             case .anyAuthenticatedKey, .anonymous: break
             }

@@ -32,7 +32,8 @@ public enum SecureChannel {
         /// The largest reassembled application message accepted; above it, `messageTooLarge`.
         public var maxMessageLength: Int
         /// Once the peer has begun a frame or a message, the time it has for each whole frame
-        /// until the message ends, counted while this side reads; then `messageTimeout`. (A
+        /// until the message ends (a term that ends while this side holds its reads back starts
+        /// again when they resume); then `messageTimeout`. (A
         /// message left unfinished holds up to `maxMessageLength` bytes.)
         public var messageTimeout: TimeAmount
         /// Server only: the time a client has to send its first handshake message
@@ -60,7 +61,7 @@ public enum SecureChannel {
         public static let defaultPrologue = Data("SecureChannel/2".utf8)
 
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
-        /// timeout (3 seconds for the peer's first message), 65,535-byte frames, 16 MiB messages
+        /// timeout (3 seconds for a server's client to send its first message), 65,535-byte frames, 16 MiB messages
         /// with 60 seconds for each frame of one begun, 64 handshakes, 128 pending connections,
         /// 1 MiB of buffered outbound bytes, a 10-second close timeout, and keepalive probes after
         /// 60 seconds of silence (an idle peer that vanished is noticed within two minutes).

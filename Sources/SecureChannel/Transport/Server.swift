@@ -144,7 +144,13 @@ extension SecureChannel {
                     let channel = connection.channel.channel
                     // Nil when the server's close already closed it.
                     guard waiting.remove(channel) != nil else { continue }
-                    _ = channel.setOption(.autoRead, value: true)
+                    // The option starts the socket's reading itself, past the pipeline: the read
+                    // asked through it tells the transport that this side reads again (its
+                    // deadline for a message the peer left unfinished counts from now).
+                    channel.eventLoop.execute {
+                        guard (try? channel.syncOptions?.setOption(.autoRead, value: true)) != nil else { return }
+                        channel.read()
+                    }
                     return connection
                 }
                 return nil

@@ -23,8 +23,9 @@ extension SecureChannel {
     /// that keepalive or retransmission gave up on raises `peerUnresponsive`.
     ///
     /// A peer that has begun a frame or a multi-frame message must deliver a whole frame at least
-    /// every `messageTimeout` until the message ends (`messageTimeout` then), counted only while
-    /// this side asks for more (a reader that holds back, by backpressure, stops the clock): a
+    /// every `messageTimeout` until the message ends (`messageTimeout` then); a term that ends
+    /// while this side holds its reads back (backpressure, a connection not yet taken) starts
+    /// again once they resume, as the peer could not go on meanwhile: a
     /// message left unfinished would otherwise hold its buffer, up to `maxMessageLength`, as long
     /// as the connection lives, and keepalive probes, which the peer's kernel answers, never end it.
     final class TransportHandler: ChannelDuplexHandler {
