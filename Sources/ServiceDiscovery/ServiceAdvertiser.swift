@@ -25,6 +25,11 @@ import Synchronization
 /// instead (§5.4), under the once-a-second limit. Unicast replies go only to sources on the
 /// interface's link (§11: an IPv4 subnet of it, an IPv6 link-local address, or an IPv6 on-link
 /// prefix of it).
+/// Records defended (§6.6): a response multicast to the group that holds one of our announced
+/// records (same name, class and data) with less than half the TTL we give it, a goodbye (TTL 0)
+/// included, would have every cache on the link drop or soon expire it; the advertiser multicasts
+/// its correct record at once, on the family that response came on, under the once-a-second limit
+/// and the multicast budget (`Statistics.defended` counts it).
 /// Conflicts after announcing (§9): when another responder's answer claims our instance name
 /// (SRV, TXT) or host name (A, AAAA) with different data, the advertiser goes back to probing,
 /// renames if the conflict stands and announces again (`records` then shows the new names;
@@ -68,6 +73,9 @@ public final class ServiceAdvertiser: Sendable {
         /// Times the interface's addresses changed while announced, and the new ones were
         /// announced (RFC 6762 §8.4).
         public var renumbered = 0
+        /// Corrections multicast because another host multicast one of our records with less than
+        /// half its TTL, a goodbye (TTL 0) included (RFC 6762 §6.6); not counted in `answered`.
+        public var defended = 0
     }
 
     /// Where the advertiser is in its life: answering happens only while `announced`.
@@ -137,7 +145,8 @@ public final class ServiceAdvertiser: Sendable {
 
         /// A response seen while announced: one disputing our names sends the responder back to
         /// probing (RFC 6762 §9); else one another host multicast drops the same answers still
-        /// waiting to go on that family (§7.4).
+        /// waiting to go on that family (§7.4), and one multicast with too short a TTL for one of
+        /// our records (a goodbye included) is corrected at once (§6.6).
         private mutating func receiveResponse(
             _ message: DNSMessage, from origin: Origin, interfaceAddresses: [IPAddress], now: ContinuousClock.Instant
         ) -> ReplyAction? {
@@ -157,8 +166,44 @@ public final class ServiceAdvertiser: Sendable {
             // Only a response sent to the group reached the caches ours would: one sent to our
             // address (a unicast reply, or a host that wants ours withheld) reached none, and
             // one on the other family reached none of this family's.
-            if origin.toGroup, !origin.fromUs { suppressDuplicates(seen: message, family: origin.family) }
-            return nil
+            guard origin.toGroup else { return nil }
+            if !origin.fromUs { suppressDuplicates(seen: message, family: origin.family) }
+            // Whatever its source says: a spoofer can claim ours, and none of our own multicasts
+            // holds a record still announced with a short TTL (the goodbye goes once stopped, and
+            // the renumbering one withdraws addresses no longer announced).
+            return defendRecords(seen: message, family: origin.family, now: now)
+        }
+
+        /// RFC 6762 §6.6: `message`, multicast to the group on `family`, holds one of our announced
+        /// records (same name, class and data) with less than half the TTL we give it (a goodbye,
+        /// TTL 0, included, as a spoofer sends to remove us from every cache): every cache on
+        /// that family would drop it (a goodbye one second later) or let it expire early, so the
+        /// correct records are multicast at once on that family (no random delay: a cache keeps a
+        /// goodbye only one second). Each record at most once a second per family and within the
+        /// multicast budget, like every multicast answer: nil when those hold it back (counted as
+        /// rate-limited), or when nothing of ours is in `message`.
+        private mutating func defendRecords(seen message: DNSMessage, family: IPFamilies, now: ContinuousClock.Instant) -> ReplyAction? {
+            var corrections = [DNSResourceRecord]()
+            for record in message.answers + message.additionals {
+                guard
+                    let ours = announced.first(where: { $0.name == record.name && $0.recordClass == record.recordClass && $0.data == record.data }),
+                    UInt64(record.effectiveTTL) * 2 < UInt64(ours.ttl), !corrections.contains(ours)
+                else { continue }
+                corrections.append(ours)
+            }
+            guard !corrections.isEmpty else { return nil }
+            guard corrections.contains(where: { !multicastRecently($0, family: family, now: now) }) else {
+                statistics.rateLimited += 1
+                return nil
+            }
+            guard budget.takeMulticast(now: now) else {
+                statistics.rateLimited += 1
+                return nil
+            }
+            guard dropRecentlyMulticast(&corrections, family: family, now: now) else { return nil }
+            guard let bytes = try? DNSMessage(flags: DNSMessage.responseFlags, answers: corrections).serialized() else { return nil }
+            statistics.defended += 1
+            return .multicast(bytes, families: family)
         }
 
         /// The answer to query `message` from `origin` (RFC 6762 §6): a unicast reply within the

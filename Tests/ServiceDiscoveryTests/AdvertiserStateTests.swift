@@ -26,6 +26,7 @@ struct AdvertiserStateTests {
     static func announced() throws -> ServiceAdvertiser.State {
         var state = ServiceAdvertiser.State(records: try ResponderTests.records())
         state.phase = .announced
+        state.announced = state.records.allRecords
         return state
     }
 
@@ -186,6 +187,88 @@ struct AdvertiserStateTests {
         probing.phase = .probing
         _ = probing.receive(claim, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: start)
         #expect(probing.instanceConflict)
+    }
+
+    /// The records of the multicast `action` sends, and the families it goes to (nil when it
+    /// sends no multicast).
+    static func multicast(_ action: ServiceAdvertiser.ReplyAction?) throws -> (answers: [DNSResourceRecord], families: IPFamilies)? {
+        guard case .multicast(let bytes, let families)? = action else { return nil }
+        return (try DNSMessage(parsing: bytes).answers, families)
+    }
+
+    /// `record` as another host multicasts it, with TTL `ttl`.
+    static func response(_ record: DNSResourceRecord, ttl: UInt32) -> DNSMessage {
+        var copy = record
+        copy.ttl = ttl
+        return DNSMessage(flags: DNSMessage.responseFlags, answers: [copy])
+    }
+
+    /// RFC 6762 §6.6: one spoofed goodbye for our PTR, multicast to the group, removed us from
+    /// every cache on the link (a second later) until browsers queried again: the advertiser
+    /// said nothing.
+    @Test("one of our records multicast with less than half its TTL, a goodbye included, is corrected at once by multicast on its family (RFC 6762 §6.6)")
+    func shortTTLsAreCorrected() throws {
+        var state = try Self.announced()
+        let records = state.records
+        let start = ContinuousClock.now
+        func receive(_ message: DNSMessage, from origin: ServiceAdvertiser.Origin, at now: ContinuousClock.Instant) -> ServiceAdvertiser.ReplyAction? {
+            state.receive(message, from: origin, interfaceAddresses: records.addresses, now: now)
+        }
+
+        // A goodbye (TTL 0) for our PTR: the PTR as we announce it (TTL 4500), on IPv4, at once.
+        let ptr = try #require(try Self.multicast(receive(Self.response(records.pointer, ttl: 0), from: Self.origin("192.0.2.9"), at: start)))
+        #expect(ptr.answers == [records.pointer] && ptr.answers.first?.ttl == ServiceRecords.otherRecordTTL)
+        #expect(ptr.families == .ipv4)
+        // Our SRV with TTL 1 (less than half of 120), on IPv6: the SRV, cache-flush bit and all, on IPv6.
+        let srv = try #require(try Self.multicast(receive(Self.response(records.service, ttl: 1), from: Self.origin("fe80::9", family: .ipv6), at: start)))
+        #expect(srv.answers == [records.service] && srv.families == .ipv6)
+        #expect(state.statistics.defended == 2 && state.statistics.answered == 0)
+        #expect(state.phase == .announced && state.statistics.lateConflicts == 0)
+
+        // A second goodbye within the second: the PTR was just multicast on IPv4 (RFC 6762 §6).
+        #expect(Self.sent(receive(Self.response(records.pointer, ttl: 0), from: Self.origin("192.0.2.9"), at: start + .milliseconds(300))) == .nothing)
+        #expect(state.statistics.defended == 2 && state.statistics.rateLimited == 1)
+        // A second later it is corrected again.
+        let again = try Self.multicast(receive(Self.response(records.pointer, ttl: 0), from: Self.origin("192.0.2.9"), at: start + .seconds(1)))
+        #expect(again?.answers == [records.pointer])
+        #expect(state.statistics.defended == 3)
+    }
+
+    @Test("goodbyes and short TTLs for records that are not ours, with other data, or not sent to the group, are not answered")
+    func otherShortTTLsAreNotAnswered() throws {
+        var state = try Self.announced()
+        let records = state.records
+        let start = ContinuousClock.now
+        let group = Self.origin("192.0.2.9")
+        func receive(_ message: DNSMessage, from origin: ServiceAdvertiser.Origin) -> Sent {
+            Self.sent(state.receive(message, from: origin, interfaceAddresses: records.addresses, now: start))
+        }
+        // Another instance of our type says goodbye: its PTR is not ours.
+        let other = try ServiceInstanceName("Mallory's Mac").fullName(type: records.type)
+        #expect(receive(Self.response(DNSResourceRecord(name: records.type.domainName, ttl: 4500, data: .ptr(other)), ttl: 0), from: group) == .nothing)
+        // Our SRV's name and type with other data (another port): a goodbye disputes nothing and
+        // asks for nothing.
+        var moved = records.service
+        moved.data = .srv(SRVData(port: 9, target: records.host))
+        #expect(receive(Self.response(moved, ttl: 0), from: group) == .nothing)
+        // Our own records with at least half their TTL: nothing to correct.
+        #expect(receive(Self.response(records.pointer, ttl: ServiceRecords.otherRecordTTL / 2), from: group) == .nothing)
+        #expect(receive(Self.response(records.service, ttl: ServiceRecords.hostRecordTTL), from: group) == .nothing)
+        // A goodbye sent to our address reached no cache.
+        #expect(receive(Self.response(records.pointer, ttl: 0), from: Self.origin("192.0.2.9", toGroup: false)) == .nothing)
+        // Of another class (CHAOS): not our record.
+        var chaos = records.text
+        chaos.recordClass = DNSClass(rawValue: 3)
+        #expect(receive(Self.response(chaos, ttl: 0), from: group) == .nothing)
+        #expect(state.statistics.defended == 0 && state.statistics.rateLimited == 0)
+        #expect(state.phase == .announced && state.statistics.lateConflicts == 0)
+
+        // While probing, nothing is answered, goodbyes included.
+        var probing = ServiceAdvertiser.State(records: records)
+        probing.phase = .probing
+        probing.announced = records.allRecords
+        let action = probing.receive(Self.response(records.pointer, ttl: 0), from: group, interfaceAddresses: records.addresses, now: start)
+        #expect(Self.sent(action) == .nothing)
     }
 }
 #endif

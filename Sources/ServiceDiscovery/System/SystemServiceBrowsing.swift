@@ -5,10 +5,32 @@ import CDNSServiceShim
 /// TXT record, and `DNSServiceQueryRecord` (A and AAAA) for the host's addresses. An instance is
 /// returned once its host, port, TXT record and at least one address are known, exactly as the
 /// built-in browser returns them; what the daemon reports is as untrusted as what the network says.
+///
+/// Bounded: a browse keeps at most `maximumCandidates` instance names, runs at most
+/// `maximumResolves` resolves at once (the other names wait their turn, oldest first; a resolve
+/// still unanswered after `stalledResolveTimeout` while others wait is given up) and queries the
+/// addresses of at most `maximumHosts` hosts. A resolve or address query that cannot start leaves
+/// that instance out, not the browse; only when none could start does the browse fail, with the
+/// error of the last one. `resolve` asks about its one instance only.
 enum SystemServiceBrowsing {
     /// How long `resolve` waits, after the first address, for the other address family's query to
     /// answer, so an instance with IPv4 and IPv6 addresses is not returned with one family only.
     static let otherFamilyGrace = Duration.milliseconds(500)
+    /// The most instance names one browse keeps, as the built-in browser's cache keeps at most 512
+    /// records. When full, a new name takes the place of the oldest one waiting for its resolve (or
+    /// whose resolve failed); one resolving or resolved is kept, and with no other the new name is
+    /// left out.
+    static let maximumCandidates = 512
+    /// The most resolves one browse runs at once (each is an operation of the daemon's, with Avahi
+    /// a D-Bus client and a thread of the browsing process).
+    static let maximumResolves = 16
+    /// The most hosts whose addresses one browse asks for (two queries each, A and AAAA, kept open
+    /// until the browse ends); the instances of other hosts are left out.
+    static let maximumHosts = 32
+    /// How long a resolve may go unanswered while other instances wait for its place: then it is
+    /// given up (mDNSResponder never ends a resolve by itself, so names nobody answers for would
+    /// otherwise hold every place).
+    static let stalledResolveTimeout = Duration.seconds(2)
 
     /// `_service._proto` as the DNS-SD API takes it.
     static func registrationType(_ type: ServiceType) -> String { "_\(type.service)._\(type.transport)" }
@@ -17,15 +39,26 @@ enum SystemServiceBrowsing {
     static func browse(
         type: ServiceType, interfaceIndex: UInt32, timeout: Duration, library: SystemDNSServiceLibrary
     ) async throws(ServiceDiscoveryError) -> [ServiceInstance] {
+        try await browseCounting(type: type, interfaceIndex: interfaceIndex, timeout: timeout, library: library).instances
+    }
+
+    /// `browse`, also returning how many instance names or hosts were left out: beyond the caps,
+    /// or because their resolve or address query could not start, failed or was given up.
+    static func browseCounting(
+        type: ServiceType, interfaceIndex: UInt32, timeout: Duration, library: SystemDNSServiceLibrary,
+        stalledResolveTimeout: Duration = SystemServiceBrowsing.stalledResolveTimeout
+    ) async throws(ServiceDiscoveryError) -> (instances: [ServiceInstance], skipped: Int) {
         try await SystemDNSServiceSession.perform(library: library) { session in
-            let state = BrowseState(session: session, type: type)
+            let state = BrowseState(session: session, type: type, only: nil, stalledResolveTimeout: stalledResolveTimeout)
             do throws(ServiceDiscoveryError) {
                 try state.startBrowsing(interfaceIndex: interfaceIndex)
             } catch {
                 return .failure(error)
             }
-            switch session.run(until: .now + timeout, done: { false }) {
-            case .timedOut, .done: return .success(state.resolvedInstances().sorted { $0.name < $1.name })
+            switch state.run(until: .now + timeout, done: { false }) {
+            case .timedOut, .done:
+                if let error = state.nothingStarted { return .failure(error) }
+                return .success((instances: state.resolvedInstances().sorted { $0.name < $1.name }, skipped: state.skipped))
             case .cancelled: return .failure(.cancelled)
             case .failed(let error): return .failure(error)
             }
@@ -38,7 +71,8 @@ enum SystemServiceBrowsing {
     ) async throws(ServiceDiscoveryError) -> ServiceInstance {
         _ = try ServiceInstanceName(instanceName)
         return try await SystemDNSServiceSession.perform(library: library) { session in
-            let state = BrowseState(session: session, type: type)
+            // Only this name is resolved: the browse's other names are not kept.
+            let state = BrowseState(session: session, type: type, only: instanceName, stalledResolveTimeout: stalledResolveTimeout)
             do throws(ServiceDiscoveryError) {
                 // Resolve the name directly as well as browsing: an instance answers a resolve
                 // even when its PTR record has not been seen yet.
@@ -48,9 +82,9 @@ enum SystemServiceBrowsing {
                 return .failure(error)
             }
             let deadline = ContinuousClock.now + timeout
-            var outcome = session.run(until: deadline) { state.resolved(instanceName) != nil }
+            var outcome = state.run(until: deadline) { state.resolved(instanceName) != nil }
             if outcome == .done && !state.hasBothAddressFamilies(instanceName) {
-                outcome = session.run(until: min(.now + otherFamilyGrace, deadline)) { state.hasBothAddressFamilies(instanceName) }
+                outcome = state.run(until: min(.now + otherFamilyGrace, deadline)) { state.hasBothAddressFamilies(instanceName) }
             }
             switch outcome {
             case .done, .timedOut:
@@ -65,10 +99,40 @@ enum SystemServiceBrowsing {
 
 /// What one browse has learned; confined to its session's thread.
 private final class BrowseState {
+    /// Where an instance name is in being resolved.
+    enum Status {
+        /// Waiting for a place among the `maximumResolves` resolves.
+        case queued
+        /// Being resolved by this operation, started at that instant.
+        case resolving(SFDNSServiceRef, since: ContinuousClock.Instant)
+        /// Host, port and TXT record known.
+        case resolved
+        /// Its resolve could not start, failed or was given up; not tried again while it is kept.
+        case failed
+
+        var isQueued: Bool {
+            if case .queued = self { return true }
+            return false
+        }
+        var isResolving: Bool {
+            if case .resolving = self { return true }
+            return false
+        }
+        /// Whether it gives its place to a new name when the candidates are full.
+        var isReplaceable: Bool {
+            switch self {
+            case .queued, .failed: return true
+            case .resolving, .resolved: return false
+            }
+        }
+    }
+
     struct Candidate {
         var sightings = 0
         var interfaceIndex: UInt32
-        var resolving: SFDNSServiceRef?
+        /// The order it was first reported in: the oldest waits least, and gives its place first.
+        var order: Int
+        var status = Status.queued
         var host: String?
         var port: UInt16 = 0
         var txt = TXTRecord()
@@ -76,16 +140,47 @@ private final class BrowseState {
 
     let session: SystemDNSServiceSession
     let type: ServiceType
+    /// The one name `resolve` asks about (nil: every name the browse reports).
+    let only: String?
+    let stalledResolveTimeout: Duration
     var candidates = [String: Candidate]()
+    private var nextOrder = 0
     /// Addresses by lower-cased host name, and the host names whose queries run.
     var addresses = [String: Set<IPAddress>]()
     var queried = Set<String>()
     /// The record types (A, AAAA) that have given an address, by lower-cased host name.
     var answeredTypes = [String: Set<UInt16>]()
+    /// Instance names and hosts left out: beyond the caps, or their operation could not start,
+    /// failed or was given up.
+    private(set) var skipped = 0
+    /// Whether a resolve or an address query has started, and the error of the last that could not.
+    private var startedAny = false
+    private var startError: ServiceDiscoveryError?
 
-    init(session: SystemDNSServiceSession, type: ServiceType) {
+    init(session: SystemDNSServiceSession, type: ServiceType, only: String?, stalledResolveTimeout: Duration) {
         self.session = session
         self.type = type
+        self.only = only
+        self.stalledResolveTimeout = stalledResolveTimeout
+    }
+
+    /// The error to fail with when resolves or address queries were tried and none could start.
+    var nothingStarted: ServiceDiscoveryError? { startedAny ? nil : startError }
+
+    /// Runs the session until `deadline` or `done()`. Between batches of replies (once the
+    /// references finished in the last one are deallocated, so finished resolves no longer count)
+    /// it starts the queued resolves there is room for; every `tick` it gives up the resolves that
+    /// stalled while others wait.
+    func run(until deadline: ContinuousClock.Instant, done: () -> Bool) -> SystemDNSServiceSession.Outcome {
+        let tick = min(stalledResolveTimeout, .milliseconds(250))
+        while true {
+            let outcome = session.run(until: min(deadline, .now + tick)) {
+                startQueued()
+                return done()
+            }
+            guard outcome == .timedOut, ContinuousClock.now < deadline else { return outcome }
+            giveUpStalledResolves(now: .now)
+        }
     }
 
     func startBrowsing(interfaceIndex: UInt32) throws(ServiceDiscoveryError) {
@@ -97,14 +192,73 @@ private final class BrowseState {
         }
     }
 
+    /// Resolves `name` at once, whatever the caps (`resolve`'s own name); throws when the resolve
+    /// cannot start.
     func startResolving(_ name: String, interfaceIndex: UInt32) throws(ServiceDiscoveryError) {
+        let ref = try startResolve(name, interfaceIndex: interfaceIndex)
+        var candidate = candidates[name] ?? Candidate(interfaceIndex: interfaceIndex, order: takeOrder())
+        candidate.status = .resolving(ref, since: .now)
+        candidates[name] = candidate
+        startedAny = true
+    }
+
+    private func startResolve(_ name: String, interfaceIndex: UInt32) throws(ServiceDiscoveryError) -> SFDNSServiceRef {
         let library = session.library
         let type = SystemServiceBrowsing.registrationType(self.type)
-        let box = ReplyBox<ResolveReply> { [unowned self] reply in resolved(name, reply) }
-        let ref = try session.start("DNSServiceResolve", context: box) { ref, context in
+        let box = ReplyBox<ResolveReply> { [unowned self] reply in resolveReplied(name, reply) }
+        return try session.start("DNSServiceResolve", context: box) { ref, context in
             library.resolve(ref, 0, interfaceIndex, name, type, "local.", resolveCallback, context)
         }
-        candidates[name, default: Candidate(interfaceIndex: interfaceIndex)].resolving = ref
+    }
+
+    private func takeOrder() -> Int {
+        defer { nextOrder += 1 }
+        return nextOrder
+    }
+
+    /// Starts the resolves of queued names, oldest first, while fewer than `maximumResolves` run.
+    /// One that cannot start leaves its name out (failed), and the next is tried. Called only
+    /// between batches of replies: a resolve finished in a batch is deallocated after it, so the
+    /// references open never exceed the cap.
+    private func startQueued() {
+        var open = candidates.values.reduce(0) { $1.status.isResolving ? $0 + 1 : $0 }
+        while open < SystemServiceBrowsing.maximumResolves {
+            guard let next = candidates.filter({ $0.value.status.isQueued }).min(by: { $0.value.order < $1.value.order }) else { return }
+            do throws(ServiceDiscoveryError) {
+                let ref = try startResolve(next.key, interfaceIndex: next.value.interfaceIndex)
+                candidates[next.key]?.status = .resolving(ref, since: .now)
+                startedAny = true
+                open += 1
+            } catch {
+                candidates[next.key]?.status = .failed
+                startError = error
+                skipped += 1
+            }
+        }
+    }
+
+    /// Gives up, at `now`, the resolves unanswered for `stalledResolveTimeout` while other names
+    /// wait (`resolve`'s own name never): their places go to the queued names at the next batch.
+    private func giveUpStalledResolves(now: ContinuousClock.Instant) {
+        guard candidates.values.contains(where: { $0.status.isQueued }) else { return }
+        for (name, candidate) in candidates where name != only {
+            guard case .resolving(let ref, let since) = candidate.status, now - since >= stalledResolveTimeout else { continue }
+            session.finish(ref)
+            candidates[name]?.status = .failed
+            skipped += 1
+        }
+    }
+
+    /// Whether a new name fits: below `maximumCandidates`, or once the oldest queued or failed
+    /// name is dropped for it.
+    private func makeRoom() -> Bool {
+        guard candidates.count >= SystemServiceBrowsing.maximumCandidates else { return true }
+        guard let oldest = candidates.filter({ $0.value.status.isReplaceable }).min(by: { $0.value.order < $1.value.order }) else {
+            return false
+        }
+        candidates[oldest.key] = nil
+        skipped += 1
+        return true
     }
 
     private func browsed(_ reply: BrowseReply) {
@@ -113,23 +267,27 @@ private final class BrowseState {
             return
         }
         guard let name = reply.name else { return }
+        if let only, name != only { return }
         if reply.flags & UInt32(SFDNSServiceFlagsAdd) != 0 {
-            var candidate = candidates[name] ?? Candidate(interfaceIndex: reply.interfaceIndex)
-            candidate.sightings += 1
-            candidates[name] = candidate
-            if candidate.resolving == nil && candidate.host == nil {
-                do throws(ServiceDiscoveryError) {
-                    try startResolving(name, interfaceIndex: reply.interfaceIndex)
-                } catch {
-                    session.failure = error
-                }
+            if var candidate = candidates[name] {
+                candidate.sightings += 1
+                candidates[name] = candidate
+                return
             }
+            guard makeRoom() else {
+                skipped += 1
+                return
+            }
+            // Its resolve starts after this batch of replies, when there is room (`startQueued`).
+            var candidate = Candidate(interfaceIndex: reply.interfaceIndex, order: takeOrder())
+            candidate.sightings = 1
+            candidates[name] = candidate
         } else if var candidate = candidates[name] {
             // Avahi reports an instance once per interface and protocol; it is gone when every
             // sighting has been withdrawn.
             candidate.sightings -= 1
             if candidate.sightings <= 0 {
-                if let ref = candidate.resolving { session.finish(ref) }
+                if case .resolving(let ref, _) = candidate.status { session.finish(ref) }
                 candidates[name] = nil
             } else {
                 candidates[name] = candidate
@@ -137,27 +295,46 @@ private final class BrowseState {
         }
     }
 
-    private func resolved(_ name: String, _ reply: ResolveReply) {
-        guard var candidate = candidates[name] else { return }
-        guard reply.error == SFDNSServiceErrNoError, let host = reply.host else { return }
+    private func resolveReplied(_ name: String, _ reply: ResolveReply) {
+        guard var candidate = candidates[name], case .resolving(let ref, _) = candidate.status else { return }
+        session.finish(ref)
+        guard reply.error == SFDNSServiceErrNoError, let host = reply.host else {
+            // The daemon could not resolve it (Avahi's resolver gives up after a while): its place
+            // goes to the next name.
+            candidate.status = .failed
+            candidates[name] = candidate
+            skipped += 1
+            return
+        }
         candidate.host = host
         candidate.port = reply.port
         candidate.txt = reply.txt
-        if let ref = candidate.resolving { session.finish(ref) }
-        candidate.resolving = nil
+        candidate.status = .resolved
         candidates[name] = candidate
+        queryAddresses(of: host, interfaceIndex: candidate.interfaceIndex)
+    }
+
+    /// Starts the A and AAAA queries of `host`, unless they run already or `maximumHosts` hosts
+    /// are queried. A query that cannot start is left out.
+    private func queryAddresses(of host: String, interfaceIndex: UInt32) {
         let key = host.lowercased()
         guard !queried.contains(key) else { return }
+        guard queried.count < SystemServiceBrowsing.maximumHosts else {
+            skipped += 1
+            return
+        }
         queried.insert(key)
         let library = session.library
         for recordType in [UInt16(SFDNSServiceTypeA), UInt16(SFDNSServiceTypeAAAA)] {
             let box = ReplyBox<RecordReply> { [unowned self] reply in recorded(key, recordType, reply) }
             do throws(ServiceDiscoveryError) {
                 _ = try session.start("DNSServiceQueryRecord", context: box) { ref, context in
-                    library.queryRecord(ref, 0, candidate.interfaceIndex, host, recordType, UInt16(SFDNSServiceClassIN), recordCallback, context)
+                    library.queryRecord(ref, 0, interfaceIndex, host, recordType, UInt16(SFDNSServiceClassIN), recordCallback, context)
                 }
+                startedAny = true
             } catch {
-                session.failure = error
+                startError = error
+                skipped += 1
             }
         }
     }
