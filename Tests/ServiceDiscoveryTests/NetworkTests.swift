@@ -354,15 +354,7 @@ struct NetworkTests {
                 [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", source, "--target", target,
                  "--name", "Guarded", "--port", "9", "--host", "claimer", "--samples", "3", "--interval", "0"])
             #expect(try decode(sent.stdoutText)["sent"] as? Int == 3, "\(sent.stderrText)")
-            var answered = false
-            for _ in 0..<15 where !answered {
-                let result = try pair.run(
-                    in: pair.b,
-                    [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", pair.addressB, "--target", pair.addressA,
-                     "--name", "Guarded"])
-                answered = try decode(result.stdoutText)["answered"] as? Bool == true
-            }
-            #expect(answered, "the advertiser stopped answering")
+            #expect(try answersLegacyQuery(pair, name: "Guarded"), "the advertiser stopped answering")
             advertiser.finish()
             return try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
         }
@@ -400,15 +392,7 @@ struct NetworkTests {
         }
         // An answer to a query sent after the claims: they were handled (datagrams are handled in
         // order), and the advertiser was not probing again (it answers nothing then).
-        var answered = false
-        for _ in 0..<15 where !answered {
-            let result = try pair.run(
-                in: pair.b,
-                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", pair.addressB, "--target", pair.addressA,
-                 "--name", "Guarded"])
-            answered = try decode(result.stdoutText)["answered"] as? Bool == true
-        }
-        #expect(answered, "the advertiser stopped answering")
+        #expect(try answersLegacyQuery(pair, name: "Guarded"), "the advertiser stopped answering")
         advertiser.finish()
         let stopped = try #require(advertiser.waitForEvent("stopped", timeout: 30), "\(advertiser.standardError)")
         #expect(stopped["lateConflicts"] as? Int == 0 && stopped["name"] as? String == "Guarded", "an ignored response disputed our name: \(stopped)")
@@ -432,6 +416,19 @@ struct NetworkTests {
         }
         // The same claims from port 5353 with rcode 0 resolve: port and rcode alone kept them out.
         #expect(try browsed([]).first?["port"] as? Int == 9)
+    }
+
+    /// Whether the advertiser in A answers a legacy query for `name`'s SRV from B, asked up to 15
+    /// times (an advertiser probing again after a conflict answers nothing until it has announced).
+    func answersLegacyQuery(_ pair: NamespacePair, name: String) throws -> Bool {
+        for _ in 0..<15 {
+            let result = try pair.run(
+                in: pair.b,
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "legacy", "--interface-ip", pair.addressB, "--target", pair.addressA,
+                 "--name", name])
+            if try decode(result.stdoutText)["answered"] as? Bool == true { return true }
+        }
+        return false
     }
 
     /// The addresses that fresh browsers in B (of `family`, "4" or "6", or both) resolve `name`
