@@ -45,7 +45,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
     /// A relay to the server on 127.0.0.1:`serverPort`.
     public init(serverPort: Int) throws {
         self.serverPort = serverPort
-        let (fd, port) = try Self.loopbackSocket(listening: true, port: 0)
+        let (fd, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
         listener = fd
         self.port = port
         // A thread of its own: the global queue's few threads may all be held by other tests.
@@ -80,7 +80,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
     /// Passes `client` on to the server once no hold is on.
     private func relay(_ client: Int32) {
         while state.withLock({ $0.holding }) { usleep(10_000) }
-        guard let (server, localPort) = try? Self.loopbackSocket(listening: false, port: serverPort) else {
+        guard let (server, localPort) = try? TestSupport.loopbackSocket(listening: false, port: serverPort) else {
             shutdown(client, Int32(SHUT_RDWR))
             return
         }
@@ -202,31 +202,5 @@ public final class CommitCuttingRelay: @unchecked Sendable {
             }
             return true
         }
-    }
-
-    /// A TCP socket on 127.0.0.1: listening on `port` (0: any), or connected to it; with its local port.
-    private static func loopbackSocket(listening: Bool, port: Int) throws -> (Int32, Int) {
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let done = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                (listening ? bind(fd, address, length) == 0 && listen(fd, 16) == 0 : connect(fd, address, length) == 0)
-                    && getsockname(fd, address, &length) == 0
-            }
-        }
-        guard done else {
-            close(fd)
-            throw POSIXError(.ECONNREFUSED)
-        }
-        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }

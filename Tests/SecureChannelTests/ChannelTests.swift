@@ -268,7 +268,6 @@ import Testing
         // which the echo server's tasks need to answer.
         let replies = try await Fixtures.blocking { () throws -> [Data] in
             let peer = try RawPeer(port: port, readTimeout: 300)
-            func framed(_ message: Data) -> Data { Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message }
             /// Sends `bytes` in pieces cut at `cuts`, pausing so each piece arrives in a read of its own.
             func send(_ bytes: Data, cuttingAt cuts: [Int]) {
                 var start = 0
@@ -281,16 +280,16 @@ import Testing
             let initiator = try Noise.HandshakeState(
                 protocolName: configuration.protocolName, role: .initiator, prologue: configuration.prologue,
                 staticKey: Fixtures.clientKey)
-            send(framed(try initiator.writeMessage()), cuttingAt: [1])
+            send(RawPeer.framed(try initiator.writeMessage()), cuttingAt: [1])
             guard let second = peer.receiveFrame() else { return [] }
             _ = try initiator.readMessage(second)
-            send(framed(try initiator.writeMessage()), cuttingAt: [2])
+            send(RawPeer.framed(try initiator.writeMessage()), cuttingAt: [2])
             let transport = try initiator.transportState()
             let big = Self.splitTestPayload
-            let first = framed(try transport.writeMessage(Data([0x01]) + Data("first".utf8)))
-            let bigHead = framed(try transport.writeMessage(Data([0x00]) + big.prefix(65_518)))
-            let bigTail = framed(try transport.writeMessage(Data([0x01]) + big.dropFirst(65_518)))
-            let last = framed(try transport.writeMessage(Data([0x01]) + Data("last".utf8)))
+            let first = RawPeer.framed(try transport.writeMessage(Data([0x01]) + Data("first".utf8)))
+            let bigHead = RawPeer.framed(try transport.writeMessage(Data([0x00]) + big.prefix(65_518)))
+            let bigTail = RawPeer.framed(try transport.writeMessage(Data([0x01]) + big.dropFirst(65_518)))
+            let last = RawPeer.framed(try transport.writeMessage(Data([0x01]) + Data("last".utf8)))
             let stream = first + bigHead + bigTail + last
             let a = first.count, b = a + bigHead.count, c = b + bigTail.count
             send(stream, cuttingAt: [a + 1, a + 2, a + 30_000, b, b + 1, c - 5])

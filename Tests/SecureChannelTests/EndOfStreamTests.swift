@@ -223,19 +223,8 @@ final class TruncatingRelay: Sendable {
     }
 
     static func start(target: Int, serverBytes: Int, ending: Ending = .close) async throws -> TruncatingRelay {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try withUnsafeMutablePointer(to: &address) { pointer in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                guard bind(listener, raw, length) == 0, listen(listener, 1) == 0, getsockname(listener, raw, &length) == 0 else {
-                    throw POSIXError(.EADDRNOTAVAIL)
-                }
-            }
-        }
-        let relay = TruncatingRelay(listener: listener, port: Int(UInt16(bigEndian: address.sin_port)))
+        let (listener, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
+        let relay = TruncatingRelay(listener: listener, port: port)
         Thread {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }

@@ -6,6 +6,7 @@ import Darwin
 import Crypto
 import Foundation
 import SecureChannel
+import SFTestSupport
 
 /// A blocking TCP client on 127.0.0.1 for playing a misbehaving peer byte by byte. Reads time
 /// out (after 10 seconds unless told otherwise) so a test can never hang.
@@ -56,8 +57,13 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
         }
     }
 
+    /// `message` as one frame: its 2-byte big-endian length, then the message.
+    static func framed(_ message: Data) -> Data {
+        Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message
+    }
+
     func sendFrame(_ message: Data) {
-        send(Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message)
+        send(Self.framed(message))
     }
 
     /// Exactly `count` bytes, or nil when the connection ends (or times out) first.
@@ -103,7 +109,7 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
         _ = try initiator.readMessage(answer)
         let last = try initiator.writeMessage()
         let transport = try initiator.transportState()
-        send(Data([UInt8(last.count >> 8), UInt8(last.count & 0xFF)]) + last + (try following(transport)))
+        send(Self.framed(last) + (try following(transport)))
         return transport
     }
 }
@@ -115,26 +121,7 @@ final class RawListener: @unchecked Sendable {  // accepted from one thread at a
     let port: Int
 
     init() throws {
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        self.fd = fd
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(fd, raw, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, raw, &length) == 0
-            }
-        }
-        guard listening else {
-            close(fd)
-            throw POSIXError(.EADDRNOTAVAIL)
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
     }
 
     deinit { close(fd) }

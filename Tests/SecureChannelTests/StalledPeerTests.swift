@@ -35,6 +35,14 @@ struct StalledPeerTests {
         return (closed, echo.inboundErrors.withLockedValue { $0 }, echo.received.withLockedValue { $0 }.filter { $0 != ByteBuffer(string: "next") })
     }
 
+    /// A server on loopback that accepts any client key, with `messageTimeout`.
+    static func server(messageTimeout: TimeAmount) async throws -> SecureChannel.Server {
+        var configuration = SecureChannel.Configuration()
+        configuration.messageTimeout = messageTimeout
+        return try await SecureChannel.Server.bind(
+            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+    }
+
     @Test("a frame begun and never finished ends the connection with messageTimeout; the server serves on", .hangBackstop)
     func unfinishedFrame() async throws {
         let (closed, errors, received) = try await Self.stalled { peer, transport in
@@ -60,10 +68,7 @@ struct StalledPeerTests {
     /// taken (taking it restarted the socket's reads past the transport, which kept waiting).
     @Test("a connection taken after its peer stalled in the handshake's last write still times it out", .hangBackstop)
     func stalledBeforeTaken() async throws {
-        var configuration = SecureChannel.Configuration()
-        configuration.messageTimeout = .seconds(1)
-        let server = try await SecureChannel.Server.bind(
-            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+        let server = try await Self.server(messageTimeout: .seconds(1))
         defer { Task { await server.close() } }
         let port = server.port
         let peer = Task {
@@ -156,10 +161,7 @@ struct StalledPeerTests {
     /// application reads again, the peer has a whole term to finish the frame.
     @Test("a reader that holds back does not time its peer out", .hangBackstop)
     func backpressureStopsTheClock() async throws {
-        var configuration = SecureChannel.Configuration()
-        configuration.messageTimeout = .seconds(2)
-        let server = try await SecureChannel.Server.bind(
-            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+        let server = try await Self.server(messageTimeout: .seconds(2))
         defer { Task { await server.close() } }
         let messageCount = 20  // above NIOAsyncChannel's high watermark of 10: the channel stops reading
         let port = server.port
@@ -167,10 +169,7 @@ struct StalledPeerTests {
             try await Fixtures.blocking { () throws -> Data? in
                 let peer = try RawPeer(port: port, readTimeout: 300)
                 let transport = try peer.handshake(staticKey: Fixtures.clientKey)
-                func framed(_ plaintext: Data) throws -> Data {
-                    let message = try transport.writeMessage(plaintext)
-                    return Data([UInt8(message.count >> 8), UInt8(message.count & 0xFF)]) + message
-                }
+                func framed(_ plaintext: Data) throws -> Data { RawPeer.framed(try transport.writeMessage(plaintext)) }
                 var burst = Data()
                 for index in 0..<messageCount { burst += try framed(Data([0x01, UInt8(index)])) }
                 let last = try framed(Data([0x01]) + Data("last".utf8))

@@ -524,22 +524,9 @@ final class SSLRequestAnswerer: Sendable {
 
     init(answer: Character) throws {
         let reply = UInt8(ascii: answer.unicodeScalars.first!)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(fd, address, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, address, &length) == 0
-            }
-        }
-        guard fd >= 0, bound else {
-            if fd >= 0 { close(fd) }
-            throw POSIXError(.EADDRNOTAVAIL)
-        }
+        let (fd, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         let count = count, done = done
         // A thread of its own: the global queue's few threads may all be held by other tests.
         done.enter()
