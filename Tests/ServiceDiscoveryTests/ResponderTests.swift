@@ -178,6 +178,28 @@ struct ResponderTests {
         #expect(records.conflicts(with: DNSMessage(questions: question, authorities: [records.text, higher])).instance == true)
     }
 
+    @Test("a crafted probe that repeats its question hundreds of times is decided as the single question is")
+    func repeatedProbeQuestions() throws {
+        let records = try Self.records()
+        let question = DNSQuestion(name: records.instanceName, type: .any, unicastResponse: true)
+        let other = DNSQuestion(name: try DNSName("other.local"), type: .any, unicastResponse: false)
+        // About what fits in one 9,000-byte packet: 700 questions, 200 authority records.
+        let questions = Array(repeating: question, count: 700) + Array(repeating: other, count: 50)
+        for port: UInt16 in [1, 65000] {
+            let rivals = [records.text] + (0..<200).map { _ in
+                DNSResourceRecord(name: records.instanceName, cacheFlush: true, ttl: 120, data: .srv(SRVData(port: port, target: records.host)))
+            }
+            let single = records.conflicts(with: DNSMessage(questions: [question], authorities: rivals))
+            let repeated = records.conflicts(with: DNSMessage(questions: questions, authorities: rivals))
+            #expect(single == repeated)
+            #expect(repeated.instance == (port == 65000) && !repeated.host)
+        }
+        // Our own probe, its question repeated, is no rival.
+        var ownProbe = records.probe()
+        ownProbe.questions = Array(repeating: ownProbe.questions, count: 200).flatMap { $0 }
+        #expect(records.conflicts(with: ownProbe) == (false, false))
+    }
+
     @Test("renumbering: the re-announcement withdraws removed addresses; an address of ours, current or former, is no conflict")
     func renumbering() throws {
         let records = try Self.records()

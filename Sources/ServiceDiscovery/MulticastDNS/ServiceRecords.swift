@@ -210,15 +210,19 @@ public struct ServiceRecords: Hashable, Sendable {
             }
             return (instance, hostConflict)
         }
-        for question in message.questions {
-            let theirs = message.authorities.filter { $0.name == question.name }
-            guard !theirs.isEmpty else { continue }
-            let mine = uniqueRecords.filter { $0.name == question.name }
-            guard !mine.isEmpty, Self.tieBreakKey(theirs) != Self.tieBreakKey(mine) else { continue }
-            if Self.tieBreakKey(mine).lexicographicallyPrecedes(Self.tieBreakKey(theirs)) {
-                if question.name == instanceName { instance = true }
-                if question.name == host { hostConflict = true }
-            }
+        // Each of our names is compared once, however often a probe repeats its question, and the
+        // probe's records are sorted out by name once: a crafted probe of hundreds of questions
+        // and authority records would otherwise cost questions × records work per packet.
+        let probed = Set(message.questions.map(\.name))
+        for name in [instanceName, host] where probed.contains(name) {
+            let theirs = message.authorities.filter { $0.name == name }
+            let mine = uniqueRecords.filter { $0.name == name }
+            guard !theirs.isEmpty, !mine.isEmpty else { continue }
+            let (theirKey, myKey) = (Self.tieBreakKey(theirs), Self.tieBreakKey(mine))
+            // The lexicographically later data wins; identical data (our own probe) is no rival.
+            guard theirKey != myKey, myKey.lexicographicallyPrecedes(theirKey) else { continue }
+            if name == instanceName { instance = true }
+            if name == host { hostConflict = true }
         }
         return (instance, hostConflict)
     }
