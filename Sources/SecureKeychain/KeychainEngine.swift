@@ -114,15 +114,25 @@ final class KeychainEngine: Sendable {
     /// it is first refreshed (as `synchronize()` does), so other processes' changes show within
     /// the poll interval of a read without any thread polling in the background.
     func read<R>(_ body: (State) -> R) -> R {
+        refreshIfStale()
+        return state.withLock { body($0) }
+    }
+
+    /// Refreshes the view (as `synchronize()` does) when it was last checked against the file more
+    /// than the poll interval ago.
+    private func refreshIfStale() {
         let stale = state.withLock { s in
             !s.closing && DispatchTime.now().uptimeNanoseconds >= s.lastChecked + configuration.pollNanoseconds
         }
         if stale { try? synchronize() }
-        return state.withLock { body($0) }
     }
 
     /// Applies `body` to the state under the lock, then wakes the writer when it has new work.
+    /// Like a read, it first refreshes a view older than the poll interval, so its checks
+    /// (`protectionMismatch`, `duplicateItem`, what an update or delete matches) are made against
+    /// other processes' changes up to then, not against the view of the last read, however old.
     func mutate<R>(_ body: (inout State) throws(KeychainError) -> R) throws(KeychainError) -> R {
+        refreshIfStale()
         let (result, wakeWriter) = try state.withLock { (s: inout State) throws(KeychainError) -> (R, Bool) in
             guard !s.closing else { throw .closed }
             guard !s.isReadOnly else { throw .readOnly(path: path, reason: "it was opened for reading only, so changes are refused") }

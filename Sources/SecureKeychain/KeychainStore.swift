@@ -186,6 +186,7 @@ final class KeychainStore {
         if applicationID == 0, objects == 0 { return .empty }
         guard applicationID == Self.applicationID, hasVersionTable else { throw .notAKeychain(path: connection.path) }
         let version = try sql { () throws(SQLiteError) in try connection.integer("SELECT version FROM schema_version") }
+        guard version >= 0 else { throw .corrupted(path: connection.path, details: "schema version \(version)") }
         guard version <= Self.schemaVersion else { throw .unsupportedSchemaVersion(found: version, supported: Self.schemaVersion) }
         return .keychain(version: version)
     }
@@ -262,17 +263,27 @@ final class KeychainStore {
             FROM items
             """)
         while try select.step() {
-            guard let itemClass = KeychainItem.Class(rawValue: UInt8(truncatingIfNeeded: select.int64(0))) else {
-                continue  // a class added by a newer library version: left untouched
+            guard let rawClass = UInt8(exactly: select.int64(0)), let itemClass = KeychainItem.Class(rawValue: rawClass) else {
+                continue  // a class added by a newer library version (exactly: 257 is not 1): left untouched
             }
             let identity = KeychainItem.Identity(
                 itemClass, accessGroup: select.text(1), service: select.text(2), account: select.text(3))
+            // Rows whose names are not stored in NFC (or not as UTF-8) are read as their NFC form.
+            // When one meets the row stored under exactly that form, the exact row wins, whichever
+            // comes later in the file, so a row planted beside an item cannot stand in for it.
+            if items[identity] != nil, !Self.namesStoredExactly(identity, select) { continue }
             items[identity] = StoredItem(
                 attributes: .init(label: select.optionalText(4), comment: select.optionalText(5), genericData: select.optionalBlob(6)),
                 created: select.double(7), modified: select.double(8), isSealed: select.int64(9) != 0,
                 value: select.bytes(10))
         }
         return items
+    }
+
+    /// Whether the row at `select` stores `identity`'s names as their very bytes (its NFC, UTF-8).
+    private static func namesStoredExactly(_ identity: KeychainItem.Identity, _ select: SQLiteStatement) -> Bool {
+        select.bytes(1).elementsEqual(identity.accessGroup.utf8) && select.bytes(2).elementsEqual(identity.service.utf8)
+            && select.bytes(3).elementsEqual(identity.account.utf8)
     }
 
     /// Writes `changes` (oldest first) inside the caller's write transaction. Only the last change

@@ -1,5 +1,6 @@
 import Foundation
 import SFTestSupport
+import SecureCore
 import Testing
 @testable import SecureKeychain
 
@@ -153,6 +154,24 @@ import Testing
             // Reads within the poll interval are served from memory, without another check.
             _ = idle.accounts(service: "s")
             #expect(checks() <= before + 2)
+        }
+    }
+
+    /// A change is checked against the file as a read is: another process's sealed item, written
+    /// since the view was last checked, is not overwritten in clear by `setPassword`.
+    @Test func aChangeIsCheckedAgainstOtherProcessesChanges() async throws {
+        try await withKeychainDirectory { _, path in
+            var configuration = Keychain.Configuration()
+            configuration.pollInterval = .zero  // every change checks the file first
+            let idle = try Keychain(path: path, configuration: configuration)
+            #expect(idle.accounts(service: "s").isEmpty)
+            let writer = try Keychain(path: path)
+            let sealer = try KeyItemSealer(key: SecretBytes.random(count: 32))
+            try writer.setSecurePassword("sealed", service: "s", account: "a", sealer: sealer)
+            try await writer.synchronize()
+            expectError(.protectionMismatch(service: "s", account: "a", isSealed: true)) { try idle.setPassword("clear", service: "s", account: "a") }
+            try await idle.synchronize()
+            #expect(try Keychain(path: path).securePassword(service: "s", account: "a", sealer: sealer) == "sealed")
         }
     }
 

@@ -41,6 +41,23 @@ import Testing
     }
 
     // Live peer: the sqlite3 shell edits the file underneath the keychain.
+    @Test(.requires(.sqlite3)) func aNegativeSchemaVersionIsCorruptNotACrash() async throws {
+        let shell = try sqliteShell()
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setPassword("x", service: "s", account: "a")
+            try keychain.close()
+            for version in [-1, Int64.min] {
+                try runSQL(shell, path, "UPDATE schema_version SET version = \(version)")
+                expectError(.corrupted(path: path, details: "schema version \(version)")) { try Keychain(path: path) }
+            }
+            // Nothing was changed: the item is there once the version is put back.
+            try runSQL(shell, path, "UPDATE schema_version SET version = \(KeychainStore.schemaVersion)")
+            #expect(try Keychain(path: path).password(service: "s", account: "a") == "x")
+        }
+    }
+
+    // Live peer: the sqlite3 shell edits the file underneath the keychain.
     @Test(.requires(.sqlite3)) func olderSchemaIsMigratedForward() async throws {
         let shell = try sqliteShell()
         try await withKeychainDirectory { _, path in
