@@ -291,12 +291,35 @@ public final class Vault: ItemSealer, Sendable {
         return keys
     }
 
+    /// The KDF of a new wrap: the configured one, else the stored passcode wrap's when it costs at
+    /// least the default and stays within this vault's ceilings, else `PasswordKDF.default`. The
+    /// stored header is authenticated only when a passcode opens it, so whoever can write the state
+    /// file could otherwise set a cost of one round just before a passcode change, and the new
+    /// wrap would be as cheap to guess.
     private func newWrapKDF(_ state: VaultState) throws(VaultError) -> PasswordKDF {
         if let kdf = configuration.kdf { return try checkedWrapKDF(kdf) }
+        let stored: PasswordKDF?
         do {
-            return try Envelope.header(of: state.passcodeWrap).kdf ?? .default
+            stored = try Envelope.header(of: state.passcodeWrap).kdf
         } catch {
             throw .corruptState("the passcode wrap header is not valid")
+        }
+        guard let stored, Self.costsAtLeastTheDefault(stored), (try? stored.validate(within: configuration.kdfLimits)) != nil else {
+            return try checkedWrapKDF(.default)
+        }
+        return stored
+    }
+
+    /// Whether `kdf` costs at least its kind's default: scrypt's N and r at least
+    /// `PasswordKDF.default`'s, PBKDF2-HMAC-SHA256 at least `PasswordKDF.pbkdf2Default`'s rounds.
+    static func costsAtLeastTheDefault(_ kdf: PasswordKDF) -> Bool {
+        switch (kdf, PasswordKDF.default, PasswordKDF.pbkdf2Default) {
+        case (.scrypt(let logN, let r, let p), .scrypt(let minimumLogN, let minimumR, let minimumP), _):
+            return logN >= minimumLogN && r >= minimumR && p >= minimumP
+        case (.pbkdf2(let hash, let rounds), _, .pbkdf2(let defaultHash, let minimumRounds)):
+            return hash == defaultHash && rounds >= minimumRounds
+        default:
+            return false
         }
     }
 

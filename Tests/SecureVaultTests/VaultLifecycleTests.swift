@@ -125,6 +125,40 @@ import Testing
         #expect(!vault.isLocked)
     }
 
+    // Live peer: the sqlite3 shell edits the state in the file, as whoever can write it could.
+    @Test(.requires(.sqlite3)) func aStoredWrapCostBelowTheDefaultOrAboveTheCeilingIsNotCopied() throws {
+        let shell = try TestSupport.path(of: .sqlite3)
+        for (logN, r, p): (UInt8, UInt8, UInt8) in [(1, 1, 1), (30, 8, 1)] {
+            let scratch = try VaultScratch()
+            try scratch.setUpVault().keychain.close()
+            // The passcode wrap's header says scrypt logN, r, p (FORMATS.md, SFE1: bytes 6, 7, 8).
+            let row = "WHERE service = '\(Vault.stateService)' AND account = 'default'"
+            let hex = try TestSupport.run(shell, [scratch.keychainPath, "SELECT hex(value) FROM items \(row)"]).stdoutText
+            let stateData = Data(hexString: hex.trimmingCharacters(in: .whitespacesAndNewlines))
+            var json = try #require(try JSONSerialization.jsonObject(with: stateData) as? [String: Any])
+            var wrap = try #require(Data(base64Encoded: json["passcodeWrap"] as? String ?? ""))
+            #expect(wrap[5] == 0x01)
+            wrap.replaceSubrange(6..<9, with: [logN, r, p])
+            json["passcodeWrap"] = wrap.base64EncodedString()
+            let tampered = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .withoutEscapingSlashes])
+            let update = try TestSupport.run(shell, [scratch.keychainPath, "UPDATE items SET value = X'\(tampered.map { String(format: "%02x", $0) }.joined())' \(row)"])
+            try #require(update.status == 0, "sqlite3: \(update.stderrText)")
+
+            // A vault that keeps the stored cost (no configured KDF) unlocks by its answers and sets
+            // a new passcode: the new wrap costs the default, not the planted cost.
+            var keepingCost = Vault.Configuration()
+            keepingCost.throttling = nil
+            let vault = Vault(keychain: try scratch.keychain(), configuration: keepingCost)
+            try vault.recover(answers: testAnswers, newPasscode: secret("new passcode"))
+            let state = try vault.keychain.passwordData(service: Vault.stateService, account: "default")
+            let stored = try #require(try JSONSerialization.jsonObject(with: state) as? [String: Any])
+            let newWrap = try #require(Data(base64Encoded: stored["passcodeWrap"] as? String ?? ""))
+            #expect(try Envelope.header(of: newWrap).kdf == .default, "planted logN \(logN)")
+            vault.purge()
+            try vault.unlock(passcode: secret("new passcode"))
+        }
+    }
+
     @Test func keychainSecureItemsSealThroughTheVault() throws {
         let scratch = try VaultScratch()
         let vault = try scratch.setUpVault()
