@@ -28,7 +28,7 @@ struct EncryptCommand: ParsableCommand {
     @Option(name: .customLong("passphrase-file"), help: "Read the passphrase from the first line of this file (implies -p).")
     var passphraseFile: String?
 
-    @Option(name: .customLong("work-factor"), help: "scrypt work factor (log2 N) for -p.")
+    @Option(name: .customLong("work-factor"), help: "scrypt work factor (log2 N) for -p, from \(PasswordKDF.minimumScryptLogN) to \(Age.ScryptIdentity.defaultWorkFactorCeiling).")
     var workFactor = Age.ScryptRecipient.defaultWorkFactor
 
     @Flag(name: [.customShort("a"), .customLong("armor")], help: "Write PEM-armored ASCII.")
@@ -48,8 +48,9 @@ struct EncryptCommand: ParsableCommand {
 
     func validate() throws {
         let ceiling = Age.ScryptIdentity.defaultWorkFactorCeiling
-        if !(1...ceiling).contains(workFactor) {
-            throw ValidationError("--work-factor must be 1...\(ceiling) (age readers refuse more by default)")
+        // The floor is `sf`'s for every password seal (scrypt log2(N) as --log-n's).
+        if !(Int(PasswordKDF.minimumScryptLogN)...ceiling).contains(workFactor) {
+            throw ValidationError("--work-factor must be \(PasswordKDF.minimumScryptLogN)...\(ceiling) (cheaper is too cheap to guess; age readers refuse more by default)")
         }
     }
 

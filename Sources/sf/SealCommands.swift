@@ -19,8 +19,8 @@ struct SealCommand: ParsableCommand {
     @OptionGroup var keys: KeyOptions
     @Option(help: "aes-256-gcm (default) or chacha20-poly1305.") var algorithm: Algorithm = .aes256gcm
     @Option(help: "Passphrase KDF: scrypt (default) or pbkdf2.") var kdf: KDFName = .scrypt
-    @Option(help: "scrypt log2(N) (default 17).") var logN: UInt8 = 17
-    @Option(help: "PBKDF2 rounds (default 600000).") var rounds: UInt32 = 600_000
+    @Option(help: "scrypt log2(N), from \(PasswordKDF.minimumScryptLogN) to \(KDFLimits.default.maxScryptLogN).") var logN: UInt8 = 17
+    @Option(help: "PBKDF2 rounds, from \(PasswordKDF.minimumPBKDF2Rounds) to \(KDFLimits.default.maxPBKDF2Rounds).") var rounds: UInt32 = 600_000
     @Option(help: "Context bound to the envelope; the same context is needed to open it.") var context: String?
     @Flag(help: "Write PEM text instead of binary.") var armor = false
     @Flag(help: "Use the chunked SFS1 format (bounded memory, any size).") var stream = false
@@ -30,12 +30,14 @@ struct SealCommand: ParsableCommand {
     func validate() throws {
         if armor && stream { throw ValidationError("--armor applies to envelopes, not to --stream") }
         // An envelope no default reader would open is refused up front (readers' ceiling: logN 22).
+        // Nor one too cheap to guess: the floors are `sf`'s for every password seal.
         let ceiling = KDFLimits.default.maxScryptLogN
-        if kdf == .scrypt, !(1...ceiling).contains(logN) {
-            throw ValidationError("--log-n must be 1...\(ceiling) (readers refuse more by default)")
+        if kdf == .scrypt, !(PasswordKDF.minimumScryptLogN...ceiling).contains(logN) {
+            throw ValidationError("--log-n must be \(PasswordKDF.minimumScryptLogN)...\(ceiling) (cheaper is too cheap to guess; readers refuse more by default)")
         }
-        if kdf == .pbkdf2, !(1...KDFLimits.default.maxPBKDF2Rounds).contains(rounds) {
-            throw ValidationError("--rounds must be 1...\(KDFLimits.default.maxPBKDF2Rounds) (readers refuse more by default)")
+        if kdf == .pbkdf2, !(PasswordKDF.minimumPBKDF2Rounds...KDFLimits.default.maxPBKDF2Rounds).contains(rounds) {
+            throw ValidationError(
+                "--rounds must be \(PasswordKDF.minimumPBKDF2Rounds)...\(KDFLimits.default.maxPBKDF2Rounds) (fewer are too cheap to guess; readers refuse more by default)")
         }
     }
 

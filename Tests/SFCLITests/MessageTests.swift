@@ -8,13 +8,16 @@ import Testing
         let scratch = try Scratch()
         let passphrase = try scratch.write("pw", Data("pw\n".utf8))
         let input = try scratch.write("in", Data("hi".utf8))
+        // Costs too cheap to guess are refused too.
         for arguments in [
             ["encrypt", "-p", "--work-factor", "40", "--passphrase-file", passphrase, input],
             ["seal", "--log-n", "40", "--passphrase-file", passphrase, input],
+            ["encrypt", "-p", "--work-factor", "9", "--passphrase-file", passphrase, input],
+            ["seal", "--log-n", "1", "--passphrase-file", passphrase, input],
         ] {
             let result = try sf(arguments)
             #expect(result.status == 2, "\(arguments[0]): \(result.stderrText)")
-            #expect(result.stderrText.contains("must be 1...22"))
+            #expect(result.stderrText.contains("must be 10...22"))
             #expect(result.stdout.isEmpty)
         }
     }

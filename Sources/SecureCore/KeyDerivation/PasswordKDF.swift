@@ -134,6 +134,9 @@ extension PasswordKDF {
     /// password is guessed too cheaply to call it sealed. Readers accept lower costs (files
     /// written elsewhere); writers' upper bound is the readers' ceiling, `KDFLimits.default`.
     public static let minimumScryptLogN: UInt8 = 10
+    /// The fewest PBKDF2 rounds `sf` seals new secrets with: NIST SP 800-132's minimum of 1,000
+    /// (the default, `pbkdf2Default`, is 600,000).
+    public static let minimumPBKDF2Rounds: UInt32 = 1_000
 }
 
 /// Ceilings on KDF costs accepted from untrusted input, so a crafted header cannot make a reader
