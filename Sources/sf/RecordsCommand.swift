@@ -357,24 +357,30 @@ enum RecordsOutput {
         for record in records { Swift.print(line(record)) }
     }
 
+    /// A record on one line, tab-separated. Stored text is escaped (`Terminal.printable`): others
+    /// may write a shared store, and a control character in a name or value could otherwise rewrite
+    /// the terminal, or a tab or newline fake columns and records.
     static func line(_ record: Record) -> String {
-        var parts = [record.id.uuidString.lowercased(), record.collection]
-        for (name, value) in record.clearFields.sorted(by: { $0.key < $1.key }) { parts.append("\(name)=\(format(value))") }
-        for name in record.sealedFieldNames { parts.append("\(name)=<sealed>") }
+        var parts = [record.id.uuidString.lowercased(), Terminal.printable(record.collection)]
+        for (name, value) in record.clearFields.sorted(by: { $0.key < $1.key }) { parts.append("\(Terminal.printable(name))=\(printable(value))") }
+        for name in record.sealedFieldNames { parts.append("\(Terminal.printable(name))=<sealed>") }
         return parts.joined(separator: "\t")
     }
 
+    /// A record as one `name: value` line per field, its text escaped as in `line`.
     static func block(_ record: Record) -> String {
         var lines = [
-            "id: \(record.id.uuidString.lowercased())", "collection: \(record.collection)",
+            "id: \(record.id.uuidString.lowercased())", "collection: \(Terminal.printable(record.collection))",
             "keying: \(record.keying == .password ? "password" : "store key")",
         ]
-        for (name, value) in record.clearFields.sorted(by: { $0.key < $1.key }) { lines.append("\(name): \(format(value))") }
+        for (name, value) in record.clearFields.sorted(by: { $0.key < $1.key }) { lines.append("\(Terminal.printable(name)): \(printable(value))") }
         for name in record.sealedFieldNames {
-            lines.append("\(name): \(record.openedFields[name].map(format) ?? "<sealed>")")
+            lines.append("\(Terminal.printable(name)): \(record.openedFields[name].map(printable) ?? "<sealed>")")
         }
         return lines.joined(separator: "\n")
     }
+
+    private static func printable(_ value: FieldValue) -> String { Terminal.printable(format(value)) }
 }
 
 struct RecordsAddCommand: ParsableCommand {
@@ -578,6 +584,12 @@ struct RecordsExportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output file (default: standard output).") var output: String?
 
     func run() throws {
+        if let output, output != "-", location.postgres == nil {
+            let path = try location.path()
+            for storeFile in [path, path + "-wal", path + "-shm"] where Self.sameFile(output, storeFile) {
+                throw CLIError("\(output) is the store's own file (\(storeFile)): the export would replace it; name another output file")
+            }
+        }
         let store = try location.open()
         // Streamed: a file appears whole (temporary file, fsync, rename) or not at all; standard
         // output receives the lines as they come.
@@ -586,6 +598,14 @@ struct RecordsExportCommand: ParsableCommand {
         } else {
             try store.export(to: FileOutput(descriptor: 1, name: "standard output"))
         }
+    }
+}
+
+extension RecordsExportCommand {
+    /// Whether `a` and `b` name one existing file (the same device and inode, through any links).
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat(), second = stat()
+        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 }
 
@@ -600,9 +620,19 @@ struct RecordsImportCommand: ParsableCommand {
     func run() throws {
         // The export is read from a file in chunks (bounded memory); standard input is first copied
         // to a private temporary file, which PostgreSQL's retry of the transaction can read again.
-        let spool = input == nil || input == "-" ? try Self.spoolStandardInput() : nil
-        defer { if let spool { try? FileManager.default.removeItem(atPath: spool) } }
-        let file = spool ?? input ?? "-"
+        guard input == nil || input == "-" else { return try importFile(input!) }
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("sf-import-\(UUID().uuidString).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: spool) }
+        // The copy holds clear fields and wrapped keys: Ctrl-C, while it is made or read, must not
+        // leave it behind either.
+        try TemporaryFiles.whileRunning(onTerminationSignal: { unlink(spool) }) { () throws in
+            try Self.spoolStandardInput(to: spool)
+            try importFile(spool)
+        }
+    }
+
+    /// Imports the export in `file`.
+    private func importFile(_ file: String) throws {
         let bar = ProgressBar.total(forInput: input, minimumSize: 1 << 20).map { ProgressBar(total: $0) }
         defer { bar?.clear() }
         let progress: ((RecordStore.ImportProgress) -> Void)? = bar.map { bar in { bar.update(fraction: $0.fractionRead ?? 0) } }
@@ -635,10 +665,9 @@ struct RecordsImportCommand: ParsableCommand {
         Terminal.writeError("imported \(count) record\(count == 1 ? "" : "s")")
     }
 
-    /// Copies standard input to a new file only the user can read (the export holds clear fields),
-    /// in the temporary directory; returns its path. The caller removes it.
-    static func spoolStandardInput() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sf-import-\(UUID().uuidString).jsonl").path
+    /// Copies standard input to `path`, a new file only the user can read (the export holds clear
+    /// fields). The caller removes it.
+    static func spoolStandardInput(to path: String) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CLIError("cannot create a temporary file for standard input: \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
@@ -647,7 +676,7 @@ struct RecordsImportCommand: ParsableCommand {
             let output = FileOutput(descriptor: descriptor, name: path)
             while true {
                 let chunk = try input.read(upTo: 1 << 20)
-                if chunk.isEmpty { return path }
+                if chunk.isEmpty { return }
                 try output.write(chunk)
             }
         } catch {

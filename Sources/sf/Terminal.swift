@@ -62,28 +62,35 @@ enum Terminal {
         _ = prompt.withCString { write(tty, $0, strlen($0)) }
         var saved = termios()
         let hasTermios = tcgetattr(tty, &saved) == 0
-        if hasTermios {
-            var silent = saved
-            silent.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(tty, TCSAFLUSH, &silent)
-        }
-        defer {
+        let restore: @Sendable () -> Void = { [saved] in
+            var saved = saved
             if hasTermios { tcsetattr(tty, TCSAFLUSH, &saved) }
             _ = write(tty, "\n", 1)
         }
-        // Read straight into zeroizing storage so no copy of the secret outlives this call.
-        var length = 0
-        let line = SecretBytes(count: 4096) { buffer in
-            while length < buffer.count {
-                var byte: UInt8 = 0
-                let n = read(tty, &byte, 1)
-                if n < 0, errno == EINTR { continue }
-                if n <= 0 || byte == UInt8(ascii: "\n") { break }
-                buffer[length] = byte
-                length += 1
+        // Echo comes back however the prompt ends: returning, throwing, or Ctrl-C (which ends the
+        // process by the signal, so no `defer` would run): the restore is registered before echo
+        // goes off, and runs before it is unregistered.
+        return TemporaryFiles.whileRunning(onTerminationSignal: restore) {
+            defer { restore() }
+            if hasTermios {
+                var silent = saved
+                silent.c_lflag &= ~tcflag_t(ECHO)
+                tcsetattr(tty, TCSAFLUSH, &silent)
             }
+            // Read straight into zeroizing storage so no copy of the secret outlives this call.
+            var length = 0
+            let line = SecretBytes(count: 4096) { buffer in
+                while length < buffer.count {
+                    var byte: UInt8 = 0
+                    let n = read(tty, &byte, 1)
+                    if n < 0, errno == EINTR { continue }
+                    if n <= 0 || byte == UInt8(ascii: "\n") { break }
+                    buffer[length] = byte
+                    length += 1
+                }
+            }
+            return line.withUnsafeBytes { SecretBytes(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
         }
-        return line.withUnsafeBytes { SecretBytes(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 
     /// Reads a secret from a file: its first line, without its line ending (`SecretFile`, the

@@ -13,8 +13,8 @@ import Synchronization
 /// ended by a signal can remove them instead of leaving a `.NAME.tmp-…` file holding a prefix of
 /// its output (for a decryption, verified plaintext).
 public enum TemporaryFiles {
-    /// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove every pending temporary file
-    /// and then end the process by the same signal (its default action, so the exit status still
+    /// Installs handlers for SIGINT, SIGTERM and SIGHUP that run the actions of `whileRunning`,
+    /// remove every pending temporary file and then end the process by the same signal (its default action, so the exit status still
     /// says which signal). Call once, early, in a command-line program; calling again does nothing.
     /// The handlers run on a dispatch queue, not in signal context, so they may take locks.
     /// SIGKILL cannot be caught: after it a temporary file can remain (never the target file
@@ -23,11 +23,24 @@ public enum TemporaryFiles {
         registry.installHandlers()
     }
 
+    /// Runs `body`; if a termination signal ends the process meanwhile (with the handlers of
+    /// `removeOnTerminationSignals` installed), `action` runs first. For what a signal must not
+    /// leave behind outside the process: a terminal with echo off, a spooled copy of secret input.
+    public static func whileRunning<Result, Failure: Error>(
+        onTerminationSignal action: @escaping @Sendable () -> Void, _ body: () throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        let token = registry.insert(action)
+        defer { registry.removeAction(token) }
+        return try body()
+    }
+
     static let registry = Registry()
 
     final class Registry: Sendable {
         private struct State {
             var paths = Set<String>()
+            var actions: [UInt64: @Sendable () -> Void] = [:]
+            var nextAction: UInt64 = 0
             var sources: [any DispatchSourceSignal] = []
         }
 
@@ -35,6 +48,25 @@ public enum TemporaryFiles {
 
         func insert(_ path: String) { state.withLock { _ = $0.paths.insert(path) } }
         func remove(_ path: String) { state.withLock { _ = $0.paths.remove(path) } }
+
+        func insert(_ action: @escaping @Sendable () -> Void) -> UInt64 {
+            state.withLock {
+                $0.nextAction += 1
+                $0.actions[$0.nextAction] = action
+                return $0.nextAction
+            }
+        }
+
+        func removeAction(_ token: UInt64) { state.withLock { _ = $0.actions.removeValue(forKey: token) } }
+
+        /// Runs every registered action (once: they are taken out first).
+        func runActions() {
+            let actions = state.withLock { state in
+                defer { state.actions.removeAll() }
+                return state.actions.sorted { $0.key < $1.key }.map(\.value)
+            }
+            for action in actions { action() }
+        }
 
         /// Unlinks every registered path; the lock stays held so no rename races the removal.
         func removeAll() {
@@ -64,6 +96,7 @@ public enum TemporaryFiles {
                     signal(signalNumber, SIG_IGN)
                     let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
                     source.setEventHandler { [self] in
+                        runActions()
                         removeAll()
                         Self.terminate(by: signalNumber)
                     }
