@@ -94,16 +94,23 @@ struct KeyGenerateCommand: ParsableCommand {
         }
         let key = try AsymmetricPrivateKey.generate(type)
         do {
-            if let tag {
-                try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
-            } else if let out {
-                let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
-                let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
-                try encoded.withUnsafeBytes { try OutputDestination.write($0, to: out, overwrite: force) }
-            }
+            // All or nothing: the public key first (a file, simply removed again), so that a
+            // failure leaves neither a private key file nor a stored key pair without it.
             if let publicOut {
                 try OutputDestination.write(
                     try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644, overwrite: force)
+            }
+            do {
+                if let tag {
+                    try store.withSealer { try $0.storeKeyPair(key, tag: tag, sealer: $1) }
+                } else if let out {
+                    let passphrase = try passphraseFile.map(Terminal.readSecret(fromFile:))
+                    let encoded = try key.exported(as: passphrase == nil ? .pkcs8 : .pkcs8Encrypted, passphrase: passphrase)
+                    try encoded.withUnsafeBytes { try OutputDestination.write($0, to: out, overwrite: force) }
+                }
+            } catch {
+                if let publicOut { unlink(publicOut) }
+                throw error
             }
         } catch SecureCoreError.fileExists(let path) {
             throw Self.exists(path)

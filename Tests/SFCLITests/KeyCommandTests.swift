@@ -47,6 +47,21 @@ import Testing
         #expect(x.stdoutText.split(separator: " ").count == 2 && x.stdoutText.hasPrefix("x25519 sha256-spki:"))
     }
 
+    /// A generation that fails at either output leaves neither: no private key file without its
+    /// public one, and the reverse.
+    @Test func aFailedGenerationLeavesNoOutput() throws {
+        let scratch = try Scratch()
+        let missing = scratch.path("no-such-directory")
+        for (out, publicOut) in [(scratch.path("a.pem"), missing + "/a.pub"), (missing + "/b.pem", scratch.path("b.pub"))] {
+            let result = try sf(["key", "generate", "--type", "x25519", "--out", out, "--public-out", publicOut])
+            #expect(result.status == 1, "\(result.stderrText)")
+            for path in [out, publicOut] { #expect(!FileManager.default.fileExists(atPath: path), "\(path) was left") }
+        }
+        // Both written when both can be, and a second run is not refused for a leftover.
+        let result = try sf(["key", "generate", "--type", "x25519", "--out", scratch.path("a.pem"), "--public-out", scratch.path("b.pub")])
+        #expect(result.status == 0, "\(result.stderrText)")
+    }
+
     // Live peer: OpenSSL signs with PSS with every salt-length setting (its default is `max`); sf
     // verifies them all, and refuses a signature of another message.
     @Test(.requires(.openssl)) func verifyOpenSSLPSSSignatures() throws {
