@@ -6,6 +6,47 @@ import SFTestSupport
 import SecureCore
 import Testing
 
+/// Runs `sf arguments` with a slow pipe for standard input (`prefix` now, the rest never), waits
+/// (at most 60 s) until `started` holds, sends `signalNumber`, and waits for the process to end
+/// (killed and reported after 60 s, so the suite never hangs); the ended process.
+func interruptedSF(
+    _ arguments: [String], environment: [String: String]? = nil, writing prefix: Data, once started: () -> Bool, by signalNumber: Int32,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> Process {
+    let binary = try #require(TestSupport.sfBinary)
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let input = Pipe()
+    process.standardInput = input
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    signal(SIGPIPE, SIG_IGN)
+    try input.fileHandleForWriting.write(contentsOf: prefix)
+    var waited = 0
+    while !started(), waited < 1200 {
+        usleep(50_000)
+        waited += 1
+    }
+    #expect(started(), "sf \(arguments[0]) has started", sourceLocation: sourceLocation)
+    usleep(200_000)
+    kill(process.processIdentifier, signalNumber)
+    var exited = 0
+    while process.isRunning, exited < 1200 {
+        usleep(50_000)
+        exited += 1
+    }
+    if process.isRunning {
+        Issue.record("sf \(arguments[0]) did not exit after signal \(signalNumber)", sourceLocation: sourceLocation)
+        kill(process.processIdentifier, SIGKILL)
+    }
+    process.waitUntilExit()
+    try? input.fileHandleForWriting.close()
+    return process
+}
+
 /// Issue 12 item 14: a decryption to -o interrupted by SIGINT, SIGTERM or SIGHUP leaves no
 /// temporary file (holding verified plaintext) and no output file.
 @Suite struct InterruptTests {
@@ -30,41 +71,10 @@ import Testing
         }
         #expect(encrypted.count > 4 << 20)
 
-        let binary = try #require(TestSupport.sfBinary)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // A slow pipe: the first megabyte now, the rest never (until the signal).
-        signal(SIGPIPE, SIG_IGN)
-        try input.fileHandleForWriting.write(contentsOf: encrypted.prefix(1 << 20))
         let temporaryFile = { () -> String? in
             (try? FileManager.default.contentsOfDirectory(atPath: scratch.url.path))?.first { $0.hasPrefix(".out.tmp-") }
         }
-        var waited = 0
-        while temporaryFile() == nil, waited < 200 {
-            usleep(50_000)
-            waited += 1
-        }
-        #expect(temporaryFile() != nil, "the command has started writing its temporary file")
-        usleep(200_000)
-        kill(process.processIdentifier, signalNumber)
-        // Never hang the suite: a process still running after 60 s is killed and reported.
-        var exited = 0
-        while process.isRunning, exited < 1200 {
-            usleep(50_000)
-            exited += 1
-        }
-        if process.isRunning {
-            Issue.record("sf \(command) did not exit after signal \(signalNumber)")
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
-        try? input.fileHandleForWriting.close()
+        let process = try interruptedSF(arguments, writing: encrypted.prefix(1 << 20), once: { temporaryFile() != nil }, by: signalNumber)
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(process.terminationStatus == signalNumber)
         #expect(temporaryFile() == nil, "no .out.tmp-* left after signal \(signalNumber)")
@@ -102,34 +112,11 @@ import Testing
         let scratch = try Scratch()
         let temporary = scratch.path("tmp")
         try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
-        let binary = try #require(TestSupport.sfBinary)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["records", "import", "--store", scratch.path("s.db")]
-        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": temporary]) { $1 }
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        signal(SIGPIPE, SIG_IGN)
-        // Part of an export now, the rest never (until the signal).
-        try input.fileHandleForWriting.write(contentsOf: Data(repeating: UInt8(ascii: " "), count: 1 << 20))
         let spooled = { (try? FileManager.default.contentsOfDirectory(atPath: temporary))?.first { $0.hasPrefix("sf-import-") } }
-        var waited = 0
-        while spooled() == nil, waited < 1200 {
-            usleep(50_000)
-            waited += 1
-        }
-        try #require(spooled() != nil, "the import has started its copy of standard input")
-        kill(process.processIdentifier, SIGINT)
-        var exited = 0
-        while process.isRunning, exited < 1200 {
-            usleep(50_000)
-            exited += 1
-        }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        // Part of an export now, the rest never (until the signal).
+        let process = try interruptedSF(
+            ["records", "import", "--store", scratch.path("s.db")], environment: ProcessInfo.processInfo.environment.merging(["TMPDIR": temporary]) { $1 },
+            writing: Data(repeating: UInt8(ascii: " "), count: 1 << 20), once: { spooled() != nil }, by: SIGINT)
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGINT)
         #expect(spooled() == nil, "the copy of standard input was left behind")
     }
