@@ -71,11 +71,15 @@ struct RecordsStoreOption: ParsableArguments {
         try store ?? ((Keychain.defaultPath() as NSString).deletingLastPathComponent + "/records.db")
     }
 
-    func open(kdf: PasswordKDF = .default, batchSize: Int = 256) throws -> RecordStore {
+    /// Opens the store. A store file that does not exist is made only when `creating` (`records
+    /// add`; `records import` makes its own), so a command given a mistyped path fails instead of
+    /// leaving an empty store there.
+    func open(kdf: PasswordKDF = .default, batchSize: Int = 256, creating: Bool = false) throws -> RecordStore {
         let configuration = RecordStore.Configuration(passwordKDF: kdf, rotationBatchSize: batchSize)
         if let storage = try postgresStorage() { return try RecordStore(storage: storage, configuration: configuration) }
         let path = try path()
         let isNew = !FileManager.default.fileExists(atPath: path)
+        if isNew, !creating { throw CLIError("no records store at \(path) (sf records add or sf records import makes one)") }
         let store = try RecordStore(path: path, configuration: configuration)
         if isNew { NewStoreFile.created(path) }
         return store
@@ -398,7 +402,7 @@ struct RecordsAddCommand: ParsableCommand {
     func run() throws {
         let (fields, implied) = try fieldOptions.read()
         guard !fields.isEmpty else { throw ValidationError("give at least one --field, --field-file, --sealed, --sealed-file or --indexed") }
-        let store = try location.open(kdf: scrypt.kdf)
+        let store = try location.open(kdf: scrypt.kdf, creating: true)
         let declared = try schema.map(RecordsArguments.schema) ?? RecordSchema(implied)
         // The key first: a command that fails for want of one creates no collection (nor store).
         let sealing: RecordSealing

@@ -51,4 +51,24 @@ import Testing
             if arguments == ["list"] { #expect(result.stdoutText.split(separator: "\n").count == 1) }
         }
     }
+
+    /// A command that reads, given a store path where there is none (a typo), fails and makes no
+    /// store there; `add` makes one.
+    @Test func readingAMissingStoreMakesNone() throws {
+        let scratch = try Scratch()
+        let key = try scratch.write("key", Data((KeyFileTests.hex + "\n").utf8))
+        let typo = scratch.path("tpyo.db")
+        let id = "01a2231a-a65b-724f-b8cf-e8b0d754d755"
+        for arguments in [
+            ["status"], ["list"], ["search", "name=Ann", "--key-file", key], ["show", id], ["get", id, "name"], ["export"], ["delete", id],
+            ["rotate-key", "--key-file", key],
+        ] {
+            let result = try sf(["records"] + arguments + ["--store", typo])
+            #expect(result.status == 1 && result.stderrText.contains("no records store at \(typo)"), "\(arguments[0]): \(result.stderrText)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["key"], "\(arguments[0]) left a file")
+        }
+        let added = try sf(["records", "add", "--store", typo, "--collection", "c", "--key-file", key, "--field", "name=Ann"])
+        #expect(added.status == 0, "\(added.stderrText)")
+        #expect(try sf(["records", "status", "--store", typo]).status == 0)
+    }
 }
