@@ -30,6 +30,12 @@ struct ItemTable: Sendable {
         }
     }
 
+    /// Stores `item` under `identity`; the item it replaced, if any.
+    @discardableResult
+    mutating func updateValue(_ item: StoredItem, for identity: KeychainItem.Identity) -> StoredItem? {
+        groups[Group(identity), default: [:]].updateValue(item, forKey: identity.account)
+    }
+
     /// The identities matching `query`, in primary-key order, at most `query.limit`.
     func identities(matching query: KeychainQuery) -> [KeychainItem.Identity] {
         var found: [KeychainItem.Identity] = []

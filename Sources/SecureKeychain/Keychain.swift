@@ -21,8 +21,9 @@ public final class Keychain: Sendable {
         public var busyTimeout: Duration = .seconds(5)
         /// How many times a write retries after the busy timeout before failing.
         public var busyRetries = 5
-        /// How old the view may be before a read first checks the file for other processes'
-        /// changes (a `PRAGMA data_version`, reloading only when it changed).
+        /// How old the view may be before a read, or a change when none is being written, first
+        /// checks the file for other processes' changes (a `PRAGMA data_version`, reloading only
+        /// when it changed).
         public var pollInterval: Duration = .milliseconds(250)
 
         /// Opens the file for reading only, for commands and apps that must never change it: no

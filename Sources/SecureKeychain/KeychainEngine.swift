@@ -12,7 +12,8 @@ import SecureCore
 /// the state lock, which is never held during I/O, so they never wait on the writer's disk work.
 ///
 /// Changes by other processes are detected with `PRAGMA data_version` at every batch, every
-/// `synchronize`, and at a read when the view was last checked more than the poll interval ago; the
+/// `synchronize`, and at a read or a change (when none is being written) when the view was last
+/// checked more than the poll interval ago; the
 /// view is then reloaded from the file and the changes not yet written are replayed on top. An idle
 /// keychain's thread sleeps until there is work: no timer wakes it.
 final class KeychainEngine: Sendable {
@@ -119,20 +120,24 @@ final class KeychainEngine: Sendable {
     }
 
     /// Refreshes the view (as `synchronize()` does) when it was last checked against the file more
-    /// than the poll interval ago.
-    private func refreshIfStale() {
+    /// than the poll interval ago. Before a change, only when every earlier change is durable: then
+    /// there is nothing to flush and the call only checks the file, so a change never waits for an
+    /// fsync; changes still being written refresh the view themselves when their batch is written.
+    private func refreshIfStale(beforeChange: Bool = false) {
         let stale = state.withLock { s in
             !s.closing && DispatchTime.now().uptimeNanoseconds >= s.lastChecked + configuration.pollNanoseconds
+                && (!beforeChange || s.durable == s.mutations)
         }
         if stale { try? synchronize() }
     }
 
     /// Applies `body` to the state under the lock, then wakes the writer when it has new work.
-    /// Like a read, it first refreshes a view older than the poll interval, so its checks
-    /// (`protectionMismatch`, `duplicateItem`, what an update or delete matches) are made against
-    /// other processes' changes up to then, not against the view of the last read, however old.
+    /// Like a read, it first refreshes a view older than the poll interval (`refreshIfStale`), so
+    /// its checks (`protectionMismatch`, `duplicateItem`, what an update or delete matches) are made
+    /// against other processes' changes up to then, not against the view of the last read, however
+    /// old.
     func mutate<R>(_ body: (inout State) throws(KeychainError) -> R) throws(KeychainError) -> R {
-        refreshIfStale()
+        refreshIfStale(beforeChange: true)
         let (result, wakeWriter) = try state.withLock { (s: inout State) throws(KeychainError) -> (R, Bool) in
             guard !s.closing else { throw .closed }
             guard !s.isReadOnly else { throw .readOnly(path: path, reason: "it was opened for reading only, so changes are refused") }

@@ -259,31 +259,38 @@ final class KeychainStore {
     private func loadItems(_ connection: SQLiteConnection) throws(SQLiteError) -> ItemTable {
         var items = ItemTable()
         let select = try connection.statement("""
-            SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value
+            SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value,
+                typeof(class) = 'integer', typeof(access_group) = 'text' AND typeof(service) = 'text' AND typeof(account) = 'text'
             FROM items
             """)
         while try select.step() {
-            guard let rawClass = UInt8(exactly: select.int64(0)), let itemClass = KeychainItem.Class(rawValue: rawClass) else {
-                continue  // a class added by a newer library version (exactly: 257 is not 1): left untouched
+            // A class added by a newer library version, or not an integer at all (SQLite keeps 1.5,
+            // '1x' or a blob in an INTEGER column, and would read each as 1): left untouched.
+            guard select.int64(11) != 0, let rawClass = UInt8(exactly: select.int64(0)), let itemClass = KeychainItem.Class(rawValue: rawClass) else {
+                continue
             }
             let identity = KeychainItem.Identity(
                 itemClass, accessGroup: select.text(1), service: select.text(2), account: select.text(3))
-            // Rows whose names are not stored in NFC (or not as UTF-8) are read as their NFC form.
-            // When one meets the row stored under exactly that form, the exact row wins, whichever
-            // comes later in the file, so a row planted beside an item cannot stand in for it.
-            if items[identity] != nil, !Self.namesStoredExactly(identity, select) { continue }
-            items[identity] = StoredItem(
+            let item = StoredItem(
                 attributes: .init(label: select.optionalText(4), comment: select.optionalText(5), genericData: select.optionalBlob(6)),
                 created: select.double(7), modified: select.double(8), isSealed: select.int64(9) != 0,
                 value: select.bytes(10))
+            // Rows whose names are not stored as NFC text (other forms, other bytes, blobs) are read
+            // as their NFC form. When one meets the row stored under exactly that form, the exact
+            // row wins, whichever comes later in the file, so a row planted beside an item cannot
+            // stand in for it.
+            if let earlier = items.updateValue(item, for: identity), !Self.namesStoredExactly(identity, select) {
+                items.updateValue(earlier, for: identity)
+            }
         }
         return items
     }
 
-    /// Whether the row at `select` stores `identity`'s names as their very bytes (its NFC, UTF-8).
+    /// Whether the row at `select` stores `identity`'s names as text of their very bytes (its
+    /// NFC, UTF-8).
     private static func namesStoredExactly(_ identity: KeychainItem.Identity, _ select: SQLiteStatement) -> Bool {
-        select.bytes(1).elementsEqual(identity.accessGroup.utf8) && select.bytes(2).elementsEqual(identity.service.utf8)
-            && select.bytes(3).elementsEqual(identity.account.utf8)
+        select.int64(12) != 0 && select.bytes(1).elementsEqual(identity.accessGroup.utf8)
+            && select.bytes(2).elementsEqual(identity.service.utf8) && select.bytes(3).elementsEqual(identity.account.utf8)
     }
 
     /// Writes `changes` (oldest first) inside the caller's write transaction. Only the last change

@@ -291,11 +291,11 @@ public final class Vault: ItemSealer, Sendable {
         return keys
     }
 
-    /// The KDF of a new wrap: the configured one, else the stored passcode wrap's when it costs at
-    /// least the default and stays within this vault's ceilings, else `PasswordKDF.default`. The
-    /// stored header is authenticated only when a passcode opens it, so whoever can write the state
-    /// file could otherwise set a cost of one round just before a passcode change, and the new
-    /// wrap would be as cheap to guess.
+    /// The KDF of a new wrap: the configured one, else the stored passcode wrap's when it meets the
+    /// floor (`meetsTheFloor`) and stays within this vault's ceilings, else `PasswordKDF.default`.
+    /// The stored header is authenticated only when a passcode opens it, so whoever can write the
+    /// state file could otherwise set a cost of one round just before a passcode change, and the
+    /// new wrap would be as cheap to guess.
     private func newWrapKDF(_ state: VaultState) throws(VaultError) -> PasswordKDF {
         if let kdf = configuration.kdf { return try checkedWrapKDF(kdf) }
         let stored: PasswordKDF?
@@ -304,20 +304,22 @@ public final class Vault: ItemSealer, Sendable {
         } catch {
             throw .corruptState("the passcode wrap header is not valid")
         }
-        guard let stored, Self.costsAtLeastTheDefault(stored), (try? stored.validate(within: configuration.kdfLimits)) != nil else {
+        guard let stored, Self.meetsTheFloor(stored), (try? stored.validate(within: configuration.kdfLimits)) != nil else {
             return try checkedWrapKDF(.default)
         }
         return stored
     }
 
-    /// Whether `kdf` costs at least its kind's default: scrypt's N and r at least
-    /// `PasswordKDF.default`'s, PBKDF2-HMAC-SHA256 at least `PasswordKDF.pbkdf2Default`'s rounds.
-    static func costsAtLeastTheDefault(_ kdf: PasswordKDF) -> Bool {
+    /// Whether `kdf` costs at least the least `sf` itself sets up (`sf vault init --scrypt-log-n`):
+    /// scrypt log2 N at least `PasswordKDF.minimumScryptLogN` with `PasswordKDF.default`'s r and p
+    /// or more, PBKDF2-HMAC-SHA256 at least `PasswordKDF.minimumPBKDF2Rounds` rounds. A vault set
+    /// up cheaper on purpose (a test's cost, say) gets the default at its next new wrap.
+    static func meetsTheFloor(_ kdf: PasswordKDF) -> Bool {
         switch (kdf, PasswordKDF.default, PasswordKDF.pbkdf2Default) {
-        case (.scrypt(let logN, let r, let p), .scrypt(let minimumLogN, let minimumR, let minimumP), _):
-            return logN >= minimumLogN && r >= minimumR && p >= minimumP
-        case (.pbkdf2(let hash, let rounds), _, .pbkdf2(let defaultHash, let minimumRounds)):
-            return hash == defaultHash && rounds >= minimumRounds
+        case (.scrypt(let logN, let r, let p), .scrypt(_, let minimumR, let minimumP), _):
+            return logN >= PasswordKDF.minimumScryptLogN && r >= minimumR && p >= minimumP
+        case (.pbkdf2(let hash, let rounds), _, .pbkdf2(let defaultHash, _)):
+            return hash == defaultHash && rounds >= PasswordKDF.minimumPBKDF2Rounds
         default:
             return false
         }

@@ -30,9 +30,9 @@ extension Vault {
     /// Cost, throttling and wiping choices. The defaults suit interactive use.
     public struct Configuration: Sendable {
         /// The KDF for new wraps; nil keeps the parameters of the existing passcode wrap when they
-        /// cost at least `PasswordKDF.default` and stay within `kdfLimits` (its header is not
-        /// authenticated until a passcode opens it), and otherwise, or for a new vault, uses
-        /// `PasswordKDF.default` (scrypt logN 17).
+        /// cost at least `sf`'s floor (scrypt log2 N 10 with r 8, or 1,000 PBKDF2 rounds) and stay
+        /// within `kdfLimits` (its header is not authenticated until a passcode opens it), and
+        /// otherwise, or for a new vault, uses `PasswordKDF.default` (scrypt logN 17).
         public var kdf: PasswordKDF?
         /// Ceilings on the KDF parameters read from the stored wraps.
         public var kdfLimits: KDFLimits = .default

@@ -94,11 +94,17 @@ struct KeyGenerateCommand: ParsableCommand {
         }
         let key = try AsymmetricPrivateKey.generate(type)
         do {
-            // All or nothing: the public key first (a file, simply removed again), so that a
+            // All or nothing: the public key first (a new file is simply removed again), so that a
             // failure leaves neither a private key file nor a stored key pair without it.
+            var createdPublicOut = false
             if let publicOut {
+                var status = stat()
+                let existed = lstat(publicOut, &status) == 0
                 try OutputDestination.write(
                     try key.publicKey.exported(as: .spkiPEM), to: publicOut, permissions: 0o644, overwrite: force)
+                // Only a file this run made where nothing was is removed: never a device, a link
+                // or a file `--force` replaced.
+                createdPublicOut = !existed
             }
             do {
                 if let tag {
@@ -109,7 +115,7 @@ struct KeyGenerateCommand: ParsableCommand {
                     try encoded.withUnsafeBytes { try OutputDestination.write($0, to: out, overwrite: force) }
                 }
             } catch {
-                if let publicOut { unlink(publicOut) }
+                if createdPublicOut, let publicOut { unlink(publicOut) }
                 throw error
             }
         } catch SecureCoreError.fileExists(let path) {

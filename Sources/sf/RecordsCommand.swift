@@ -740,7 +740,7 @@ struct RecordsStatusCommand: ParsableCommand {
         let (current, wrapped) = try store.wrappedKeys()
         print("store: \(try location.description())")
         print("store id: \(Hex.encode(store.storeId))")
-        print("collections: \(try store.collections().keys.sorted().joined(separator: ", "))")
+        print("collections: \(try store.collections().keys.sorted().map(Terminal.printable).joined(separator: ", "))")
         if wrapped.isEmpty { print("store keys: none yet (made by the first --vault or --key-file use)") }
         for key in wrapped {
             print("store key \(key.id)\(key.id == current ? " (current)" : ""): \(RecordsOutput.wrapping(key))")

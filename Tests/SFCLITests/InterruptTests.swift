@@ -102,7 +102,7 @@ func interruptedSF(
             _, status = os.waitpid(pid, 0)
             print("signaled" if os.WIFSIGNALED(status) else "exited", "echo" if termios.tcgetattr(fd)[3] & termios.ECHO else "silent")
             """
-        let result = try TestSupport.run("/usr/bin/env", ["python3", "-c", script, binary])
+        let result = try TestSupport.run(try TestSupport.path(of: .pythonCryptography), ["-c", script, binary])
         #expect(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "signaled echo", "\(result.stdoutText) \(result.stderrText)")
     }
 

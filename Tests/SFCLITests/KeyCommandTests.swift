@@ -57,6 +57,13 @@ import Testing
             #expect(result.status == 1, "\(result.stderrText)")
             for path in [out, publicOut] { #expect(!FileManager.default.fileExists(atPath: path), "\(path) was left") }
         }
+        // A public output that was already there (here a link, with --force) is never removed.
+        let target = try scratch.write("target.pub", Data("old".utf8))
+        let link = scratch.path("link.pub")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let failed = try sf(["key", "generate", "--type", "x25519", "--out", missing + "/c.pem", "--public-out", link, "--force"])
+        #expect(failed.status == 1, "\(failed.stderrText)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
         // Both written when both can be, and a second run is not refused for a leftover.
         let result = try sf(["key", "generate", "--type", "x25519", "--out", scratch.path("a.pem"), "--public-out", scratch.path("b.pub")])
         #expect(result.status == 0, "\(result.stderrText)")

@@ -104,9 +104,10 @@ private struct LockedSealer: ItemSealer {
         }
     }
 
-    // Live peer: the sqlite3 shell plants rows beside an item, as whoever can write the file could:
-    // one whose class is 257 (which a byte would read as 1) and one whose account is the same name
-    // not in NFC (U+212B for U+00C5), each holding the item's old sealed value, and sorting after it.
+    // Live peer: the sqlite3 shell plants rows beside an item, as whoever can write the file could,
+    // each holding the item's old sealed value and sorting after it: classes 257 (which a byte
+    // would read as 1), 1.5, '1x' and X'31' (which SQLite keeps in an INTEGER column and reads as
+    // 1), the account as the same name not in NFC (U+212B for U+00C5), and as a blob of its bytes.
     @Test(.requires(.sqlite3)) func rowsPlantedBesideAnItemDoNotStandInForIt() async throws {
         let shell = try sqliteShell()
         try await withKeychainDirectory { _, path in
@@ -114,19 +115,23 @@ private struct LockedSealer: ItemSealer {
             try keychain.setSecurePassword("old", service: "bank", account: "\u{00C5}", sealer: sealer)
             try keychain.close()
             let columns = "access_group, service, account, label, comment, generic, created, modified, sealed, value"
+            let real = "FROM items WHERE account = char(197) AND class = 1 AND typeof(class) = 'integer' AND typeof(account) = 'text'"
             try runSQL(shell, path, """
-                INSERT INTO items SELECT 257, \(columns) FROM items WHERE account = char(197);
-                INSERT INTO items SELECT class, access_group, service, char(8491), label, comment, generic, created, modified, sealed, value
-                    FROM items WHERE account = char(197) AND class = 1;
+                INSERT INTO items SELECT 257, \(columns) \(real);
+                INSERT INTO items SELECT 1.5, \(columns) \(real);
+                INSERT INTO items SELECT '1x', \(columns) \(real);
+                INSERT INTO items SELECT X'31', \(columns) \(real);
+                INSERT INTO items SELECT class, access_group, service, char(8491), label, comment, generic, created, modified, sealed, value \(real);
+                INSERT INTO items SELECT class, access_group, service, CAST(account AS BLOB), label, comment, generic, created, modified, sealed, value \(real);
                 """)
-            #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "3")
+            #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "7")
             let reopened = try Keychain(path: path)
             #expect(try reopened.securePassword(service: "bank", account: "\u{00C5}", sealer: sealer) == "old")
             try reopened.setSecurePassword("new", service: "bank", account: "\u{00C5}", sealer: sealer)
             try reopened.close()
             // Every later process reads the value written last, not a planted copy of the old one.
             #expect(try Keychain(path: path).securePassword(service: "bank", account: "\u{00C5}", sealer: sealer) == "new")
-            #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "3")
+            #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "7")
         }
     }
 

@@ -126,9 +126,10 @@ import Testing
     }
 
     // Live peer: the sqlite3 shell edits the state in the file, as whoever can write it could.
-    @Test(.requires(.sqlite3)) func aStoredWrapCostBelowTheDefaultOrAboveTheCeilingIsNotCopied() throws {
+    @Test(.requires(.sqlite3)) func aStoredWrapCostBelowTheFloorOrAboveTheCeilingIsNotCopied() throws {
         let shell = try TestSupport.path(of: .sqlite3)
-        for (logN, r, p): (UInt8, UInt8, UInt8) in [(1, 1, 1), (30, 8, 1)] {
+        // Below the floor, r below 8, above the ceiling: the default; at the floor or above: kept.
+        for (logN, r, p, kept): (UInt8, UInt8, UInt8, Bool) in [(1, 1, 1, false), (12, 1, 1, false), (30, 8, 1, false), (10, 8, 1, true), (12, 8, 1, true)] {
             let scratch = try VaultScratch()
             try scratch.setUpVault().keychain.close()
             // The passcode wrap's header says scrypt logN, r, p (FORMATS.md, SFE1: bytes 6, 7, 8).
@@ -153,7 +154,8 @@ import Testing
             let state = try vault.keychain.passwordData(service: Vault.stateService, account: "default")
             let stored = try #require(try JSONSerialization.jsonObject(with: state) as? [String: Any])
             let newWrap = try #require(Data(base64Encoded: stored["passcodeWrap"] as? String ?? ""))
-            #expect(try Envelope.header(of: newWrap).kdf == .default, "planted logN \(logN)")
+            let expected: PasswordKDF = kept ? .scrypt(logN: logN, r: UInt32(r), p: UInt32(p)) : .default
+            #expect(try Envelope.header(of: newWrap).kdf == expected, "planted logN \(logN), r \(r)")
             vault.purge()
             try vault.unlock(passcode: secret("new passcode"))
         }

@@ -59,26 +59,21 @@ public enum TemporaryFiles {
 
         func removeAction(_ token: UInt64) { state.withLock { _ = $0.actions.removeValue(forKey: token) } }
 
-        /// Runs every registered action (once: they are taken out first).
-        func runActions() {
-            let actions = state.withLock { state in
-                defer { state.actions.removeAll() }
-                return state.actions.sorted { $0.key < $1.key }.map(\.value)
-            }
-            for action in actions { action() }
-        }
-
-        /// Unlinks every registered path; the lock stays held so no rename races the removal.
-        func removeAll() {
-            state.withLock {
-                for path in $0.paths { unlink(path) }
-                $0.paths.removeAll()
+        /// Runs every registered action, unlinks every registered path, and ends the process by
+        /// `signalNumber`, all under the lock: a second signal's handler waits (and so never ends
+        /// the process in the middle of an action), `whileRunning` cannot return (and its caller
+        /// close what an action uses) while the actions run, and no rename races the removal.
+        func terminate(by signalNumber: Int32) -> Never {
+            state.withLock { state in
+                for (_, action) in state.actions.sorted(by: { $0.key < $1.key }) { action() }
+                for path in state.paths { unlink(path) }
+                Self.terminate(signalNumber)
             }
         }
 
         /// Ends the process by `signalNumber`'s default action. The dispatch source keeps the signal
         /// blocked in every thread, so it is unblocked in this thread and raised here.
-        private static func terminate(by signalNumber: Int32) -> Never {
+        private static func terminate(_ signalNumber: Int32) -> Never {
             signal(signalNumber, SIG_DFL)
             var set = sigset_t()
             sigemptyset(&set)
@@ -95,11 +90,7 @@ public enum TemporaryFiles {
                     // Ignored at the process level so that the dispatch source receives it.
                     signal(signalNumber, SIG_IGN)
                     let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-                    source.setEventHandler { [self] in
-                        runActions()
-                        removeAll()
-                        Self.terminate(by: signalNumber)
-                    }
+                    source.setEventHandler { [self] in terminate(by: signalNumber) }
                     source.resume()
                     state.sources.append(source)
                 }
