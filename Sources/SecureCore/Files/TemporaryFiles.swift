@@ -14,8 +14,9 @@ import Synchronization
 /// its output (for a decryption, verified plaintext).
 public enum TemporaryFiles {
     /// Installs handlers for SIGINT, SIGTERM and SIGHUP that run the actions of `whileRunning`,
-    /// remove every pending temporary file and then end the process by the same signal (its default action, so the exit status still
-    /// says which signal). Call once, early, in a command-line program; calling again does nothing.
+    /// remove every pending temporary file and then end the process by the same signal (its
+    /// default action, so the exit status still says which signal). Call once, early, in a
+    /// command-line program; calling again does nothing.
     /// The handlers run on a dispatch queue, not in signal context, so they may take locks.
     /// SIGKILL cannot be caught: after it a temporary file can remain (never the target file
     /// half-written).
