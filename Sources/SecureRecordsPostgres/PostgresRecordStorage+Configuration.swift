@@ -19,8 +19,13 @@ extension PostgresRecordStorage {
             /// No TLS. Only sensible on loopback or a trusted private link.
             case disabled
             /// TLS required, the server certificate verified against the system's roots, or
-            /// against the PEM certificates in `caFile` when given.
+            /// against the PEM certificates in `caFile` when given, and checked to name the host
+            /// (libpq's `verify-full`).
             case required(caFile: String? = nil)
+            /// TLS required, the server certificate verified against the system's roots, or against
+            /// the PEM certificates in `caFile` when given, but not checked to name the host
+            /// (libpq's `verify-ca`): for a team CA whose certificates name another host, say.
+            case verifyCA(caFile: String? = nil)
         }
 
         /// The server's host name or address.
@@ -81,7 +86,7 @@ extension PostgresRecordStorage {
             self.maximumConnections = maximumConnections
         }
 
-        /// Parses `postgres://user@host:port/database?schema=S&prefix=P&sslmode=disable|require&sslrootcert=PATH`
+        /// Parses `postgres://user@host:port/database?schema=S&prefix=P&sslmode=disable|require|verify-ca|verify-full&sslrootcert=PATH`
         /// `&connect_timeout=SECONDS&statement_timeout=MILLISECONDS&transaction_timeout=MILLISECONDS&pool_size=N`
         /// (`postgresql://` too; port, database and parameters optional). `sslrootcert` names a PEM
         /// file of CA certificates to verify the server against (a team's private CA), as in libpq;
@@ -109,6 +114,11 @@ extension PostgresRecordStorage {
                 case ("prefix", let value): tablePrefix = value
                 case ("sslmode", "disable"): tls = .disabled
                 case ("sslmode", "require"), ("sslmode", "verify-full"): tls = .required()
+                case ("sslmode", "verify-ca"): tls = .verifyCA()
+                case ("sslmode", let mode):
+                    throw invalidConfiguration(
+                        "sslmode=\(mode) is not supported: use verify-full (the default off loopback), verify-ca, require "
+                            + "(here as verify-full) or disable" + (["prefer", "allow"].contains(mode) ? " (prefer and allow fall back to clear text)" : ""))
                 case ("sslrootcert", let path) where !path.isEmpty: rootCertificates = path
                 case ("connect_timeout", let value):
                     guard let seconds = Int(value), (1...3600).contains(seconds) else {
@@ -140,7 +150,7 @@ extension PostgresRecordStorage {
                 guard tls != .disabled else {
                     throw invalidConfiguration("the PostgreSQL URL says sslmode=disable and sslrootcert: a CA file needs TLS")
                 }
-                tls = .required(caFile: rootCertificates)
+                tls = tls == .verifyCA() ? .verifyCA(caFile: rootCertificates) : .required(caFile: rootCertificates)
             }
         }
 
@@ -152,10 +162,12 @@ extension PostgresRecordStorage {
         /// Decided by the resolved address, not by the text: `127.db.example` resolving to a remote
         /// server is not loopback (so TLS stays required). A caller that skips TLS connects to the
         /// returned address itself, so a second resolution cannot send it elsewhere.
-        public var loopbackAddress: String? { Self.loopbackAddress(ofHost: host) }
+        public var loopbackAddress: String? { Self.loopbackAddresses(ofHost: host)?.first }
 
-        /// `loopbackAddress` for `host`.
-        static func loopbackAddress(ofHost host: String) -> String? {
+        /// Every address `host` resolves to, in the resolver's order, when they are all loopback
+        /// addresses; nil otherwise (`localhost` is often `::1` then `127.0.0.1`: a connection
+        /// tries each in turn, as libpq does).
+        static func loopbackAddresses(ofHost host: String) -> [String]? {
             var hints = addrinfo()
             hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
             var list: UnsafeMutablePointer<addrinfo>?
@@ -165,10 +177,10 @@ extension PostgresRecordStorage {
             var entry: UnsafeMutablePointer<addrinfo>? = first
             while let current = entry {
                 guard let address = Self.loopbackText(current.pointee) else { return nil }
-                addresses.append(address)
+                if !addresses.contains(address) { addresses.append(address) }
                 entry = current.pointee.ai_next
             }
-            return addresses.first
+            return addresses
         }
 
         /// The numeric text of `entry`'s address when it is a loopback address; nil otherwise.
@@ -218,6 +230,16 @@ extension PostgresRecordStorage {
             guard (1...65_535).contains(port) else { throw invalidConfiguration("the PostgreSQL port \(port) is out of range") }
             guard (1...1000).contains(maximumConnections) else {
                 throw invalidConfiguration("the connection pool size \(maximumConnections) is out of range (1 to 1000)")
+            }
+            // The URL's ranges: a statement deadline that rounds to 0 ms would turn the server's
+            // statement_timeout off, and one past Int64 milliseconds cannot be sent.
+            guard (1...3600).contains(connectTimeoutSeconds) else {
+                throw invalidConfiguration("the connect timeout \(connectTimeoutSeconds) s is out of range (1 to 3600 s)")
+            }
+            for (name, seconds) in [("statement", statementTimeoutSeconds), ("transaction", transactionTimeoutSeconds)] {
+                guard (0.001...86_400).contains(seconds) else {
+                    throw invalidConfiguration("the \(name) timeout \(seconds) s is out of range (0.001 to 86400 s)")
+                }
             }
         }
     }

@@ -98,9 +98,10 @@ extension PostgresRecordStorage {
         return Int64(bitPattern: hash)
     }
 
-    /// Creates the tables when none exist (under an advisory lock, in one transaction), or checks
-    /// that those present are a SecureRecords store of a version this code reads.
-    func migrate() throws(RecordsError) {
+    /// Creates the tables when none exist and `creatingTables` (under an advisory lock, in one
+    /// transaction), or checks that those present are a SecureRecords store of a version this code
+    /// reads.
+    func migrate(creatingTables: Bool) throws(RecordsError) {
         try write { (tx) throws(RecordsError) in
             try run(tx, "SELECT pg_advisory_xact_lock($1)", Self.binds { $0.append(advisoryLockKey) })
             func exists(_ table: String) throws(RecordsError) -> Bool {
@@ -127,6 +128,11 @@ extension PostgresRecordStorage {
                 if version == 1 { try reindexFullText(tx) }
                 if version < 3 { try addRecordAuthentication(tx) }
                 return
+            }
+            guard creatingTables else {
+                throw .notARecordStore(
+                    "no store tables in schema \"\(tables.schema)\" with table prefix \"\(configuration.tablePrefix)\" "
+                        + "(sf records add or sf records import makes them)")
             }
             if schemaExists {
                 for table in Tables.all where try exists(table) {

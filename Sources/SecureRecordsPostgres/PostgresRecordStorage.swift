@@ -39,15 +39,17 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
     let session: PostgresSession
     let tables: Tables
 
-    /// Connects, creating the tables when the schema holds none. Throws `RecordsError.storage` when
-    /// the server cannot be reached or refuses the login, `notARecordStore` when the tables exist
-    /// but belong to something else or to a newer format.
-    public init(configuration: Configuration) throws(RecordsError) {
+    /// Connects, creating the tables when the schema holds none and `creatingTables` (else a
+    /// mistyped schema or prefix would get an empty store: a tool that only reads passes false).
+    /// Throws `RecordsError.storage` when the server cannot be reached or refuses the login,
+    /// `notARecordStore` when the tables exist but belong to something else or to a newer format,
+    /// or are missing and not to be created.
+    public init(configuration: Configuration, creatingTables: Bool = true) throws(RecordsError) {
         try configuration.validate()
         self.configuration = configuration
         session = PostgresSession(configuration)
         tables = Tables(schema: configuration.schema, prefix: configuration.tablePrefix)
-        try migrate()
+        try migrate(creatingTables: creatingTables)
     }
 
     /// `RecordStorage.concurrentCalls`: the pool's connections (`Configuration.maximumConnections`),

@@ -89,7 +89,8 @@ final class PostgresSession: Sendable {
                 current = connection
                 return connection
             } catch {
-                guard error.isConnectionLost, !error.isRefusalOfTheSession, !Self.isTLSFailure(error.error), !(error.error is DeadlineExceeded),
+                guard error.isConnectionLost, !error.isRefusalOfTheSession, !Self.isTLSFailure(error.error), !Self.isLoginRefusal(error.error),
+                    !(error.error is DeadlineExceeded),
                     NIODeadline.now() + pause < deadline
                 else {
                     guard error.error is DeadlineExceeded, let answered,
@@ -108,53 +109,54 @@ final class PostgresSession: Sendable {
 
     /// The TLS client configuration: the system's trust roots, or those of `caFile` alone; TLS 1.2
     /// at least, as libpq's `ssl_min_protocol_version` default (NIOSSL's own minimum is TLS 1.0).
-    static func tlsConfiguration(caFile: String?) -> TLSConfiguration {
+    static func tlsConfiguration(caFile: String?, checkingHostName: Bool = true) -> TLSConfiguration {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = .tlsv12
         if let caFile { configuration.trustRoots = .file(caFile) }
+        if !checkingHostName { configuration.certificateVerification = .noHostnameVerification }
         return configuration
     }
 
-    /// `Configuration.loopbackAddress(ofHost:)`, looked up on a thread of its own and waited for
+    /// `Configuration.loopbackAddresses(ofHost:)`, looked up on a thread of its own and waited for
     /// until `deadline`: a DNS resolver that does not answer (glibc waits timeout × attempts ×
     /// servers, 10 s or more) must not hold a connection attempt past its deadline. A lookup still
     /// running then finishes on its thread, its answer unused; connects meanwhile wait for that
     /// same lookup rather than start one each, so a silent resolver costs one thread per host.
-    private static func loopbackAddress(of host: String, until deadline: NIODeadline) throws(PostgresFailure) -> String? {
+    private static func loopbackAddresses(of host: String, until deadline: NIODeadline) throws(PostgresFailure) -> [String]? {
         let lookup = lookups.withLock { running -> HostLookup in
             if let lookup = running[host] { return lookup }
             let started = HostLookup()
             running[host] = started
             Thread.detachNewThread {
-                let address = PostgresRecordStorage.Configuration.loopbackAddress(ofHost: host)
+                let addresses = PostgresRecordStorage.Configuration.loopbackAddresses(ofHost: host)
                 Self.lookups.withLock { $0[host] = nil }
-                started.finish(address)
+                started.finish(addresses)
             }
             return started
         }
-        guard let address = lookup.wait(until: deadline) else {
+        guard let addresses = lookup.wait(until: deadline) else {
             throw PostgresFailure(error: DeadlineExceeded(activity: "looking up \(host)", silent: "the DNS resolver"))
         }
-        return address
+        return addresses
     }
 
     /// The host lookups running, by host name.
     private static let lookups = Locked<[String: HostLookup]>([:])
 
-    /// One lookup of a host name's loopback address, which any number of connects wait for.
+    /// One lookup of a host name's loopback addresses, which any number of connects wait for.
     private final class HostLookup: Sendable {
-        private let answer = Locked<String??>(nil)
+        private let answer = Locked<[String]??>(nil)
         private let answered = DispatchGroup()
 
         init() { answered.enter() }
 
-        func finish(_ address: String?) {
-            answer.withLock { $0 = .some(address) }
+        func finish(_ addresses: [String]?) {
+            answer.withLock { $0 = .some(addresses) }
             answered.leave()
         }
 
         /// The answer (itself nil when the host is not loopback); nil when none came by `deadline`.
-        func wait(until deadline: NIODeadline) -> String?? {
+        func wait(until deadline: NIODeadline) -> [String]?? {
             let wait = max(0, (deadline - .now()).nanoseconds)
             guard answered.wait(timeout: .now() + .nanoseconds(Int(wait))) == .success else { return nil }
             return answer.withLock { $0 }
@@ -167,13 +169,17 @@ final class PostgresSession: Sendable {
         let tls: PostgresConnection.Configuration.TLS
         // Automatic TLS is off only for an address that resolved to loopback, and then that very
         // address is the one connected to.
-        let loopback = c.tls == .automatic ? try Self.loopbackAddress(of: c.host, until: deadline) : nil
+        let loopback = c.tls == .automatic ? try Self.loopbackAddresses(of: c.host, until: deadline) : nil
+        var plain = false
         do {
             switch c.tls {
-            case .disabled: tls = .disable
-            case .automatic where loopback != nil: tls = .disable
-            case .automatic: tls = .require(try NIOSSLContext(configuration: Self.tlsConfiguration(caFile: nil)))
+            case .automatic where loopback == nil: tls = .require(try NIOSSLContext(configuration: Self.tlsConfiguration(caFile: nil)))
+            case .disabled, .automatic:
+                tls = .disable
+                plain = true
             case .required(let caFile): tls = .require(try NIOSSLContext(configuration: Self.tlsConfiguration(caFile: caFile)))
+            case .verifyCA(let caFile):
+                tls = .require(try NIOSSLContext(configuration: Self.tlsConfiguration(caFile: caFile, checkingHostName: false)))
             }
         } catch {
             throw PostgresFailure(error: RecordsError.storage(StorageFailure(.cannotConnect, "\(c.displayName): TLS setup failed: \(error)")))
@@ -181,7 +187,7 @@ final class PostgresSession: Sendable {
         var password: String?
         if let secret = c.password { password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
         var pgConfiguration = PostgresConnection.Configuration(
-            host: loopback ?? c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
+            host: loopback?.first ?? c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
         password = nil
         pgConfiguration.options.connectTimeout = max(.milliseconds(1), deadline - .now())
         // The server cancels a statement that runs past the statement deadline too (so a
@@ -200,8 +206,40 @@ final class PostgresSession: Sendable {
             value += 1
             return value
         }
-        let connecting = PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.next(), configuration: pgConfiguration, id: id, logger: logger)
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let connecting: EventLoopFuture<PostgresConnection>
+        if plain {
+            // Without TLS the login is watched (`PasswordLoginGuard`), so the connection is made
+            // here, with the guard first in its pipeline, and handed to postgres-nio.
+            // A name that resolved to several loopback addresses (`localhost`: often `::1`, then
+            // `127.0.0.1`) is tried at each in turn, until one takes the connection.
+            let options = pgConfiguration.options, password = pgConfiguration.password
+            @Sendable func channel(at addresses: ArraySlice<String>) -> EventLoopFuture<any Channel> {
+                ClientBootstrap(group: eventLoop)
+                    .connectTimeout(options.connectTimeout)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(PasswordLoginGuard()) }
+                    }
+                    .connect(host: addresses.first ?? c.host, port: c.port)
+                    .flatMapError { error in
+                        addresses.count > 1 ? channel(at: addresses.dropFirst()) : eventLoop.makeFailedFuture(ConnectFailure(underlying: error))
+                    }
+            }
+            connecting = channel(at: ArraySlice(loopback ?? [c.host]))
+                .flatMap { channel in
+                    var established = PostgresConnection.Configuration(
+                        establishedChannel: channel, tls: .disable, username: c.user, password: password,
+                        database: c.database ?? c.user)
+                    established.options = options
+                    return PostgresConnection.connect(on: channel.eventLoop, configuration: established, id: id, logger: self.logger)
+                        .flatMapError { error in
+                            channel.close(promise: nil)
+                            return channel.eventLoop.makeFailedFuture(error)
+                        }
+                }
+        } else {
+            connecting = PostgresConnection.connect(on: eventLoop, configuration: pgConfiguration, id: id, logger: logger)
+        }
         do {
             return try Self.wait(for: connecting, until: deadline, doing: "connecting")
         } catch {
@@ -212,6 +250,13 @@ final class PostgresSession: Sendable {
             }
             throw error
         }
+    }
+
+    /// The TCP connection of a connection without TLS could not be made (postgres-nio reports the
+    /// same as its `connectionError`): like a refused connection, tried again until the deadline.
+    struct ConnectFailure: Error, CustomStringConvertible {
+        let underlying: any Error
+        var description: String { "cannot connect: connectionError: \(underlying)" }
     }
 
     /// A statement waited on a connection that had closed.
@@ -330,10 +375,10 @@ final class PostgresSession: Sendable {
     static func tlsAdvice(_ configuration: PostgresRecordStorage.Configuration, hostName: Bool) -> String {
         if hostName {
             return " (the server's certificate does not name the host \(configuration.host): connect by a name or address "
-                + "the certificate lists)"
+                + "the certificate lists, or, to trust the CA's certificate for any host, use sslmode=verify-ca)"
         }
         return switch configuration.tls {
-        case .required(let caFile?):
+        case .required(let caFile?), .verifyCA(let caFile?):
             " (the server's certificate does not verify against \(caFile): check that it is the CA that issued the server's certificate)"
         default:
             " (the server's certificate does not verify against the system's CAs: if it comes from your own CA, "
@@ -540,7 +585,7 @@ final class PostgresSession: Sendable {
         /// failing): the server rolls back what it had not committed.
         var isConnectionLost: Bool {
             PostgresSession.isConnectionLost(error) || PostgresSession.endedTheSession(error) || error is DeadlineExceeded
-                || error is ConnectionClosed
+                || error is ConnectionClosed || error is ConnectFailure
         }
         /// Whether the server refused to start the session for a reason of its own (a wrong
         /// password, a database that does not exist), not because it is shutting down: while
@@ -574,6 +619,12 @@ final class PostgresSession: Sendable {
         default:
             return false
         }
+    }
+
+    /// Whether the login was refused for asking for the password in a way that reveals it
+    /// (`PasswordLoginGuard`): final, as the same server asks the same each time.
+    static func isLoginRefusal(_ error: any Error) -> Bool {
+        (error as? PSQLError)?.underlying is PasswordLoginGuard.Refused
     }
 
     /// Whether a refused handshake was the host-name check (the certificate verified otherwise).

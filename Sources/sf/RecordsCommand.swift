@@ -42,8 +42,8 @@ struct RecordsStoreOption: ParsableArguments {
         guard postgresCaFile == nil || postgres != nil else { throw ValidationError("--postgres-ca-file needs --postgres") }
     }
 
-    /// The PostgreSQL storage, when --postgres was given.
-    func postgresStorage() throws -> PostgresRecordStorage? {
+    /// The PostgreSQL storage, when --postgres was given; its tables are made only when `creating`.
+    func postgresStorage(creating: Bool = true) throws -> PostgresRecordStorage? {
         guard let postgres else { return nil }
         var password: SecretBytes?
         if let postgresPasswordFile {
@@ -54,9 +54,9 @@ struct RecordsStoreOption: ParsableArguments {
         var configuration = try PostgresRecordStorage.Configuration(url: postgres, password: password)
         if let postgresCaFile {
             guard configuration.tls != .disabled else { throw CLIError("--postgres-ca-file needs TLS, but the URL says sslmode=disable") }
-            configuration.tls = .required(caFile: postgresCaFile)
+            configuration.tls = configuration.tls == .verifyCA() ? .verifyCA(caFile: postgresCaFile) : .required(caFile: postgresCaFile)
         }
-        return try PostgresRecordStorage(configuration: configuration)
+        return try PostgresRecordStorage(configuration: configuration, creatingTables: creating)
     }
 
     /// Where the store is, for people: the PostgreSQL URL (which holds no password), or the store
@@ -71,12 +71,12 @@ struct RecordsStoreOption: ParsableArguments {
         try store ?? ((Keychain.defaultPath() as NSString).deletingLastPathComponent + "/records.db")
     }
 
-    /// Opens the store. A store file that does not exist is made only when `creating` (`records
-    /// add`; `records import` makes its own), so a command given a mistyped path fails instead of
-    /// leaving an empty store there.
+    /// Opens the store. A store file, or PostgreSQL tables, that do not exist are made only when
+    /// `creating` (`records add`; `records import` makes its own), so a command given a mistyped
+    /// path, schema or prefix fails instead of leaving an empty store there.
     func open(kdf: PasswordKDF = .default, batchSize: Int = 256, creating: Bool = false) throws -> RecordStore {
         let configuration = RecordStore.Configuration(passwordKDF: kdf, rotationBatchSize: batchSize)
-        if let storage = try postgresStorage() { return try RecordStore(storage: storage, configuration: configuration) }
+        if let storage = try postgresStorage(creating: creating) { return try RecordStore(storage: storage, configuration: configuration) }
         let path = try path()
         let isNew = !FileManager.default.fileExists(atPath: path)
         if isNew, !creating { throw CLIError("no records store at \(path) (sf records add or sf records import makes one)") }
@@ -622,17 +622,29 @@ struct RecordsImportCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Input file (default: standard input).") var input: String?
 
     func run() throws {
-        // The export is read from a file in chunks (bounded memory); standard input is first copied
-        // to a private temporary file, which PostgreSQL's retry of the transaction can read again.
-        guard input == nil || input == "-" else { return try importFile(input!) }
+        // The export is read from a file in chunks (bounded memory), twice for a new store (its
+        // store line, then its records) and again by PostgreSQL's retry of the transaction. So
+        // standard input, or any input that is not a regular file (a pipe, `<(…)`, a device), is
+        // first copied to a private temporary file that can be read again.
+        if let input, input != "-", Self.isRegularFile(input) { return try importFile(input) }
         let spool = FileManager.default.temporaryDirectory.appendingPathComponent("sf-import-\(UUID().uuidString).jsonl").path
         defer { try? FileManager.default.removeItem(atPath: spool) }
         // The copy holds clear fields and wrapped keys: Ctrl-C, while it is made or read, must not
         // leave it behind either.
         try TemporaryFiles.whileRunning(onTerminationSignal: { unlink(spool) }) { () throws in
-            try Self.spoolStandardInput(to: spool)
+            if let input, input != "-" {
+                try Self.spool(FileInput(path: input), to: spool)
+            } else {
+                try Self.spool(FileInput(descriptor: 0, name: "standard input"), to: spool)
+            }
             try importFile(spool)
         }
+    }
+
+    /// Whether `path` names a regular file (through links); anything else is spooled.
+    static func isRegularFile(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Imports the export in `file`.
@@ -669,14 +681,13 @@ struct RecordsImportCommand: ParsableCommand {
         Terminal.writeError("imported \(count) record\(count == 1 ? "" : "s")")
     }
 
-    /// Copies standard input to `path`, a new file only the user can read (the export holds clear
+    /// Copies `input` to `path`, a new file only the user can read (the export holds clear
     /// fields). The caller removes it.
-    static func spoolStandardInput(to path: String) throws {
+    static func spool(_ input: borrowing FileInput, to path: String) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CLIError("cannot create a temporary file for standard input: \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw CLIError("cannot create a temporary file for \(input.path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         do {
-            let input = FileInput(descriptor: 0, name: "standard input")
             let output = FileOutput(descriptor: descriptor, name: path)
             while true {
                 let chunk = try input.read(upTo: 1 << 20)

@@ -80,8 +80,62 @@ import Testing
             aliceId], environment: ["PGPASSWORD": ""]).stdoutText.contains("a red bicycle"))
         let twice = try sf(importArguments, environment: ["PGPASSWORD": ""])
         #expect(twice.status == 1 && twice.stderrText.contains("already exists"), "\(twice.stderrText)")
+        // An input that is not a regular file (here a pipe, as `-i <(…)` gives), which a new store
+        // reads twice: copied first, so it imports into PostgreSQL and a new SQLite file alike.
+        let exported = try Data(contentsOf: URL(fileURLWithPath: db.scratch.path("e.jsonl")))
+        let pipeURL = db.url + "&prefix=pipe_"
+        let piped = try sf(["records", "import", "--postgres", pipeURL, "--postgres-password-file", db.passwordFile, "-i", "/dev/stdin"],
+                           stdin: exported, environment: ["PGPASSWORD": ""])
+        #expect(piped.status == 0 && piped.stderrText.contains("imported 2 records"), "\(piped.stderrText)")
+        let pipedFile = try sf(["records", "import", "--store", db.scratch.path("piped.db"), "-i", "/dev/stdin"], stdin: exported)
+        #expect(pipedFile.status == 0 && pipedFile.stderrText.contains("imported 2 records"), "\(pipedFile.stderrText)")
         #expect(try db.records(["delete", aliceId]).status == 0)
         #expect(try db.records(["list"]).stdoutText.split(separator: "\n").count == 1)
+    }
+
+    /// A host name that resolves to several loopback addresses, with the server at one of them
+    /// only (`::1` first, then `127.0.0.1`, as `localhost` is on many systems), is tried at each in
+    /// turn, as libpq does, not at the first alone until the connect deadline. The name comes from
+    /// a private /etc/hosts in a mount namespace of the test's own (`unshare -m`, as root).
+    @Test(.requires(.unshare)) func aNameWithSeveralLoopbackAddressesIsTriedAtEach() throws {
+        let db = try Database()
+        let hosts = try db.scratch.write("hosts", "::1 dual.test\n127.0.0.1 dual.test\n")
+        let url = db.url.replacingOccurrences(of: "@127.0.0.1:", with: "@dual.test:") + "&connect_timeout=5"
+        try #require(url.contains("@dual.test:"), "the test server is not at 127.0.0.1: \(db.url)")
+        let binary = try #require(TestSupport.sfBinary).path
+        let key = try db.scratch.write("key", Data((KeyFileTests.hex + "\n").utf8))
+        // The order the resolver gives, then the command, in one namespace.
+        let script = #"mount --bind "$1" /etc/hosts && getent ahosts dual.test | head -1 && shift && exec "$@""#
+        let result = try TestSupport.run("unshare", ["-m", "sh", "-c", script, "sh", hosts, binary, "records", "add", "--postgres", url,
+            "--postgres-password-file", db.passwordFile, "--collection", "c", "--key-file", key, "--field", "name=Ann"])
+        #expect(result.status == 0, "\(result.stderrText)")
+        #expect(result.stdoutText.hasPrefix("::1 "), "the resolver did not give ::1 first, so this does not test the order: \(result.stdoutText)")
+    }
+
+    /// A command that reads, given a schema or table prefix where there is no store (a typo),
+    /// fails and makes nothing there; `add` makes the store.
+    @Test func readingAMissingStoreMakesNone() throws {
+        let db = try Database()
+        let key = try db.scratch.write("key", Data((KeyFileTests.hex + "\n").utf8))
+        let id = "01a2231a-a65b-724f-b8cf-e8b0d754d755"
+        let typoSchema = db.url + "x", typoPrefix = db.url + "&prefix=tpyo_"
+        for url in [typoSchema, typoPrefix] {
+            for arguments in [["status"], ["list"], ["search", "name=Ann", "--key-file", key], ["show", id], ["export"], ["delete", id]] {
+                let result = try sf(["records"] + arguments + ["--postgres", url, "--postgres-password-file", db.passwordFile])
+                #expect(result.status == 1 && result.stderrText.contains("no store tables in schema"), "\(arguments[0]): \(result.stderrText)")
+            }
+        }
+        // Nothing was made: no schema by the mistyped name, no table with the mistyped prefix.
+        var configuration = try PostgresRecordStorage.Configuration(url: db.url, password: SecretBytes(Data(db.password.utf8)))
+        configuration.tablePrefix = "probe_"
+        let probe = try PostgresRecordStorage(configuration: configuration)
+        defer { probe.close() }
+        #expect(try probe.queryText("SELECT count(*)::text FROM pg_namespace WHERE nspname = '\(db.schema)x'") == ["0"])
+        #expect(try probe.queryText("SELECT count(*)::text FROM pg_tables WHERE tablename LIKE 'tpyo\\_%'") == ["0"])
+        let added = try sf(["records", "add", "--postgres", typoPrefix, "--postgres-password-file", db.passwordFile,
+                            "--collection", "c", "--key-file", key, "--field", "name=Ann"])
+        #expect(added.status == 0, "\(added.stderrText)")
+        #expect(try sf(["records", "status", "--postgres", typoPrefix, "--postgres-password-file", db.passwordFile]).status == 0)
     }
 
     @Test func serverPasswordNeverFromArgvAndWrongOnesFail() throws {
@@ -96,7 +150,9 @@ import Testing
         #expect(wrong.status == 1, "\(wrong.stderrText)")
         #expect(wrong.stderrText.contains("password authentication failed") || wrong.stderrText.contains("28P01"), "\(wrong.stderrText)")
         // The file wins over the environment.
-        #expect(try db.records(["list"], environment: ["PGPASSWORD": "wrong password"]).status == 0)
+        let key = try db.scratch.write("key", Data((KeyFileTests.hex + "\n").utf8))
+        let added = try db.records(["add", "--collection", "c", "--key-file", key, "--field", "name=Ann"], environment: ["PGPASSWORD": "wrong password"])
+        #expect(added.status == 0, "\(added.stderrText)")
         // --store and --postgres together are refused.
         #expect(try db.records(["list", "--store", db.scratch.path("x.db")]).status != 0)
         // A server that is not there: a clear error.

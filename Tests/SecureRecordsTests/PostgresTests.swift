@@ -311,6 +311,18 @@ import Testing
         let storage = try PostgresRecordStorage(configuration: verified)
         #expect(try storage.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
         storage.close()
+        // verify-ca (libpq): the chain is verified, the host name is not (127.0.0.1 is not in the
+        // certificate); the wrong CA is still refused.
+        let byCA = try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=verify-ca&sslrootcert=" + caFile, password: password)
+        #expect(byCA.tls == .verifyCA(caFile: caFile))
+        let caVerified = try PostgresRecordStorage(configuration: byCA)
+        #expect(try caVerified.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
+        caVerified.close()
+        // A mode libpq has and this client refuses, or a typo: the message lists the modes.
+        for mode in ["prefer", "allow", "Require", "verify_full"] {
+            let refused = try #require(throws: RecordsError.self) { try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=" + mode) }
+            #expect("\(refused)".contains("sslmode=\(mode) is not supported") && "\(refused)".contains("verify-ca"), "\(refused)")
+        }
         // The system's CAs do not know the test CA: the message names the fix. A failed handshake is
         // final, not retried until the deadline (here 90 s; a refusal takes a fraction of a second).
         let deadlines = "&connect_timeout=90&transaction_timeout=90000"
@@ -330,10 +342,12 @@ import Testing
                                                     "-days", "1", "-subj", "/CN=other", "-keyout", scratch.path("other.key"), "-out", otherCA])
         try #require(made.status == 0, "\(made.stderrText)")
         var wrong = unverified
-        wrong.tls = .required(caFile: otherCA)
-        started = Date()
-        #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: wrong) }
-        #expect(Date().timeIntervalSince(started) < 45, "a certificate that does not verify was retried")
+        for tls in [PostgresRecordStorage.Configuration.TLS.required(caFile: otherCA), .verifyCA(caFile: otherCA)] {
+            wrong.tls = tls
+            started = Date()
+            #expect(throws: RecordsError.self) { try PostgresRecordStorage(configuration: wrong) }
+            #expect(Date().timeIntervalSince(started) < 45, "a certificate that does not verify was retried")
+        }
         // sslrootcert with sslmode=disable is a contradiction.
         #expect(throws: RecordsError.self) {
             try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=disable&sslrootcert=" + caFile)
@@ -381,6 +395,28 @@ import Testing
         #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
         #expect("\(storageFailure)".contains("does not offer TLS") && "\(storageFailure)".contains("sslmode=disable"), "\(storageFailure)")
         #expect(server.accepted == 1)
+    }
+
+    /// Without TLS, a server (or whoever took its port) that asks for the password in clear text
+    /// or as MD5 is refused before the password is sent, at once (one connection), with a message
+    /// naming the fix; the request is recognised however the server's bytes are split.
+    @Test(arguments: [(UInt32(3), "in clear text", false), (UInt32(5), "as an MD5 digest", false), (UInt32(3), "in clear text", true)])
+    func aServerAskingForThePasswordInClearIsRefused(code: UInt32, method: String, byteByByte: Bool) throws {
+        let server = try PasswordAsker(code: code, byteByByte: byteByByte)
+        defer { server.stop() }
+        for tls in [PostgresRecordStorage.Configuration.TLS.automatic, .disabled] {
+            var configuration = PostgresRecordStorage.Configuration(
+                host: "127.0.0.1", port: server.port, user: "nobody", password: SecretBytes(Data("s3cret-db-password".utf8)))
+            configuration.tls = tls
+            let failure = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+            guard case .storage(let storageFailure) = failure else { throw failure }
+            #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
+            #expect("\(storageFailure)".contains("asked for the password \(method)") && "\(storageFailure)".contains("scram-sha-256"), "\(storageFailure)")
+        }
+        server.stop()
+        #expect(server.accepted == 2, "tried again: \(server.accepted) connections")
+        #expect(server.received.allSatisfy { !$0.contains(Data("s3cret".utf8)) }, "the password was sent")
+        #expect(server.received.count == 2 && server.received.allSatisfy { $0.first != UInt8(ascii: "p") }, "a password message was sent")
     }
 
     /// A connection the server drops is replaced on a later call: no crash, typed errors only.
@@ -510,6 +546,72 @@ import Testing
             #expect(throws: RecordsError.self, "\(bad)") { try PostgresFullText.tsquery(bad) }
         }
     }
+}
+
+/// A TCP listener on loopback that takes a PostgreSQL startup message and asks for the password
+/// by `code` (3: clear text, 5: MD5), then keeps what the client sends next until it closes.
+final class PasswordAsker: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let state = Locked((accepted: 0, received: [Data]()))
+    private let done = DispatchGroup()
+
+    var accepted: Int { state.withLock { $0.accepted } }
+    /// What each client sent after the request.
+    var received: [Data] { state.withLock { $0.received } }
+
+    init(code: UInt32, byteByByte: Bool) throws {
+        let (fd, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
+        listener = fd
+        self.port = port
+        let state = state, done = done
+        var request: [UInt8] = [UInt8(ascii: "R")] + withUnsafeBytes(of: UInt32(code == 5 ? 12 : 8).bigEndian, Array.init)
+        request += withUnsafeBytes(of: code.bigEndian, Array.init)
+        if code == 5 { request += [1, 2, 3, 4] }  // the salt
+        let message = request
+        done.enter()
+        Thread.detachNewThread {
+            defer { done.leave() }
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else {
+                    if errno == EINTR { continue }
+                    return
+                }
+                state.withLock { $0.accepted += 1 }
+                var timeout = timeval(tv_sec: 30, tv_usec: 0)
+                _ = setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &buffer, buffer.count)  // the startup message (small: one read)
+                if byteByByte {
+                    for byte in message {
+                        var one = byte
+                        _ = write(client, &one, 1)
+                        usleep(2_000)
+                    }
+                } else {
+                    _ = message.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                }
+                var after = Data()
+                while true {
+                    let count = read(client, &buffer, buffer.count)
+                    guard count > 0 else { break }
+                    after.append(contentsOf: buffer[0..<count])
+                }
+                state.withLock { $0.received.append(after) }
+                close(client)
+            }
+        }
+    }
+
+    /// Stops accepting and waits for the accepting thread to end (once; later calls do nothing).
+    func stop() {
+        guard stopped.withLock({ (was: inout Bool) -> Bool in defer { was = true }; return !was }) else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        _ = done.wait(timeout: .now() + 60)
+        close(listener)
+    }
+    private let stopped = Locked(false)
 }
 
 /// A TCP listener on loopback that answers PostgreSQL's SSLRequest with `answer` (`S`: TLS
