@@ -44,6 +44,17 @@ import Testing
         }
     }
 
+    /// Text a key file carries (a JWK's `kty` or `crv`) reaches an error quoted, its control
+    /// characters escaped: a file cannot write terminal escape sequences through `sf`.
+    @Test func inputTextInErrorsIsEscaped() throws {
+        let hostile = #"\u001b[31mRED\u001b]0;title\u0007"#  // JSON escapes: ESC and BEL once decoded
+        for jwk in [#"{"kty":"\#(hostile)"}"#, #"{"kty":"EC","crv":"\#(hostile)","x":"AA","y":"AA"}"#, #"{"kty":"OKP","crv":"\#(hostile)","x":"AA"}"#] {
+            let error = try #require(keyError { _ = try KeyImport.key(from: Data(jwk.utf8)) })
+            #expect(!error.description.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(error.description.debugDescription)")
+            #expect(error.description.contains(#"\u{1B}[31mRED"#), "\(error.description.debugDescription)")
+        }
+    }
+
     /// The two messages the campaign met most, spelled out.
     @Test func specificMessages() throws {
         // A P-256 point off the curve (last byte of y changed).

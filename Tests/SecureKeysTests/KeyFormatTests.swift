@@ -114,6 +114,56 @@ import Testing
         }
     }
 
+    /// A private key file whose parts disagree (the curve SEC1 names against its scalar or the
+    /// PKCS#8 algorithm, or a stored public key that is another key's) is refused, as by
+    /// `openssl pkey -check`, not read as a key whose fingerprint is not the one it signs with.
+    @Test func privateKeysWhosePartsDisagreeAreRefused() throws {
+        func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
+            [tag] + (content.count < 128 ? [UInt8(content.count)] : [0x81, UInt8(content.count)]) + content
+        }
+        let p256OID: [UInt8] = [0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+        let p384OID: [UInt8] = [0x06, 0x05, 0x2B, 0x81, 0x04, 0x00, 0x22]
+        let ecPublicKeyOID: [UInt8] = [0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]
+        let key = P256.Signing.PrivateKey(), other = P256.Signing.PrivateKey()
+        func sec1(curve: [UInt8]?, publicKey: Data?) -> [UInt8] {
+            var content = tlv(0x02, [1]) + tlv(0x04, [UInt8](key.rawRepresentation))
+            if let curve { content += tlv(0xA0, curve) }
+            if let publicKey { content += tlv(0xA1, tlv(0x03, [0] + [UInt8](publicKey))) }
+            return tlv(0x30, content)
+        }
+        func pkcs8(_ inner: [UInt8], algorithm: [UInt8], publicKey: Data? = nil) -> Data {
+            var content = tlv(0x02, [publicKey == nil ? 0 : 1]) + tlv(0x30, algorithm) + tlv(0x04, inner)
+            if let publicKey { content += tlv(0x81, [0] + [UInt8](publicKey)) }
+            return Data(tlv(0x30, content))
+        }
+        let own = key.publicKey.x963Representation, another = other.publicKey.x963Representation
+        // Whole and consistent: read, with or without the optional parts.
+        for consistent in [
+            Data(sec1(curve: p256OID, publicKey: own)), Data(sec1(curve: nil, publicKey: nil)),
+            pkcs8(sec1(curve: nil, publicKey: own), algorithm: ecPublicKeyOID + p256OID, publicKey: own),
+        ] {
+            #expect(try KeyImport.privateKey(from: consistent).publicKey.fingerprint == AsymmetricPublicKey.p256(key.publicKey).fingerprint)
+        }
+        let edKey = Curve25519.Signing.PrivateKey()
+        let edPKCS8 = pkcs8(tlv(0x04, [UInt8](edKey.rawRepresentation)), algorithm: [0x06, 0x03, 0x2B, 0x65, 0x70],
+                            publicKey: Curve25519.Signing.PrivateKey().publicKey.rawRepresentation)
+        let cases: [(String, Data)] = [
+            ("SEC1 naming P-384 around a P-256 scalar", Data(sec1(curve: p384OID, publicKey: nil))),
+            ("SEC1 with another key's public key", Data(sec1(curve: p256OID, publicKey: another))),
+            ("PKCS#8 P-256 whose SEC1 names P-384", pkcs8(sec1(curve: p384OID, publicKey: nil), algorithm: ecPublicKeyOID + p256OID)),
+            ("PKCS#8 P-256 with another key's public key", pkcs8(sec1(curve: nil, publicKey: own), algorithm: ecPublicKeyOID + p256OID, publicKey: another)),
+            ("PKCS#8 P-384 around a P-256 scalar", pkcs8(sec1(curve: nil, publicKey: nil), algorithm: ecPublicKeyOID + p384OID)),
+            ("PKCS#8 Ed25519 with another key's public key", edPKCS8),
+        ]
+        for (name, der) in cases {
+            for input in [der, Data(PEM.encode(der, label: name.hasPrefix("SEC1") ? "EC PRIVATE KEY" : "PRIVATE KEY").utf8)] {
+                let error = keyError { _ = try KeyImport.key(from: input) }
+                #expect(error.map { if case .invalidKey = $0 { true } else if case .malformedDER = $0 { true } else { false } } == true,
+                        "\(name): \(String(describing: error))")
+            }
+        }
+    }
+
     @Test func mismatchedJWKMembersAreRejected() throws {
         let jwk = try Fixtures.p256.key.exported(as: .jwk).data
         var object = try JSONSerialization.jsonObject(with: jwk) as! [String: String]

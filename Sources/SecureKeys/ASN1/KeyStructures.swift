@@ -80,13 +80,16 @@ struct SubjectPublicKeyInfo: DERImplicitlyTaggable, Sendable {
     }
 }
 
-/// PKCS#8 `OneAsymmetricKey` (RFC 5958), versions 0 and 1: version, algorithm, privateKey, and the
-/// optional `[0] attributes` and `[1] publicKey`, which are read and not kept.
+/// PKCS#8 `OneAsymmetricKey` (RFC 5958), versions 0 and 1: version, algorithm, privateKey, the
+/// optional `[0] attributes` (read and not kept) and the optional `[1] publicKey` (kept, so that
+/// the reader can check it is the private key's own).
 struct OneAsymmetricKey: DERImplicitlyTaggable, Sendable {
     static var defaultIdentifier: ASN1Identifier { .sequence }
 
     var algorithm: AlgorithmIdentifier
     var privateKey: [UInt8]
+    /// The `[1] publicKey` bits, when present.
+    var publicKey: [UInt8]? = nil
 
     init(algorithm: AlgorithmIdentifier, privateKey: [UInt8]) {
         self.algorithm = algorithm
@@ -101,15 +104,23 @@ struct OneAsymmetricKey: DERImplicitlyTaggable, Sendable {
             let privateKey = try ASN1OctetString(derEncoded: &nodes)
             let attributesTag = ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
             let publicKeyTag = ASN1Identifier(tagWithNumber: 1, tagClass: .contextSpecific)
+            var publicKeyNode: ASN1Node?
             if let node = nodes.next() {
                 guard node.identifier == attributesTag || node.identifier == publicKeyTag else {
                     throw ASN1Error.invalidASN1Object(reason: "unexpected PKCS#8 field")
                 }
-                if node.identifier == attributesTag, let next = nodes.next(), next.identifier != publicKeyTag {
-                    throw ASN1Error.invalidASN1Object(reason: "unexpected PKCS#8 field")
+                if node.identifier == publicKeyTag {
+                    publicKeyNode = node
+                } else if let next = nodes.next() {
+                    guard next.identifier == publicKeyTag else { throw ASN1Error.invalidASN1Object(reason: "unexpected PKCS#8 field") }
+                    publicKeyNode = next
                 }
             }
-            return OneAsymmetricKey(algorithm: algorithm, privateKey: Array(privateKey.bytes))
+            let publicKey = try publicKeyNode.map { try ASN1BitString(derEncoded: $0, withIdentifier: publicKeyTag) }
+            if let publicKey, publicKey.paddingBits != 0 { throw ASN1Error.invalidASN1Object(reason: "PKCS#8 public key is not whole bytes") }
+            var key = OneAsymmetricKey(algorithm: algorithm, privateKey: Array(privateKey.bytes))
+            key.publicKey = publicKey.map { Array($0.bytes) }
+            return key
         }
     }
 
@@ -118,6 +129,30 @@ struct OneAsymmetricKey: DERImplicitlyTaggable, Sendable {
             try coder.serialize(0)
             try coder.serialize(algorithm)
             try coder.serialize(ASN1OctetString(contentBytes: privateKey[...]))
+        }
+    }
+}
+
+/// SEC1 `ECPrivateKey` (RFC 5915): version 1, the private scalar, and the optional `[0]` named
+/// curve and `[1]` public key (uncompressed point), each explicitly tagged.
+struct ECPrivateKeyStructure: DERParseable, Sendable {
+    var privateKey: [UInt8]
+    var curve: ASN1ObjectIdentifier?
+    var publicKey: [UInt8]?
+
+    init(derEncoded rootNode: ASN1Node) throws {
+        (privateKey, curve, publicKey) = try DER.sequence(rootNode, identifier: .sequence) { nodes in
+            let version = try Int(derEncoded: &nodes)
+            guard version == 1 else { throw ASN1Error.invalidASN1Object(reason: "ECPrivateKey version \(version)") }
+            let privateKey = try ASN1OctetString(derEncoded: &nodes)
+            let curve = try DER.optionalExplicitlyTagged(&nodes, tagNumber: 0, tagClass: .contextSpecific) {
+                try ASN1ObjectIdentifier(derEncoded: $0)
+            }
+            let publicKey = try DER.optionalExplicitlyTagged(&nodes, tagNumber: 1, tagClass: .contextSpecific) {
+                try ASN1BitString(derEncoded: $0)
+            }
+            if let publicKey, publicKey.paddingBits != 0 { throw ASN1Error.invalidASN1Object(reason: "EC public key is not whole bytes") }
+            return (Array(privateKey.bytes), curve, publicKey.map { Array($0.bytes) })
         }
     }
 }

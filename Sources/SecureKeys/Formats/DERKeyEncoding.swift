@@ -60,21 +60,20 @@ extension AsymmetricPrivateKey {
         case OID.rsaEncryption:
             self = .rsa(try RSAPrivateKey(pkcs1DERRepresentation: inner))
         case OID.ecPublicKey:
-            // swift-crypto reads the whole PKCS#8 structure once the curve is known.
-            let bytes = Array(der)
-            switch try namedCurve(info.algorithm) {
-            case OID.p256: self = .p256(try curveKey { try P256.Signing.PrivateKey(derRepresentation: bytes) })
-            case OID.p384: self = .p384(try curveKey { try P384.Signing.PrivateKey(derRepresentation: bytes) })
-            default: self = .p521(try curveKey { try P521.Signing.PrivateKey(derRepresentation: bytes) })
-            }
+            let sec1 = try DER.decode(ECPrivateKeyStructure.self, from: inner, what: "EC private key")
+            self = try Self.ecPrivateKey(sec1, curve: try namedCurve(info.algorithm), publicKey: info.publicKey)
         case OID.ed25519:
             try requireAbsentParameters(info.algorithm)
             let seed = try DER.decode(ASN1OctetString.self, from: inner, what: "Ed25519 private key")
-            self = .ed25519(try curveKey { try Curve25519.Signing.PrivateKey(rawRepresentation: seed.bytes) })
+            let key = try curveKey { try Curve25519.Signing.PrivateKey(rawRepresentation: seed.bytes) }
+            try requireOwn([info.publicKey], key.publicKey.rawRepresentation)
+            self = .ed25519(key)
         case OID.x25519:
             try requireAbsentParameters(info.algorithm)
             let scalar = try DER.decode(ASN1OctetString.self, from: inner, what: "X25519 private key")
-            self = .x25519(try curveKey { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: scalar.bytes) })
+            let key = try curveKey { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: scalar.bytes) }
+            try requireOwn([info.publicKey], key.publicKey.rawRepresentation)
+            self = .x25519(key)
         default:
             throw KeyError.unsupportedAlgorithm("private key algorithm \(info.algorithm.algorithm)")
         }
@@ -119,6 +118,52 @@ private func namedCurve(_ algorithm: AlgorithmIdentifier) throws(KeyError) -> AS
 /// RFC 8410 §3: the Curve25519 identifiers have absent parameters.
 private func requireAbsentParameters(_ algorithm: AlgorithmIdentifier) throws(KeyError) {
     guard algorithm.parameters == nil else { throw KeyError.malformedDER("\(algorithm.algorithm) parameters must be absent") }
+}
+
+extension AsymmetricPrivateKey {
+    /// The EC private key of SEC1 `ECPrivateKey` fields (RFC 5915). The curve is `curve` (a PKCS#8
+    /// algorithm's), which SEC1's own `[0]` must then agree with, else SEC1's own, else the one
+    /// whose scalar has this length; a public key stored beside the scalar (SEC1's `[1]`, or
+    /// PKCS#8's `publicKey`) must be the scalar's own, as `openssl pkey -check` requires: otherwise
+    /// the key would be reported by a fingerprint that is not the one of the key it signs with.
+    static func ecPrivateKey(
+        _ sec1: ECPrivateKeyStructure, curve outer: ASN1ObjectIdentifier?, publicKey: [UInt8]? = nil
+    ) throws(KeyError) -> AsymmetricPrivateKey {
+        if let outer, let inner = sec1.curve, inner != outer {
+            throw KeyError.malformedDER("the EC private key names the curve \(inner) inside a \(outer) key")
+        }
+        let sizes: [ASN1ObjectIdentifier: Int] = [OID.p256: 32, OID.p384: 48, OID.p521: 66]
+        guard let curve = outer ?? sec1.curve ?? sizes.first(where: { $0.value == sec1.privateKey.count })?.key else {
+            throw KeyError.malformedDER("not a P-256, P-384 or P-521 SEC1 EC private key")
+        }
+        guard let size = sizes[curve] else { throw KeyError.unsupportedAlgorithm("elliptic curve \(curve)") }
+        guard sec1.privateKey.count == size else {
+            throw KeyError.malformedDER("a private key on curve \(curve) is \(size) bytes, not \(sec1.privateKey.count)")
+        }
+        let scalar = sec1.privateKey, stored = [sec1.publicKey, publicKey]
+        switch curve {
+        case OID.p256:
+            let key = try curveKey { try P256.Signing.PrivateKey(rawRepresentation: scalar) }
+            try requireOwn(stored, key.publicKey.x963Representation)
+            return .p256(key)
+        case OID.p384:
+            let key = try curveKey { try P384.Signing.PrivateKey(rawRepresentation: scalar) }
+            try requireOwn(stored, key.publicKey.x963Representation)
+            return .p384(key)
+        default:
+            let key = try curveKey { try P521.Signing.PrivateKey(rawRepresentation: scalar) }
+            try requireOwn(stored, key.publicKey.x963Representation)
+            return .p521(key)
+        }
+    }
+}
+
+/// Throws `invalidKey` unless each public key in `stored` (kept beside a private key in its file),
+/// when present, is `own`, the private key's.
+private func requireOwn(_ stored: [[UInt8]?], _ own: Data) throws(KeyError) {
+    for case let given? in stored where given != [UInt8](own) {
+        throw KeyError.invalidKey("the public key stored with the private key is not its own")
+    }
 }
 
 /// Runs a swift-crypto key constructor, turning its rejection into `KeyError.invalidKey`.

@@ -68,7 +68,7 @@ enum JSONWebKey {
             // (x of 31 bytes and y of 33 made the same point as 32 and 32).
             let coordinateLength = ["P-256": 32, "P-384": 48, "P-521": 66][jwk.crv ?? ""]
             if let coordinateLength, x.count != coordinateLength || y.count != coordinateLength {
-                throw KeyError.malformedJWK("`x` and `y` must each be \(coordinateLength) bytes for \(jwk.crv ?? "")")
+                throw KeyError.malformedJWK("`x` and `y` must each be \(coordinateLength) bytes for \(KeyError.quoted(jwk.crv ?? ""))")
             }
             let point = Data([4]) + x + y
             let d = try jwk.d.map { d throws(KeyError) in try field(d, "d") }
@@ -81,7 +81,7 @@ enum JSONWebKey {
             case "P-521":
                 if let d { key = .private(.p521(try curveKey { try P521.Signing.PrivateKey(rawRepresentation: d) })) } else { key = .public(.p521(try curveKey { try P521.Signing.PublicKey(x963Representation: point) })) }
             default:
-                throw KeyError.unsupportedAlgorithm("JWK curve \(jwk.crv ?? "(missing)")")
+                throw KeyError.unsupportedAlgorithm("JWK curve \(jwk.crv.map(KeyError.quoted) ?? "(missing)")")
             }
             return try checked(key, x: x, y: y)
         case "OKP":
@@ -94,11 +94,11 @@ enum JSONWebKey {
             case "X25519":
                 if let d { key = .private(.x25519(try curveKey { try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: d) })) } else { key = .public(.x25519(try curveKey { try Curve25519.KeyAgreement.PublicKey(rawRepresentation: x) })) }
             default:
-                throw KeyError.unsupportedAlgorithm("JWK curve \(jwk.crv ?? "(missing)")")
+                throw KeyError.unsupportedAlgorithm("JWK curve \(jwk.crv.map(KeyError.quoted) ?? "(missing)")")
             }
             return try checked(key, x: x, y: nil)
         default:
-            throw KeyError.unsupportedAlgorithm("JWK key type \(jwk.kty)")
+            throw KeyError.unsupportedAlgorithm("JWK key type \(KeyError.quoted(jwk.kty))")
         }
     }
 

@@ -30,7 +30,9 @@ public enum KeyExportFormat: String, Sendable, CaseIterable, CustomStringConvert
     /// The format's name as the CLI spells it.
     public var description: String { rawValue }
 
-    /// True when the format carries private key material.
+    /// True when the format is for private keys only (PKCS#8, plain or encrypted), which a public
+    /// key cannot be exported as. Not whether an export holds private key material: `pkcs1`,
+    /// `pkcs1DER`, `jwk` and `openssh` hold it too when a private key is exported in them.
     public var isPrivate: Bool { [.pkcs8, .pkcs8DER, .pkcs8Encrypted].contains(self) }
 }
 

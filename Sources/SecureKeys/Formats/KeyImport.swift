@@ -121,7 +121,8 @@ public enum KeyImport {
             }
             return .public(try AsymmetricPublicKey(spkiDERRepresentation: der))
         case .integer?:
-            if identifiers.count == 2 { return .public(.rsa(try RSAPublicKey(pkcs1DERRepresentation: der))) }
+            // SEC1 ECPrivateKey's version and scalar, without its optional parts, also count two.
+            if identifiers.count == 2, identifiers[1] != .octetString { return .public(.rsa(try RSAPublicKey(pkcs1DERRepresentation: der))) }
             if identifiers.count == 9 { return .private(.rsa(try RSAPrivateKey(pkcs1DERRepresentation: der))) }
             if identifiers.count >= 3, identifiers[1] == .sequence { return .private(try AsymmetricPrivateKey(pkcs8DERRepresentation: der)) }
             if identifiers.count >= 2, identifiers[1] == .octetString { return .private(try sec1PrivateKey(der)) }
@@ -136,12 +137,9 @@ public enum KeyImport {
         return try passphrase.withUnsafeBytes { bytes throws(KeyError) in try EncryptedPKCS8.decrypt(der, passphrase: Array(bytes), limits: limits) }
     }
 
-    /// SEC1 `ECPrivateKey` (RFC 5915, `openssl ec` output): the curve is the one whose scalar size
-    /// swift-crypto accepts with the embedded parameters.
+    /// SEC1 `ECPrivateKey` (RFC 5915, `openssl ec` output): the curve it names (else the one of its
+    /// scalar's length), and its public key, when present, the scalar's own.
     static func sec1PrivateKey(_ der: Data) throws(KeyError) -> AsymmetricPrivateKey {
-        if let key = try? P256.Signing.PrivateKey(derRepresentation: der) { return .p256(key) }
-        if let key = try? P384.Signing.PrivateKey(derRepresentation: der) { return .p384(key) }
-        if let key = try? P521.Signing.PrivateKey(derRepresentation: der) { return .p521(key) }
-        throw KeyError.malformedDER("not a P-256, P-384 or P-521 SEC1 EC private key")
+        try .ecPrivateKey(DER.decode(ECPrivateKeyStructure.self, from: der, what: "SEC1 EC private key"), curve: nil)
     }
 }

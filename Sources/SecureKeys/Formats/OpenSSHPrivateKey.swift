@@ -49,7 +49,7 @@ extension KeyImport {
         case "ecdsa-sha2-nistp256": key = .p256(try ecdsaScalar(file, "nistp256", 32) { try P256.Signing.PrivateKey(rawRepresentation: $0) })
         case "ecdsa-sha2-nistp384": key = .p384(try ecdsaScalar(file, "nistp384", 48) { try P384.Signing.PrivateKey(rawRepresentation: $0) })
         case "ecdsa-sha2-nistp521": key = .p521(try ecdsaScalar(file, "nistp521", 66) { try P521.Signing.PrivateKey(rawRepresentation: $0) })
-        default: throw .unsupportedAlgorithm("OpenSSH key type \(file.keyType)")
+        default: throw .unsupportedAlgorithm("OpenSSH key type \(KeyError.quoted(file.keyType))")
         }
         guard try OpenSSHPublicKey.sshKey(key.publicKey).blob == file.publicKeyBlob else {
             throw .invalidKey("the OpenSSH private key does not match the file's public key")
