@@ -119,6 +119,46 @@ func expectError(where matches: (SecureCoreError) -> Bool, _ comment: Comment? =
         }
     }
 
+    /// swift-crypto's memory bound for BoringSSL's scrypt is too small for r above 16 with p = 1
+    /// (such a derivation failed as `outOfMemory` at a few MiB): those costs are refused before any
+    /// work with `invalidParameter`; every other r up to the default ceiling (32) seals and opens.
+    @Test func scryptBlockSizesSwiftCryptoCanDerive() throws {
+        for (r, p): (UInt32, UInt32) in [(16, 1), (17, 2), (32, 2), (32, 3)] {
+            let sealed = try Envelope.seal(Data("r \(r)".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: r, p: p))
+            #expect(try Envelope.open(sealed, passphrase: passphrase) == Data("r \(r)".utf8), "r \(r) p \(p)")
+        }
+        for (logN, r, p): (UInt8, UInt32, UInt32) in [(10, 17, 1), (10, 32, 1), (1, 33, 2)] {
+            #expect(throws: SecureCoreError.invalidParameter("scrypt with r=\(r) and p=\(p) is not supported (with p = 1, r is at most 16)")) {
+                try PasswordKDF.scrypt(logN: logN, r: r, p: p).validate(within: .unlimited)
+            }
+        }
+    }
+
+    /// Every single-bit change of a passphrase envelope's header (zero costs included, which a
+    /// flip of every bit never makes) is refused with an error SECURITY.md lists, and nothing opens.
+    @Test func everyHeaderBitFlipGivesADocumentedError() throws {
+        let sealed = try Envelope.seal(Data("attack at dawn".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: 8, p: 1))
+        let headerLength = try Envelope.header(of: sealed).encoded.count
+        for index in 0..<headerLength {
+            for bit in 0..<8 {
+                var tampered = sealed
+                tampered[index] ^= 1 << bit
+                do {
+                    _ = try Envelope.open(tampered, passphrase: passphrase)
+                    Issue.record("byte \(index) bit \(bit): opened")
+                } catch {
+                    switch error {
+                    case .authenticationFailed, .unrecognizedFormat, .unsupportedAlgorithm, .unsupportedKDF, .costAboveCeiling,
+                        .secretKindMismatch, .truncated, .invalidParameter:
+                        break
+                    default:
+                        Issue.record("byte \(index) bit \(bit): \(error)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test(arguments: testKDFs)
     func everyTruncationIsRejected(kdf: PasswordKDF?) throws {
         let sealed = try sealForTest(Data("attack at dawn".utf8), key: key, kdf: kdf, algorithm: .chaCha20Poly1305, context: Data())

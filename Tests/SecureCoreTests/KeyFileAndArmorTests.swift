@@ -47,7 +47,11 @@ struct KeyFileAndArmorTests {
         let longest = String(repeating: "x", count: SecretFile.maximumLineLength)
         try Data((longest + "\n").utf8).write(to: URL(fileURLWithPath: path))
         #expect(try SecretFile.read(path: path).count == SecretFile.maximumLineLength)
-        for refused in ["", "\n", "\r\n", longest + "x"] {
+        // The longest line ended by CR LF is read whole; a longer line whose first bytes past the
+        // longest are a CR and more is refused, not cut at the CR.
+        try Data((longest + "\r\n").utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try SecretFile.read(path: path).count == SecretFile.maximumLineLength)
+        for refused in ["", "\n", "\r\n", longest + "x", longest + "\rYYYY\n", longest + "\rY"] {
             try Data(refused.utf8).write(to: URL(fileURLWithPath: path))
             #expect {
                 _ = try SecretFile.read(path: path)

@@ -125,7 +125,7 @@ public enum Envelope {
     }
 
     /// Opens a passphrase envelope. KDF parameters above `limits` are rejected before any KDF work.
-    /// Throws `authenticationFailed` (wrong passphrase or context, modified data), `costAboveCeiling`, `secretKindMismatch` for a raw-key envelope, or a header error (`truncated`, `unrecognizedFormat`, `unsupportedAlgorithm`, `unsupportedKDF`).
+    /// Throws `authenticationFailed` (wrong passphrase or context, modified data), `costAboveCeiling`, `secretKindMismatch` for a raw-key envelope, or a header error (`truncated`, `unrecognizedFormat`, `unsupportedAlgorithm`, `unsupportedKDF`, `invalidParameter` for a cost of zero).
     public static func open<E: DataProtocol, S: DataProtocol>(
         _ envelope: E, passphrase: S, context: some DataProtocol = Data(), limits: KDFLimits = .default
     ) throws(SecureCoreError) -> Data {

@@ -7,19 +7,23 @@ public enum SecretFile {
     public static let maximumLineLength = 64 * 1024
 
     /// The first line of the file at `path`, read straight into zeroizing storage (the scratch
-    /// buffer is zeroed too). Reads at most `maximumLineLength` + 1 bytes (a pipe such as
-    /// `/dev/stdin` until it ends or that much arrived).
+    /// buffer is zeroed too). Reads at most `maximumLineLength` + 2 bytes, room for the longest
+    /// line and its CR LF (a pipe such as `/dev/stdin` until it ends or that much arrived): a line
+    /// not ended within them is longer than the longest.
     /// Throws `SecureCoreError.io` when the file cannot be read, `invalidParameter` when its first
     /// line is empty or longer than `maximumLineLength`.
     public static func read(path: String) throws(SecureCoreError) -> SecretBytes {
         let input = try FileInput(path: path)
         var count = 0
-        let scratch = try SecretBytes(count: maximumLineLength + 1) { (buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) in
+        let capacity = maximumLineLength + 2
+        let scratch = try SecretBytes(count: capacity) { (buffer: UnsafeMutableRawBufferPointer) throws(SecureCoreError) in
             count = try input.read(into: buffer)
         }
         return try scratch.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(SecureCoreError) -> SecretBytes in
-            let line = firstLine(UnsafeRawBufferPointer(rebasing: bytes[0..<count]))
-            guard line.count <= maximumLineLength else {
+            let read = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
+            let line = firstLine(read)
+            let unended = count == capacity && !read.contains(UInt8(ascii: "\n"))
+            guard line.count <= maximumLineLength, !unended else {
                 throw .invalidParameter("\(path): the first line is over \(maximumLineLength / 1024) KiB, so it is not a secret")
             }
             guard !line.isEmpty else { throw .invalidParameter("\(path): the first line, the secret, is empty") }
