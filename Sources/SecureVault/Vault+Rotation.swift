@@ -21,7 +21,11 @@ extension Vault {
     public func rotateKey() throws(VaultError) -> Rotation {
         var newId: UInt32 = 0
         try change { state, keys throws(VaultError) in
-            newId = (state.keys.map(\.id).max() ?? 0) + 1
+            let highest = state.keys.map(\.id).max() ?? 0
+            // Ids only grow, so a retired id is never reused for a different key; the last id is
+            // reached only by a state someone else wrote (four billion rotations are not made).
+            guard highest < UInt32.max else { throw .corruptState("application key id \(highest) is the last one; no new key id is left") }
+            newId = highest + 1
             let key = SecretBytes.random(count: Envelope.keyByteCount)
             state.keys.append(.init(id: newId, sealed: try Self.seal(key, vaultKey: keys.vaultKey, vaultId: state.vaultId, keyId: newId)))
             state.currentKeyId = newId

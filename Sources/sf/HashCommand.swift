@@ -17,7 +17,7 @@ struct HashCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "sha256, sha384 or sha512; sha1 and md5 only for legacy checks.")
     var algorithm: String = "sha256"
 
-    @Option(help: "Print an HMAC keyed by the contents of this file instead of a plain digest.")
+    @Option(help: "Print an HMAC keyed by every byte of this file (not empty, at most 1 MiB) instead of a plain digest.")
     var hmacKeyFile: String?
 
     @Flag(name: [.customShort("c"), .customLong("check")], help: "Read digests from the FILEs and check them (sha256sum -c).")
@@ -34,8 +34,7 @@ struct HashCommand: ParsableCommand {
     func run() throws {
         let function = HashFunction(name: algorithm)!
         if check { return try HashCheck(function: function).run(files.isEmpty ? ["-"] : files) }
-        // The whole file is the key (binary keys may contain newlines).
-        let key = try hmacKeyFile.map { SecretBytes(try Terminal.readAll(FileInput(path: $0))) }
+        let key = try hmacKeyFile.map(Self.readHMACKey)
         var lines = ""
         for file in files.isEmpty ? ["-"] : files {
             let digest: Data
@@ -50,6 +49,15 @@ struct HashCommand: ParsableCommand {
         }
         // Printed only once every input was read, so a failure leaves stdout empty.
         print(lines, terminator: "")
+    }
+
+    /// The whole file at `path` as the key (binary keys may contain newlines), within the key-file
+    /// ceiling; an empty file is refused, since an HMAC under an empty key authenticates nothing.
+    static func readHMACKey(_ path: String) throws -> SecretBytes {
+        var bytes = try Terminal.readKeyFile(FileInput(path: path), kind: "a key file", limit: Terminal.maximumKeyFile)
+        defer { bytes.resetBytes(in: 0..<bytes.count) }
+        guard !bytes.isEmpty else { throw CLIError("\(path): the HMAC key file is empty") }
+        return SecretBytes(bytes)
     }
 }
 

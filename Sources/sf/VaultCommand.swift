@@ -57,7 +57,7 @@ enum VaultFiles {
     /// The answers to `questions`, each prompted for without echo.
     static func promptAnswers(to questions: [String]) throws -> [String] {
         try questions.map { question in
-            try Terminal.readSecret(prompt: "\(question) ", alternative: "--answers-file").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            try Terminal.readSecret(prompt: "\(Terminal.printable(question)) ", alternative: "--answers-file").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         }
     }
 
@@ -125,7 +125,7 @@ struct VaultStatusCommand: ParsableCommand {
         }
         print("vault: set up")
         print("security questions: \(vault.securityQuestions.count)")
-        for question in vault.securityQuestions { print("  \(question)") }
+        for question in vault.securityQuestions { print("  \(Terminal.printable(question))") }
         print("current key id: \(keys.current) (\(keys.all.count) key\(keys.all.count == 1 ? "" : "s"))")
         print("failed attempts: \(vault.failedAttempts)")
     }

@@ -46,4 +46,17 @@ import Testing
 
         #expect(try sf(["hash", "-c", "--hmac-key-file", a, changed]).status == 2)
     }
+
+    /// `--hmac-key-file`: every byte of the file is the key (RFC 4231 test case 2); an empty file
+    /// is refused and nothing is printed.
+    @Test func hmacKeyFile() throws {
+        let scratch = try Scratch()
+        let data = try scratch.write("data", Data("what do ya want for nothing?".utf8))
+        let key = try scratch.write("key", Data("Jefe".utf8))
+        let keyed = try sf(["hash", "--hmac-key-file", key, data])
+        #expect(keyed.status == 0 && keyed.stdoutText == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843  \(data)\n")
+        let empty = try scratch.write("empty", Data())
+        let refused = try sf(["hash", "--hmac-key-file", empty, data])
+        #expect(refused.status == 1 && refused.stdout.isEmpty && refused.stderrText.contains("\(empty): the HMAC key file is empty"), "\(refused.stderrText)")
+    }
 }

@@ -54,7 +54,6 @@ import Testing
             ["open", "--key-file", key, huge],
             ["seal", "--key-file", key, huge],
             ["key", "decrypt", "--key", scratch.path("k.pem"), huge],
-            ["hash", "--hmac-key-file", huge, key],
         ] {
             let result = try sf(arguments)
             #expect(result.status == 1, "\(arguments[0]) \(arguments[1]): \(result.stderrText)")
@@ -82,6 +81,7 @@ import Testing
             ["key", "encrypt", "--to", key, message],
             ["key", "sign", "--key", key, message],
             ["key", "import", "--tag", "t", "--keychain", scratch.path("k.db"), key],
+            ["hash", "--hmac-key-file", key, message],
         ] {
             let result = try sf(arguments)
             #expect(result.status == 1, "\(arguments[1]): \(result.stderrText)")

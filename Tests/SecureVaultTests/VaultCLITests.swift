@@ -129,6 +129,22 @@ import Testing
         #expect(result.status == 1, "\(result.stdoutText)")
     }
 
+    /// Stored questions (the state file may come from someone else) reach the terminal escaped.
+    @Test func storedQuestionsAreEscapedInStatus() throws {
+        let scratch = try VaultScratch()
+        let kc = ["--keychain", scratch.keychainPath]
+        let passcode = try scratch.write("passcode", "correct horse\n")
+        let questions = try scratch.write("questions", "\u{1B}]0;pwned\u{07}First pet?\u{202E}\n")
+        let answers = try scratch.write("answers", "Rex\n")
+        let result = try sf(["vault", "init"] + kc + [
+            "--passcode-file", passcode, "--questions-file", questions, "--answers-file", answers, "--scrypt-log-n", "10",
+        ])
+        #expect(result.status == 0, "\(result.stderrText)")
+        let status = try sf(["vault", "status"] + kc)
+        #expect(status.status == 0 && !status.stdout.contains(0x1B) && !status.stdout.contains(0x07), "\(status.stdoutText)")
+        #expect(status.stdoutText.contains(#"\u{1B}]0;pwned\u{7}First pet?\u{202E}"#), "\(status.stdoutText)")
+    }
+
     @Test func usageErrors() throws {
         let result = try sf(["vault", "encrypt", "--bogus"])
         #expect(result.status == 2)

@@ -161,6 +161,29 @@ import Testing
         }
     }
 
+    /// A key id at the top of the range, planted in the state file while a process is unlocked,
+    /// makes rotation a typed error, not an overflow trap, and the state stays as it was.
+    @Test(.requires(.sqlite3)) func aPlantedLastKeyIdStopsRotationWithAnError() throws {
+        let shell = try TestSupport.path(of: .sqlite3)
+        let scratch = try VaultScratch()
+        let vault = try scratch.setUpVault()
+        try vault.keychain.synchronizeBlocking()
+        let row = "WHERE service = '\(Vault.stateService)' AND account = 'default'"
+        let hex = try TestSupport.run(shell, [scratch.keychainPath, "SELECT hex(value) FROM items \(row)"]).stdoutText
+        var json = try #require(try JSONSerialization.jsonObject(with: Data(hexString: hex.trimmingCharacters(in: .whitespacesAndNewlines))) as? [String: Any])
+        var keys = try #require(json["keys"] as? [[String: Any]])
+        var planted = try #require(keys.first)
+        planted["id"] = UInt32.max
+        keys.append(planted)
+        json["keys"] = keys
+        let tampered = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .withoutEscapingSlashes])
+        let update = try TestSupport.run(shell, [scratch.keychainPath, "UPDATE items SET value = X'\(tampered.map { String(format: "%02x", $0) }.joined())' \(row)"])
+        try #require(update.status == 0, "sqlite3: \(update.stderrText)")
+
+        #expect(vaultError { try vault.rotateKey() } == .corruptState("application key id 4294967295 is the last one; no new key id is left"))
+        #expect(try vault.keychain.passwordData(service: Vault.stateService, account: "default") == tampered)
+    }
+
     @Test func keychainSecureItemsSealThroughTheVault() throws {
         let scratch = try VaultScratch()
         let vault = try scratch.setUpVault()
