@@ -68,7 +68,7 @@ enum JSONWebKey {
             // (x of 31 bytes and y of 33 made the same point as 32 and 32).
             let coordinateLength = ["P-256": 32, "P-384": 48, "P-521": 66][jwk.crv ?? ""]
             if let coordinateLength, x.count != coordinateLength || y.count != coordinateLength {
-                throw KeyError.malformedJWK("`x` and `y` must each be \(coordinateLength) bytes for \(KeyError.quoted(jwk.crv ?? ""))")
+                throw KeyError.malformedJWK("`x` and `y` must each be \(coordinateLength) bytes for \(jwk.crv ?? "")")
             }
             let point = Data([4]) + x + y
             let d = try jwk.d.map { d throws(KeyError) in try field(d, "d") }
