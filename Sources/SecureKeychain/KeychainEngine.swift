@@ -277,13 +277,16 @@ final class KeychainEngine: Sendable {
         } catch {
             let failed = state.withLock { s in
                 if s.closing {
+                    // Closing drops the changes after this batch too: they will never be written,
+                    // so every waiter gets the error (one left waiting would hang, and `close()`
+                    // with it, as the writer would refresh for it forever).
                     s.closeError = error
                     s.pending = []
-                } else {
-                    // Put the batch back before any newer change, to be retried after the delay.
-                    s.pending = batch + s.pending
-                    s.pendingSince = s.pendingSince ?? DispatchTime.now().uptimeNanoseconds
+                    return s.takeWaiters(upTo: .max)
                 }
+                // Put the batch back before any newer change, to be retried after the delay.
+                s.pending = batch + s.pending
+                s.pendingSince = s.pendingSince ?? DispatchTime.now().uptimeNanoseconds
                 return s.takeWaiters(upTo: sequence)
             }
             for waiter in failed { waiter.resume(error) }

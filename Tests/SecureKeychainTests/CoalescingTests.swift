@@ -1,10 +1,49 @@
 import Foundation
 import SFTestSupport
+import SQLiteSupport
 import SecureCore
 import Testing
 @testable import SecureKeychain
 
 @Suite struct CoalescingTests {
+    /// A flush that fails while the keychain closes (another process holds the write lock past the
+    /// busy timeout) fails every waiter, also one for a later change the close drops, and `close()`
+    /// returns: before, that waiter stayed, the writer refreshed for it without end, and `close()`
+    /// never returned.
+    @Test func aFlushFailingWhileClosingFailsEveryWaiter() throws {
+        let directory = try TestSupport.temporaryDirectory("keychain-close")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("k.db").path
+        var configuration = Keychain.Configuration()
+        configuration.busyTimeout = .seconds(2)
+        configuration.busyRetries = 0
+        let keychain = try Keychain(path: path, configuration: configuration)
+        try keychain.synchronizeBlocking()
+        let blocker = try SQLiteConnection.openDurable(path: path, busyTimeoutMilliseconds: 2_000)
+        try blocker.execute("BEGIN IMMEDIATE")
+        try keychain.setPassword("a", service: "s", account: "a")
+        // Let the writer take that change into a flush that now waits on the lock, then queue one
+        // more, a synchronize that waits for it, and the close.
+        Thread.sleep(forTimeInterval: 0.3)
+        try keychain.setPassword("b", service: "s", account: "b")
+        let outcomes = Locked<[String: Bool]>([:])
+        let done = DispatchGroup()
+        for name in ["synchronize", "close"] {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                let failed = (try? name == "close" ? keychain.close() : keychain.synchronizeBlocking()) == nil
+                outcomes.withLock { $0[name] = failed }
+            }
+            if name == "synchronize" { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        // The flush fails after its 2 s busy timeout; 60 s is the backstop of a hang.
+        let ended = done.wait(timeout: .now() + 60) == .success
+        try blocker.execute("ROLLBACK")
+        #expect(ended, "synchronize or close did not return")
+        #expect(outcomes.withLock { $0 } == ["synchronize": true, "close": true])
+    }
+
     @Test func tenThousandWritesAreDurableAfterSynchronize() async throws {
         try await withKeychainDirectory { _, path in
             let keychain = try Keychain(path: path)
