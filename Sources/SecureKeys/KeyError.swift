@@ -59,9 +59,9 @@ public enum KeyError: Error, Equatable, Sendable, CustomStringConvertible {
     /// exactly one key, damaged): its `OpenSSHKeyFileError`.
     case openSSHKeyFile(OpenSSHKeyFileError)
 
-    /// `text` from the input, for a message: quoted with its control characters escaped and cut to
-    /// 64 characters, so that a key file cannot write terminal escape sequences into an error.
-    static func quoted(_ text: String) -> String { String(reflecting: String(text.prefix(64))) }
+    /// `text` from the input, for a message: cut to 64 characters, escaped (`PrintableText`) and
+    /// quoted, so that a key file cannot write terminal escape sequences into an error.
+    static func quoted(_ text: String) -> String { "\"" + PrintableText.escaped(String(text.prefix(64))) + "\"" }
 
     /// What went wrong, in words for a user; never a secret or an internal detail.
     public var description: String {

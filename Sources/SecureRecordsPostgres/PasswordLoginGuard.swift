@@ -2,11 +2,13 @@ import NIOCore
 
 /// Watches the login on a connection without TLS and refuses a server that asks for the password
 /// in clear text or as an MD5 digest (PostgreSQL's `AuthenticationCleartextPassword`, code 3, and
-/// `AuthenticationMD5Password`, code 5), before postgres-nio answers it: without verified TLS the
-/// party answering may not be the server (whoever took the port while the server restarts, or
-/// anyone on the path with `sslmode=disable`), and SCRAM-SHA-256 is the one method that reveals
-/// nothing to it, as libpq's `require_auth=scram-sha-256`. It sits first in the pipeline, passes
-/// every byte on unchanged, and leaves once the server says the login succeeded (code 0).
+/// `AuthenticationMD5Password`, code 5), before postgres-nio answers it, or, when the client has a
+/// password, one that says the login succeeded (code 0) without a SCRAM exchange (code 10 first):
+/// without verified TLS the party answering may not be the server (whoever took the port while the
+/// server restarts, or anyone on the path with `sslmode=disable`). SCRAM-SHA-256 never sends the
+/// password, and its end proves the server holds the password's verifier, as libpq's
+/// `require_auth=scram-sha-256`. It sits first in the pipeline, passes every byte on unchanged, and
+/// leaves once the login succeeded.
 final class PasswordLoginGuard: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -15,8 +17,10 @@ final class PasswordLoginGuard: ChannelInboundHandler, RemovableChannelHandler {
     struct Refused: Error, CustomStringConvertible {
         let method: String
         var description: String {
-            "the server asked for the password \(method) on a connection without TLS, which would hand it to whoever answered; "
-                + "use scram-sha-256 in the server's pg_hba.conf (and password_encryption = scram-sha-256), "
+            let what = method.isEmpty
+                ? "the server accepted the login without checking the password, on a connection without TLS (it may not be the server)"
+                : "the server asked for the password \(method) on a connection without TLS, which would hand it to whoever answered"
+            return what + "; use scram-sha-256 in the server's pg_hba.conf (and password_encryption = scram-sha-256), "
                 + "or connect with TLS (sslmode=verify-full)"
         }
     }
@@ -28,6 +32,12 @@ final class PasswordLoginGuard: ChannelInboundHandler, RemovableChannelHandler {
     private var passing = 0
     /// The login succeeded: the rest is passed on and the guard leaves.
     private var loggedIn = false
+    /// The client has a password, so the server must prove it knows its verifier (SCRAM).
+    private let requiresSCRAM: Bool
+    /// The server began a SASL (SCRAM) exchange.
+    private var sawSASL = false
+
+    init(requiresSCRAM: Bool) { self.requiresSCRAM = requiresSCRAM }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var input = unwrapInboundIn(data)
@@ -48,7 +58,10 @@ final class PasswordLoginGuard: ChannelInboundHandler, RemovableChannelHandler {
                 switch header[5..<9].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) {
                 case 3: return refuse(Refused(method: "in clear text"), context: context)
                 case 5: return refuse(Refused(method: "as an MD5 digest"), context: context)
-                case 0: loggedIn = true
+                case 10: sawSASL = true
+                case 0:
+                    if requiresSCRAM, !sawSASL { return refuse(Refused(method: ""), context: context) }
+                    loggedIn = true
                 default: break
                 }
             }

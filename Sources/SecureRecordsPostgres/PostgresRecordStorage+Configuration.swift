@@ -22,9 +22,10 @@ extension PostgresRecordStorage {
             /// against the PEM certificates in `caFile` when given, and checked to name the host
             /// (libpq's `verify-full`).
             case required(caFile: String? = nil)
-            /// TLS required, the server certificate verified against the system's roots, or against
-            /// the PEM certificates in `caFile` when given, but not checked to name the host
-            /// (libpq's `verify-ca`): for a team CA whose certificates name another host, say.
+            /// TLS required, the server certificate verified against the PEM certificates in
+            /// `caFile`, but not checked to name the host (libpq's `verify-ca`): for a team CA whose
+            /// certificates name another host, say. `caFile` is required (the storage refuses nil):
+            /// against the system's roots, any certificate for any domain would pass.
             case verifyCA(caFile: String? = nil)
         }
 
@@ -150,7 +151,7 @@ extension PostgresRecordStorage {
                 guard tls != .disabled else {
                     throw invalidConfiguration("the PostgreSQL URL says sslmode=disable and sslrootcert: a CA file needs TLS")
                 }
-                tls = tls == .verifyCA() ? .verifyCA(caFile: rootCertificates) : .required(caFile: rootCertificates)
+                if case .verifyCA = tls { tls = .verifyCA(caFile: rootCertificates) } else { tls = .required(caFile: rootCertificates) }
             }
         }
 
@@ -230,6 +231,11 @@ extension PostgresRecordStorage {
             guard (1...65_535).contains(port) else { throw invalidConfiguration("the PostgreSQL port \(port) is out of range") }
             guard (1...1000).contains(maximumConnections) else {
                 throw invalidConfiguration("the connection pool size \(maximumConnections) is out of range (1 to 1000)")
+            }
+            if case .verifyCA(nil) = tls {
+                throw invalidConfiguration(
+                    "sslmode=verify-ca needs the CA to verify against: sslrootcert=PATH in the URL (or sf records --postgres-ca-file PATH); "
+                        + "against the system's CAs, without the host name, any certificate would do")
             }
             // The URL's ranges: a statement deadline that rounds to 0 ms would turn the server's
             // statement_timeout off, and one past Int64 milliseconds cannot be sent.

@@ -132,7 +132,7 @@ extension PostgresRecordStorage {
             guard creatingTables else {
                 throw .notARecordStore(
                     "no store tables in schema \"\(tables.schema)\" with table prefix \"\(configuration.tablePrefix)\" "
-                        + "(sf records add or sf records import makes them)")
+                        + "(opening it for writing makes them: sf records add or import)")
             }
             if schemaExists {
                 for table in Tables.all where try exists(table) {

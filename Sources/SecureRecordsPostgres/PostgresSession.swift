@@ -213,16 +213,22 @@ final class PostgresSession: Sendable {
             // here, with the guard first in its pipeline, and handed to postgres-nio.
             // A name that resolved to several loopback addresses (`localhost`: often `::1`, then
             // `127.0.0.1`) is tried at each in turn, until one takes the connection.
+            // Each step has what is left of the deadline.
             let options = pgConfiguration.options, password = pgConfiguration.password
+            let requiresSCRAM = !(password ?? "").isEmpty
+            @Sendable func remaining() -> TimeAmount { max(.milliseconds(1), deadline - .now()) }
             @Sendable func channel(at addresses: ArraySlice<String>) -> EventLoopFuture<any Channel> {
                 ClientBootstrap(group: eventLoop)
-                    .connectTimeout(options.connectTimeout)
+                    .connectTimeout(remaining())
                     .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(PasswordLoginGuard()) }
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(PasswordLoginGuard(requiresSCRAM: requiresSCRAM))
+                        }
                     }
                     .connect(host: addresses.first ?? c.host, port: c.port)
                     .flatMapError { error in
-                        addresses.count > 1 ? channel(at: addresses.dropFirst()) : eventLoop.makeFailedFuture(ConnectFailure(underlying: error))
+                        addresses.count > 1 && deadline > .now()
+                            ? channel(at: addresses.dropFirst()) : eventLoop.makeFailedFuture(ConnectFailure(underlying: error))
                     }
             }
             connecting = channel(at: ArraySlice(loopback ?? [c.host]))
@@ -231,6 +237,7 @@ final class PostgresSession: Sendable {
                         establishedChannel: channel, tls: .disable, username: c.user, password: password,
                         database: c.database ?? c.user)
                     established.options = options
+                    established.options.connectTimeout = remaining()
                     return PostgresConnection.connect(on: channel.eventLoop, configuration: established, id: id, logger: self.logger)
                         .flatMapError { error in
                             channel.close(promise: nil)
@@ -373,9 +380,13 @@ final class PostgresSession: Sendable {
     /// What fixes a TLS handshake that failed, for the configuration that was used: a certificate
     /// that verified but does not name the host (`hostName`), or one that did not verify.
     static func tlsAdvice(_ configuration: PostgresRecordStorage.Configuration, hostName: Bool) -> String {
+        let caFileGiven = switch configuration.tls {
+        case .required(let caFile?), .verifyCA(let caFile?): !caFile.isEmpty
+        default: false
+        }
         if hostName {
             return " (the server's certificate does not name the host \(configuration.host): connect by a name or address "
-                + "the certificate lists, or, to trust the CA's certificate for any host, use sslmode=verify-ca)"
+                + "the certificate lists\(caFileGiven ? ", or, to trust that CA's certificates for any host, use sslmode=verify-ca" : ""))"
         }
         return switch configuration.tls {
         case .required(let caFile?), .verifyCA(let caFile?):

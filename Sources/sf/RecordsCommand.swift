@@ -54,7 +54,11 @@ struct RecordsStoreOption: ParsableArguments {
         var configuration = try PostgresRecordStorage.Configuration(url: postgres, password: password)
         if let postgresCaFile {
             guard configuration.tls != .disabled else { throw CLIError("--postgres-ca-file needs TLS, but the URL says sslmode=disable") }
-            configuration.tls = configuration.tls == .verifyCA() ? .verifyCA(caFile: postgresCaFile) : .required(caFile: postgresCaFile)
+            if case .verifyCA = configuration.tls {
+                configuration.tls = .verifyCA(caFile: postgresCaFile)
+            } else {
+                configuration.tls = .required(caFile: postgresCaFile)
+            }
         }
         return try PostgresRecordStorage(configuration: configuration, creatingTables: creating)
     }

@@ -127,11 +127,17 @@ func expectError(where matches: (SecureCoreError) -> Bool, _ comment: Comment? =
             let sealed = try Envelope.seal(Data("r \(r)".utf8), passphrase: passphrase, kdf: .scrypt(logN: 10, r: r, p: p))
             #expect(try Envelope.open(sealed, passphrase: passphrase) == Data("r \(r)".utf8), "r \(r) p \(p)")
         }
-        for (logN, r, p): (UInt8, UInt32, UInt32) in [(10, 17, 1), (10, 32, 1), (1, 33, 2)] {
-            #expect(throws: SecureCoreError.invalidParameter("scrypt with r=\(r) and p=\(p) is not supported (with p = 1, r is at most 16)")) {
+        for (logN, r, p): (UInt8, UInt32, UInt32) in [(10, 17, 1), (10, 32, 1), (1, 33, 2), (16, 1, 1), (20, 1, 1), (33, 8, 1)] {
+            #expect("\(logN) \(r) \(p)") {
                 try PasswordKDF.scrypt(logN: logN, r: r, p: p).validate(within: .unlimited)
+            } throws: { error in
+                guard case .invalidParameter(let message) = error as? SecureCoreError else { return false }
+                return message.hasPrefix("scrypt with ") && message.contains("is not supported")
             }
         }
+        // logN 15 with r 1 is the largest N BoringSSL takes for r 1 (N < 2^16).
+        let small = try Envelope.seal(Data("n".utf8), passphrase: passphrase, kdf: .scrypt(logN: 15, r: 1, p: 1))
+        #expect(try Envelope.open(small, passphrase: passphrase) == Data("n".utf8))
     }
 
     /// Every single-bit change of a passphrase envelope's header (zero costs included, which a

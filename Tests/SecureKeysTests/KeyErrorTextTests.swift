@@ -47,10 +47,11 @@ import Testing
     /// Text a key file carries (a JWK's `kty` or `crv`) reaches an error quoted, its control
     /// characters escaped: a file cannot write terminal escape sequences through `sf`.
     @Test func inputTextInErrorsIsEscaped() throws {
-        let hostile = #"\u001b[31mRED\u001b]0;title\u0007"#  // JSON escapes: ESC and BEL once decoded
+        let hostile = #"\u001b[31mRED\u001b]0;title\u0007\u202e\u009b"#  // JSON escapes: ESC, BEL, RLO and CSI once decoded
         for jwk in [#"{"kty":"\#(hostile)"}"#, #"{"kty":"EC","crv":"\#(hostile)","x":"AA","y":"AA"}"#, #"{"kty":"OKP","crv":"\#(hostile)","x":"AA"}"#] {
             let error = try #require(keyError { _ = try KeyImport.key(from: Data(jwk.utf8)) })
-            #expect(!error.description.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(error.description.debugDescription)")
+            #expect(!error.description.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E },
+                    "\(error.description.debugDescription)")
             #expect(error.description.contains(#"\u{1B}[31mRED"#), "\(error.description.debugDescription)")
         }
     }

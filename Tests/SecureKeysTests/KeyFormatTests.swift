@@ -140,6 +140,7 @@ import Testing
         // Whole and consistent: read, with or without the optional parts.
         for consistent in [
             Data(sec1(curve: p256OID, publicKey: own)), Data(sec1(curve: nil, publicKey: nil)),
+            Data(sec1(curve: p256OID, publicKey: key.publicKey.compressedRepresentation)),  // openssl ec -conv_form compressed
             pkcs8(sec1(curve: nil, publicKey: own), algorithm: ecPublicKeyOID + p256OID, publicKey: own),
         ] {
             #expect(try KeyImport.privateKey(from: consistent).publicKey.fingerprint == AsymmetricPublicKey.p256(key.publicKey).fingerprint)

@@ -318,6 +318,10 @@ import Testing
         let caVerified = try PostgresRecordStorage(configuration: byCA)
         #expect(try caVerified.queryText("SELECT ssl::text FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == ["true"])
         caVerified.close()
+        // verify-ca against the system's CAs (no CA file) would take any certificate: refused.
+        let noCA = try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=verify-ca", password: password)
+        let refusedNoCA = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: noCA) }
+        #expect("\(refusedNoCA)".contains("sslmode=verify-ca needs the CA"), "\(refusedNoCA)")
         // A mode libpq has and this client refuses, or a typo: the message lists the modes.
         for mode in ["prefer", "allow", "Require", "verify_full"] {
             let refused = try #require(throws: RecordsError.self) { try PostgresRecordStorage.Configuration(url: url + separator + "sslmode=" + mode) }
@@ -398,9 +402,13 @@ import Testing
     }
 
     /// Without TLS, a server (or whoever took its port) that asks for the password in clear text
-    /// or as MD5 is refused before the password is sent, at once (one connection), with a message
-    /// naming the fix; the request is recognised however the server's bytes are split.
-    @Test(arguments: [(UInt32(3), "in clear text", false), (UInt32(5), "as an MD5 digest", false), (UInt32(3), "in clear text", true)])
+    /// or as MD5, or says the login succeeded without a SCRAM exchange, is refused before the
+    /// password is sent, at once (one connection), with a message naming the fix; the request is
+    /// recognised however the server's bytes are split.
+    @Test(arguments: [
+        (UInt32(3), "asked for the password in clear text", false), (UInt32(5), "asked for the password as an MD5 digest", false),
+        (UInt32(3), "asked for the password in clear text", true), (UInt32(0), "accepted the login without checking the password", false),
+    ])
     func aServerAskingForThePasswordInClearIsRefused(code: UInt32, method: String, byteByByte: Bool) throws {
         let server = try PasswordAsker(code: code, byteByByte: byteByByte)
         defer { server.stop() }
@@ -411,7 +419,7 @@ import Testing
             let failure = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
             guard case .storage(let storageFailure) = failure else { throw failure }
             #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
-            #expect("\(storageFailure)".contains("asked for the password \(method)") && "\(storageFailure)".contains("scram-sha-256"), "\(storageFailure)")
+            #expect("\(storageFailure)".contains(method) && "\(storageFailure)".contains("scram-sha-256"), "\(storageFailure)")
         }
         server.stop()
         #expect(server.accepted == 2, "tried again: \(server.accepted) connections")

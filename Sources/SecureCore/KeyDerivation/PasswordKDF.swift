@@ -48,13 +48,20 @@ public enum PasswordKDF: Sendable, Hashable, CustomStringConvertible {
                 throw SecureCoreError.costAboveCeiling(
                     "scrypt work N·r·p = 2^\(logN)·\(r)·\(p) above ceiling \(limits.maxScryptWork) (2^\(limits.maxScryptLogN)·8·1 by default)")
             }
+            // BoringSSL's own bounds: N at most 2^32, and N below 2^(16·r) (RFC 7914).
+            guard logN <= 32, !(r <= 3 && UInt64(logN) >= 16 * UInt64(r)) else {
+                throw SecureCoreError.invalidParameter("scrypt with logN=\(logN) and r=\(r) is not supported (N is at most 2^32 and below 2^(16·r))")
+            }
             // swift-crypto bounds BoringSSL's scrypt memory at 128·N·r·p bytes and a page (its
             // `maxMemory` argument is not passed on), less than the 128·r·(N + p + 1) BoringSSL
-            // checks for when r·(N + p + 1 − N·p) exceeds 32 (a 4 KiB page): with p = 1, any r above
-            // 16; with p = 2 and N = 2, any r above 32. Refused here, before any work, rather than
-            // failing as "out of memory" at a few MiB.
-            guard !(p == 1 && r > 16), !(p == 2 && logN == 1 && r > 32) else {
-                throw SecureCoreError.invalidParameter("scrypt with r=\(r) and p=\(p) is not supported (with p = 1, r is at most 16)")
+            // checks for when 128·r·(N + p + 1 − N·p) exceeds the page: with 4 KiB pages and p = 1,
+            // any r above 16; with p = 2 and N = 2, any r above 32. Refused here, before any work,
+            // rather than failing as "out of memory" at a few MiB.
+            let excess: UInt64 = p == 1 ? 2 : (p == 2 && logN == 1 ? 1 : 0)
+            let pageSize = UInt64(max(4096, sysconf(Int32(_SC_PAGESIZE))))
+            guard 128 * UInt64(r) * excess <= pageSize else {
+                throw SecureCoreError.invalidParameter(
+                    "scrypt with r=\(r) and p=\(p) is not supported (swift-crypto derives it only for r up to \(pageSize / (128 * excess)))")
             }
         case .pbkdf2(let hash, let rounds):
             guard hash == .sha256 || hash == .sha384 || hash == .sha512 || hash == HashFunction.Insecure.sha1 else {

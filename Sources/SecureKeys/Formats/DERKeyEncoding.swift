@@ -144,24 +144,25 @@ extension AsymmetricPrivateKey {
         switch curve {
         case OID.p256:
             let key = try curveKey { try P256.Signing.PrivateKey(rawRepresentation: scalar) }
-            try requireOwn(stored, key.publicKey.x963Representation)
+            try requireOwn(stored, key.publicKey.x963Representation, key.publicKey.compressedRepresentation)
             return .p256(key)
         case OID.p384:
             let key = try curveKey { try P384.Signing.PrivateKey(rawRepresentation: scalar) }
-            try requireOwn(stored, key.publicKey.x963Representation)
+            try requireOwn(stored, key.publicKey.x963Representation, key.publicKey.compressedRepresentation)
             return .p384(key)
         default:
             let key = try curveKey { try P521.Signing.PrivateKey(rawRepresentation: scalar) }
-            try requireOwn(stored, key.publicKey.x963Representation)
+            try requireOwn(stored, key.publicKey.x963Representation, key.publicKey.compressedRepresentation)
             return .p521(key)
         }
     }
 }
 
 /// Throws `invalidKey` unless each public key in `stored` (kept beside a private key in its file),
-/// when present, is `own`, the private key's.
-private func requireOwn(_ stored: [[UInt8]?], _ own: Data) throws(KeyError) {
-    for case let given? in stored where given != [UInt8](own) {
+/// when present, is the private key's in one of its encodings `own` (an EC point uncompressed or
+/// compressed, as `openssl ec -conv_form compressed` writes it).
+private func requireOwn(_ stored: [[UInt8]?], _ own: Data...) throws(KeyError) {
+    for case let given? in stored where !own.contains(where: { [UInt8]($0) == given }) {
         throw KeyError.invalidKey("the public key stored with the private key is not its own")
     }
 }
