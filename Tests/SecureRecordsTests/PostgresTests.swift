@@ -556,84 +556,18 @@ import Testing
     }
 }
 
-/// A TCP listener on loopback that takes a PostgreSQL startup message and asks for the password
-/// by `code` (3: clear text, 5: MD5), then keeps what the client sends next until it closes.
-final class PasswordAsker: Sendable {
-    let port: Int
-    private let listener: Int32
-    private let state = Locked((accepted: 0, received: [Data]()))
-    private let done = DispatchGroup()
-
-    var accepted: Int { state.withLock { $0.accepted } }
-    /// What each client sent after the request.
-    var received: [Data] { state.withLock { $0.received } }
-
-    init(code: UInt32, byteByByte: Bool) throws {
-        let (fd, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
-        listener = fd
-        self.port = port
-        let state = state, done = done
-        var request: [UInt8] = [UInt8(ascii: "R")] + withUnsafeBytes(of: UInt32(code == 5 ? 12 : 8).bigEndian, Array.init)
-        request += withUnsafeBytes(of: code.bigEndian, Array.init)
-        if code == 5 { request += [1, 2, 3, 4] }  // the salt
-        let message = request
-        done.enter()
-        Thread.detachNewThread {
-            defer { done.leave() }
-            while true {
-                let client = accept(fd, nil, nil)
-                guard client >= 0 else {
-                    if errno == EINTR { continue }
-                    return
-                }
-                state.withLock { $0.accepted += 1 }
-                var timeout = timeval(tv_sec: 30, tv_usec: 0)
-                _ = setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                _ = read(client, &buffer, buffer.count)  // the startup message (small: one read)
-                if byteByByte {
-                    for byte in message {
-                        var one = byte
-                        _ = write(client, &one, 1)
-                        usleep(2_000)
-                    }
-                } else {
-                    _ = message.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-                }
-                var after = Data()
-                while true {
-                    let count = read(client, &buffer, buffer.count)
-                    guard count > 0 else { break }
-                    after.append(contentsOf: buffer[0..<count])
-                }
-                state.withLock { $0.received.append(after) }
-                close(client)
-            }
-        }
-    }
-
-    /// Stops accepting and waits for the accepting thread to end (once; later calls do nothing).
-    func stop() {
-        guard stopped.withLock({ (was: inout Bool) -> Bool in defer { was = true }; return !was }) else { return }
-        shutdown(listener, Int32(SHUT_RDWR))
-        _ = done.wait(timeout: .now() + 60)
-        close(listener)
-    }
-    private let stopped = Locked(false)
-}
-
-/// A TCP listener on loopback that answers PostgreSQL's SSLRequest with `answer` (`S`: TLS
-/// accepted, `N`: not offered) and then closes the connection, counting the connections it accepted.
-final class SSLRequestAnswerer: Sendable {
+/// A TCP listener on loopback whose thread hands each client to `serve` (reads time out after
+/// 30 s), then closes it, counting the clients.
+final class LoopbackTestServer: Sendable {
     let port: Int
     private let listener: Int32
     private let count = Locked(0)
     private let done = DispatchGroup()
+    private let stopped = Locked(false)
 
     var accepted: Int { count.withLock { $0 } }
 
-    init(answer: Character) throws {
-        let reply = UInt8(ascii: answer.unicodeScalars.first!)
+    init(serve: @escaping @Sendable (Int32) -> Void) throws {
         let (fd, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
         listener = fd
         self.port = port
@@ -649,25 +583,84 @@ final class SSLRequestAnswerer: Sendable {
                     return  // the listener was shut down
                 }
                 count.withLock { $0 += 1 }
-                // No read waits more than 30 s on a client that sends nothing.
                 var timeout = timeval(tv_sec: 30, tv_usec: 0)
                 _ = setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                _ = read(client, &buffer, 8)  // the SSLRequest
-                var byte = reply
-                _ = write(client, &byte, 1)
-                // After `S`, take the TLS ClientHello before closing, so that the client meets the
-                // end of the stream in its handshake (not a reset of unread data).
-                if reply == UInt8(ascii: "S") { _ = read(client, &buffer, buffer.count) }
+                serve(client)
                 close(client)
             }
         }
     }
 
-    /// Stops accepting and waits for the accepting thread to end.
+    /// Stops accepting and waits for the accepting thread to end (once; later calls do nothing).
     func stop() {
+        guard stopped.withLock({ (was: inout Bool) -> Bool in defer { was = true }; return !was }) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         _ = done.wait(timeout: .now() + 60)
         close(listener)
     }
+}
+
+/// A server that takes a PostgreSQL startup message and asks for the password by `code` (3: clear
+/// text, 5: MD5; 0: says the login succeeded), then keeps what the client sends next until it closes.
+final class PasswordAsker: Sendable {
+    private let server: LoopbackTestServer
+    private let sent = Locked([Data]())
+
+    var port: Int { server.port }
+    var accepted: Int { server.accepted }
+    /// What each client sent after the request.
+    var received: [Data] { sent.withLock { $0 } }
+
+    init(code: UInt32, byteByByte: Bool) throws {
+        var request: [UInt8] = [UInt8(ascii: "R")] + withUnsafeBytes(of: UInt32(code == 5 ? 12 : 8).bigEndian, Array.init)
+        request += withUnsafeBytes(of: code.bigEndian, Array.init)
+        if code == 5 { request += [1, 2, 3, 4] }  // the salt
+        let message = request, sent = sent
+        server = try LoopbackTestServer { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(client, &buffer, buffer.count)  // the startup message (small: one read)
+            if byteByByte {
+                for byte in message {
+                    var one = byte
+                    _ = write(client, &one, 1)
+                    usleep(2_000)
+                }
+            } else {
+                _ = message.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+            }
+            var after = Data()
+            while true {
+                let count = read(client, &buffer, buffer.count)
+                guard count > 0 else { break }
+                after.append(contentsOf: buffer[0..<count])
+            }
+            sent.withLock { $0.append(after) }
+        }
+    }
+
+    func stop() { server.stop() }
+}
+
+/// A server that answers PostgreSQL's SSLRequest with `answer` (`S`: TLS accepted, `N`: not
+/// offered) and then closes the connection, counting the connections it accepted.
+final class SSLRequestAnswerer: Sendable {
+    private let server: LoopbackTestServer
+
+    var port: Int { server.port }
+    var accepted: Int { server.accepted }
+
+    init(answer: Character) throws {
+        let reply = UInt8(ascii: answer.unicodeScalars.first!)
+        server = try LoopbackTestServer { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(client, &buffer, 8)  // the SSLRequest
+            var byte = reply
+            _ = write(client, &byte, 1)
+            // After `S`, take the TLS ClientHello before closing, so that the client meets the
+            // end of the stream in its handshake (not a reset of unread data).
+            if reply == UInt8(ascii: "S") { _ = read(client, &buffer, buffer.count) }
+        }
+    }
+
+    func stop() { server.stop() }
 }
