@@ -85,8 +85,10 @@ import Testing
         var configuration = try #require(try scratch.storage() as? PostgresRecordStorage).configuration
         configuration.maximumConnections = 2
         // Deadlines well past the fallback below, so that only a broken offload lets the lock go.
-        configuration.statementTimeoutSeconds = 300
-        configuration.transactionTimeoutSeconds = 300
+        // (A whole-suite run on two busy cores starved this test's tasks for minutes: the locker's
+        // lock wait, 2 s under the statement deadline, ran out first.)
+        configuration.statementTimeoutSeconds = 900
+        configuration.transactionTimeoutSeconds = 900
         let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
         try store.unlock(with: appSealer)
         #expect(store.storage.concurrentCalls == 2)
@@ -121,8 +123,8 @@ import Testing
         let advisoryWaits = "SELECT count(*)::text FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = \(UInt32(truncatingIfNeeded: key))"
         try await waitUntil(admin, advisoryWaits, is: "1")
         // The fallback: a broken offload would otherwise wait for the lock forever. Well past
-        // what a starved test task may take to go on (the statements' own deadlines are 300 s).
-        DispatchQueue.global().asyncAfter(deadline: .now() + 240) { try? release() }
+        // what a starved test task may take to go on (the statements' own deadlines are 900 s).
+        DispatchQueue.global().asyncAfter(deadline: .now() + 600) { try? release() }
 
         let events = EventLog()
         let executor = QueueExecutor(width: 1, label: "AsyncTests.single-thread")
@@ -150,7 +152,7 @@ import Testing
         #expect(Set(try store.search(in: "gifts").map(\.id)) == Set(ids))
     }
 
-    /// Polls `sql` until its one value is `value`, for at most 180 s (then records an issue, with
+    /// Polls `sql` until its one value is `value`, for at most 540 s (then records an issue, with
     /// what the server's other sessions are waiting for, and returns). It takes milliseconds alone.
     /// The whole loop runs on a thread of its own: a task resumed between polls waits for one of
     /// the two cooperative threads, which other suites' blocking tests held for over 180 s in
@@ -158,7 +160,7 @@ import Testing
     /// for minutes: the session awaited was seen waiting for the lock).
     func waitUntil(_ storage: PostgresRecordStorage, _ sql: String, is value: String) async throws {
         let reached = try await TestSupport.onOwnThread { () throws -> Bool in
-            let deadline = Date().addingTimeInterval(180)
+            let deadline = Date().addingTimeInterval(540)
             while try storage.queryText(sql) != [value] {
                 guard Date() < deadline else { return false }
                 Thread.sleep(forTimeInterval: 0.01)
@@ -174,6 +176,6 @@ import Testing
                     + "AND l.locktype IN ('relation', 'advisory')), '-'), '; ') "
                     + "FROM pg_stat_activity a WHERE pid <> pg_backend_pid()")
         }
-        Issue.record("\(sql) did not give \(value) within 180 s; sessions: \(sessions)")
+        Issue.record("\(sql) did not give \(value) within 540 s; sessions: \(sessions)")
     }
 }
