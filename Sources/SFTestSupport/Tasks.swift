@@ -35,8 +35,11 @@ public final class QueueExecutor: TaskExecutor, Sendable {
 }
 
 /// A throwing call run on a thread of its own (not Dispatch's global queue nor a cooperative
-/// thread), for a test that watches what the call waits for while it runs. Unchecked Sendable:
-/// its result is behind `Locked`.
+/// thread), started at once: for a test that watches what the call waits for while it runs, or
+/// plays a party (a raw server or client) beside the code under test. Started from a `Task`
+/// instead, such a party would first wait for a cooperative thread, which other suites'
+/// synchronous tests may hold for minutes, while the other party's deadline ran. Unchecked
+/// Sendable: its result is behind `Locked`.
 public final class BackgroundCall<Value: Sendable, Failure: Error>: @unchecked Sendable {
     private let outcome = Locked<Result<Value, Failure>?>(nil)
     private let ended = DispatchSemaphore(value: 0)
@@ -57,6 +60,15 @@ public final class BackgroundCall<Value: Sendable, Failure: Error>: @unchecked S
     public func result(waitingUntil timeout: DispatchTime) -> Result<Value, Failure>? {
         if ended.wait(timeout: timeout) == .success { ended.signal() }  // a later call returns at once
         return outcome.withLock { $0 }
+    }
+
+    /// The call's result once it ends, awaited on a thread of its own (no cooperative thread is
+    /// held while the call runs).
+    public func value() async throws -> Value {
+        try await TestSupport.onOwnThread { [self] in
+            guard let outcome = result(waitingUntil: .distantFuture) else { preconditionFailure("a wait without a deadline ended") }
+            return try outcome.get()
+        }
     }
 }
 

@@ -6,38 +6,61 @@ import Testing
 
 /// `sf channel`: a secure netcat between two keychains. Loopback TCP only, except the discovery
 /// test, which runs inside two network namespaces it creates and removes. Every process is killed
-/// in a `defer`, and every test has a one-minute limit, so nothing can hang.
+/// in a `defer`, and every test has a time limit (`hangBackstop`), so nothing can hang.
 @Suite("sf channel", .serialized)
 struct ChannelCommandTests {
     /// Two keychains, each with an X25519 key pair sealed with a passphrase file and the other's
-    /// public key pinned as a partner key.
+    /// public key pinned as a partner key: a copy, in a directory of the test's own, of the pair
+    /// made once for the suite (six key operations, each a scrypt derivation of seconds in a debug
+    /// build; made for every test, they were most of this serialized suite's time).
     final class Parties {
         let scratch: Scratch
         let binary: String
         let alice: [String], bob: [String]
         let aliceFingerprint: String, bobFingerprint: String
 
-        init() throws {
-            scratch = try Scratch()
-            binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
-            let alicePass = try scratch.write("alice.pass", Data("alice passphrase\n".utf8))
-            let bobPass = try scratch.write("bob.pass", Data("bob passphrase\n".utf8))
-            alice = ["--keychain", scratch.path("alice.db"), "--key-passphrase-file", alicePass]
-            bob = ["--keychain", scratch.path("bob.db"), "--key-passphrase-file", bobPass]
+        /// The keychains, passphrase files and fingerprints every test starts from.
+        private struct Made: Sendable {
+            let directory: URL
+            let aliceFingerprint: String, bobFingerprint: String
+        }
+
+        private static let made = Result { try make() }
+
+        private static func make() throws -> Made {
+            let directory = try TestSupport.temporaryDirectory("sf-channel-parties")
+            func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+            try Data("alice passphrase\n".utf8).write(to: URL(fileURLWithPath: path("alice.pass")))
+            try Data("bob passphrase\n".utf8).write(to: URL(fileURLWithPath: path("bob.pass")))
+            let alice = ["--keychain", path("alice.db"), "--key-passphrase-file", path("alice.pass")]
+            let bob = ["--keychain", path("bob.db"), "--key-passphrase-file", path("bob.pass")]
             func generate(_ tag: String, _ store: [String]) throws -> String {
                 let result = try sf(["key", "generate", "--type", "x25519", "--tag", tag] + store)
                 try #require(result.status == 0, "\(result.stderrText)")
                 return try #require(result.stdoutText.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
             }
-            aliceFingerprint = try generate("alice", alice)
-            bobFingerprint = try generate("bob", bob)
+            let fingerprints = (try generate("alice", alice), try generate("bob", bob))
             // Each side exports its public key and the other pins it as a partner key.
             for (tag, from, to) in [("alice", alice, bob), ("bob", bob, alice)] {
-                var result = try sf(["key", "export", "--tag", tag, "--format", "spki-pem", "-o", scratch.path("\(tag).pub")] + from)
+                var result = try sf(["key", "export", "--tag", tag, "--format", "spki-pem", "-o", path("\(tag).pub")] + from)
                 try #require(result.status == 0, "\(result.stderrText)")
-                result = try sf(["key", "import", "--tag", tag, scratch.path("\(tag).pub")] + to)
+                result = try sf(["key", "import", "--tag", tag, path("\(tag).pub")] + to)
                 try #require(result.status == 0, "\(result.stderrText)")
             }
+            return Made(directory: directory, aliceFingerprint: fingerprints.0, bobFingerprint: fingerprints.1)
+        }
+
+        init() throws {
+            scratch = try Scratch()
+            binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
+            let made = try Self.made.get()
+            // Every file the sf processes left (each keychain's SQLite files included), copied.
+            for name in try FileManager.default.contentsOfDirectory(atPath: made.directory.path) {
+                try FileManager.default.copyItem(at: made.directory.appendingPathComponent(name), to: URL(fileURLWithPath: scratch.path(name)))
+            }
+            alice = ["--keychain", scratch.path("alice.db"), "--key-passphrase-file", scratch.path("alice.pass")]
+            bob = ["--keychain", scratch.path("bob.db"), "--key-passphrase-file", scratch.path("bob.pass")]
+            (aliceFingerprint, bobFingerprint) = (made.aliceFingerprint, made.bobFingerprint)
         }
 
         func spawn(_ arguments: [String]) throws -> BackgroundProcess {

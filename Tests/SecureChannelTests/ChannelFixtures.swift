@@ -10,15 +10,6 @@ enum ChannelFixtures {
     static let serverKey = Curve25519.KeyAgreement.PrivateKey()
     static let clientKey = Curve25519.KeyAgreement.PrivateKey()
 
-    /// Runs blocking work (raw sockets, processes, pipes) on a thread of its own, never on Swift
-    /// concurrency's cooperative pool nor Dispatch's (each has as many threads as cores, two here),
-    /// so the echo server's tasks can keep running while the test waits for their replies.
-    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
-    }
-
     /// A server on an ephemeral loopback port that echoes every message, recording the peers it
     /// accepted and the failures it saw. It takes and serves its connections on threads of its
     /// own (`QueueExecutor`), not on Swift's cooperative threads, which the synchronous tests of

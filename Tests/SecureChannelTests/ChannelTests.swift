@@ -266,7 +266,7 @@ import Testing
         let port = echo.port
         // The raw socket blocks (pauses between pieces, waits for replies): off the cooperative pool,
         // which the echo server's tasks need to answer.
-        let replies = try await Fixtures.blocking { () throws -> [Data] in
+        let replies = try await TestSupport.onOwnThread { () throws -> [Data] in
             let peer = try RawPeer(port: port, readTimeout: 300)
             /// Sends `bytes` in pieces cut at `cuts`, pausing so each piece arrives in a read of its own.
             func send(_ bytes: Data, cuttingAt cuts: [Int]) {
@@ -347,7 +347,7 @@ import Testing
         configuration.firstMessageTimeout = .seconds(5)
         let echo = try await Fixtures.EchoServer(configuration: configuration)
         defer { Task { await echo.close() } }
-        let flood = try await Fixtures.blocking { try (0..<300).map { _ in try RawPeer(port: echo.port, readTimeout: 120) } }
+        let flood = try await TestSupport.onOwnThread { try (0..<300).map { _ in try RawPeer(port: echo.port, readTimeout: 120) } }
         var served = 0
         for index in 0..<20 {
             let message = ByteBuffer(string: "honest \(index)")
@@ -355,7 +355,7 @@ import Testing
         }
         #expect(served == 20)
         // Every idle socket is closed by the server: evicted, or silent past its first-message deadline.
-        let closed = try await Fixtures.blocking { flood.filter { $0.waitForClose() }.count }
+        let closed = try await TestSupport.onOwnThread { flood.filter { $0.waitForClose() }.count }
         #expect(closed == flood.count)
     }
 
@@ -466,7 +466,7 @@ import Testing
         // A silent connection costs the store nothing: it is closed at its first-message deadline.
         let opened = sealer.opens.withLockedValue { $0 }
         let port = echo.port
-        #expect(try await Fixtures.blocking { try RawPeer(port: port, readTimeout: 300).waitForClose() })
+        #expect(try await TestSupport.onOwnThread { try RawPeer(port: port, readTimeout: 300).waitForClose() })
         #expect(sealer.opens.withLockedValue { $0 } == opened)
     }
 

@@ -22,10 +22,6 @@ import Testing
 
     static func hex(_ data: some DataProtocol) -> String { data.map { String(format: "%02x", $0) }.joined() }
 
-    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await ChannelFixtures.blocking(body)
-    }
-
     @Test func peerIsInstalled() {
         if TestSupport.isCI { #expect(Self.available, "Python noiseprotocol is missing (python3 -m pip install noiseprotocol)") }
         if !Self.available { print("SKIPPED: Python noiseprotocol not installed; NoisePeerTests do not run") }
@@ -44,7 +40,7 @@ import Testing
         if name.contains("_IK_") { environment["NOISE_REMOTE_STATIC"] = Self.hex(ChannelFixtures.serverKey.publicKey.rawRepresentation) }
         let port = echo.port
         let sizes = Self.sizes.map(String.init).joined(separator: ",")
-        let result = try await blocking { [configuration, environment] in
+        let result = try await TestSupport.onOwnThread { [configuration, environment] in
             try TestSupport.run(
                 "python3", [Self.script, "initiator", name, Self.hex(configuration.prologue), "\(port)", sizes],
                 environment: environment)
@@ -72,7 +68,7 @@ import Testing
         process.standardOutput = output
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        let portLine = try await blocking { () -> String in
+        let portLine = try await TestSupport.onOwnThread { () -> String in
             var line = Data()
             while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
                 line += byte
@@ -95,7 +91,7 @@ import Testing
             return replies
         }
         #expect(replies == Self.sizes.map(Self.message), "\(name)")
-        try await blocking { process.waitUntilExit() }
+        try await TestSupport.onOwnThread { process.waitUntilExit() }
         #expect(process.terminationStatus == 0, "\(name)")
     }
 }

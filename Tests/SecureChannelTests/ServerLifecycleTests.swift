@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import SFTestSupport
 import Testing
 
 @testable import SecureChannel
@@ -96,7 +97,7 @@ struct ServerLifecycleTests {
 
         await server.close()
 
-        #expect(try await ChannelFixtures.blocking { idle.waitForClose() }, "the handshake in progress was left open")
+        #expect(try await TestSupport.onOwnThread { idle.waitForClose() }, "the handshake in progress was left open")
         // Its peer learns the close (a deadline ends the wait if it never does).
         let timedOut = NIOLockedValueBox(false)
         let watchdog = Task {

@@ -24,7 +24,7 @@ struct StalledPeerTests {
         let echo = try await Fixtures.EchoServer(configuration: configuration)
         defer { Task { await echo.close() } }
         let port = echo.port
-        let closed = try await Fixtures.blocking { () throws -> Bool in
+        let closed = try await TestSupport.onOwnThread { () throws -> Bool in
             let peer = try RawPeer(port: port, readTimeout: 300)
             try stall(peer, try peer.handshake(staticKey: Fixtures.clientKey))
             return peer.waitForClose()
@@ -71,12 +71,10 @@ struct StalledPeerTests {
         let server = try await Self.server(messageTimeout: .seconds(1))
         defer { Task { await server.close() } }
         let port = server.port
-        let peer = Task {
-            try await Fixtures.blocking { () throws -> Bool in
-                let peer = try RawPeer(port: port, readTimeout: 300)
-                _ = try peer.handshake(staticKey: Fixtures.clientKey) { _ in Data([0xFF, 0xFF, 0x00]) }
-                return peer.waitForClose()
-            }
+        let peer = BackgroundCall { () throws -> Bool in
+            let peer = try RawPeer(port: port, readTimeout: 300)
+            _ = try peer.handshake(staticKey: Fixtures.clientKey) { _ in Data([0xFF, 0xFF, 0x00]) }
+            return peer.waitForClose()
         }
         var connections = server.connections.makeAsyncIterator()
         let connection = try #require(await connections.next())
@@ -90,7 +88,7 @@ struct StalledPeerTests {
         await #expect(throws: SecureChannelError.messageTimeout) {
             try await connection.executeThenClose { inbound, _ in for try await _ in inbound {} }
         }
-        #expect(try await peer.value)
+        #expect(try await peer.value())
     }
 
     /// The deadline is per frame, not per message: a message whose frames keep coming, each well
@@ -103,7 +101,7 @@ struct StalledPeerTests {
         defer { Task { await echo.close() } }
         let port = echo.port
         let chunks = 7
-        let echoed = try await Fixtures.blocking { () throws -> Data in
+        let echoed = try await TestSupport.onOwnThread { () throws -> Data in
             let peer = try RawPeer(port: port, readTimeout: 300)
             let transport = try peer.handshake(staticKey: Fixtures.clientKey)
             for index in 0..<chunks {
@@ -128,21 +126,19 @@ struct StalledPeerTests {
         var configuration = SecureChannel.Configuration()
         configuration.firstMessageTimeout = .milliseconds(200)
         configuration.handshakeTimeout = .seconds(120)
-        let serving = Task {
-            try await Fixtures.blocking { () throws -> Data? in
-                let peer = try listener.accept()
-                let defaults = SecureChannel.Configuration()
-                let responder = try Noise.HandshakeState(
-                    protocolName: defaults.protocolName, role: .responder, prologue: defaults.prologue, staticKey: Fixtures.serverKey)
-                _ = try responder.readMessage(#require(peer.receiveFrame()))
-                usleep(1_000_000)  // five times the client's first-message deadline
-                peer.sendFrame(try responder.writeMessage())
-                _ = try responder.readMessage(#require(peer.receiveFrame()))
-                let transport = try responder.transportState()
-                peer.sendFrame(try transport.writeMessage(Data([0x01]) + Data("late".utf8)))
-                peer.sendFrame(try transport.writeMessage(Data([0x02])))
-                return try peer.receiveFrame().map { try transport.readMessage($0) }
-            }
+        let serving = BackgroundCall { () throws -> Data? in
+            let peer = try listener.accept()
+            let defaults = SecureChannel.Configuration()
+            let responder = try Noise.HandshakeState(
+                protocolName: defaults.protocolName, role: .responder, prologue: defaults.prologue, staticKey: Fixtures.serverKey)
+            _ = try responder.readMessage(#require(peer.receiveFrame()))
+            usleep(1_000_000)  // five times the client's first-message deadline
+            peer.sendFrame(try responder.writeMessage())
+            _ = try responder.readMessage(#require(peer.receiveFrame()))
+            let transport = try responder.transportState()
+            peer.sendFrame(try transport.writeMessage(Data([0x01]) + Data("late".utf8)))
+            peer.sendFrame(try transport.writeMessage(Data([0x02])))
+            return try peer.receiveFrame().map { try transport.readMessage($0) }
         }
         let connection = try await SecureChannel.Client.connect(
             host: "127.0.0.1", port: listener.port, staticKey: Fixtures.clientKey, peer: .pinned(Fixtures.serverKey.publicKey),
@@ -153,7 +149,7 @@ struct StalledPeerTests {
             return messages
         }
         #expect(received == [ByteBuffer(string: "late")])
-        #expect(try await serving.value == Data([0x02]), "the client's end of stream")
+        #expect(try await serving.value() == Data([0x02]), "the client's end of stream")
     }
 
     /// While the application does not read, the channel stops reading the socket, here with part
@@ -165,21 +161,19 @@ struct StalledPeerTests {
         defer { Task { await server.close() } }
         let messageCount = 20  // above NIOAsyncChannel's high watermark of 10: the channel stops reading
         let port = server.port
-        let peer = Task {
-            try await Fixtures.blocking { () throws -> Data? in
-                let peer = try RawPeer(port: port, readTimeout: 300)
-                let transport = try peer.handshake(staticKey: Fixtures.clientKey)
-                func framed(_ plaintext: Data) throws -> Data { RawPeer.framed(try transport.writeMessage(plaintext)) }
-                var burst = Data()
-                for index in 0..<messageCount { burst += try framed(Data([0x01, UInt8(index)])) }
-                let last = try framed(Data([0x01]) + Data("last".utf8))
-                // One write, read at once: every message, then the first three bytes of the last.
-                peer.send(burst + last.prefix(3))
-                guard let go = peer.receiveFrame(), try transport.readMessage(go) == Data([0x01]) + Data("go".utf8) else { return nil }
-                peer.send(last.dropFirst(3))
-                peer.sendFrame(try transport.writeMessage(Data([0x02])))
-                return try peer.receiveFrame().map { try transport.readMessage($0) }
-            }
+        let peer = BackgroundCall { () throws -> Data? in
+            let peer = try RawPeer(port: port, readTimeout: 300)
+            let transport = try peer.handshake(staticKey: Fixtures.clientKey)
+            func framed(_ plaintext: Data) throws -> Data { RawPeer.framed(try transport.writeMessage(plaintext)) }
+            var burst = Data()
+            for index in 0..<messageCount { burst += try framed(Data([0x01, UInt8(index)])) }
+            let last = try framed(Data([0x01]) + Data("last".utf8))
+            // One write, read at once: every message, then the first three bytes of the last.
+            peer.send(burst + last.prefix(3))
+            guard let go = peer.receiveFrame(), try transport.readMessage(go) == Data([0x01]) + Data("go".utf8) else { return nil }
+            peer.send(last.dropFirst(3))
+            peer.sendFrame(try transport.writeMessage(Data([0x02])))
+            return try peer.receiveFrame().map { try transport.readMessage($0) }
         }
         var connections = server.connections.makeAsyncIterator()
         let connection = try #require(await connections.next())
@@ -194,6 +188,6 @@ struct StalledPeerTests {
             return received
         }
         #expect(received == (0..<messageCount).map { ByteBuffer(bytes: [UInt8($0)]) } + [ByteBuffer(string: "last")])
-        #expect(try await peer.value == Data([0x02]), "the server's end of stream")
+        #expect(try await peer.value() == Data([0x02]), "the server's end of stream")
     }
 }
