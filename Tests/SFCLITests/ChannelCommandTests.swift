@@ -347,7 +347,8 @@ struct ChannelCommandTests {
         while held.count < 200, let connection = try? await connect(handshakeTimeout: 5) { held.append(connection) }
         #expect(held.count < 200, "the descriptor limit was never reached")
         // Connections left in the backlog keep the listener readable while it cannot accept.
-        let backlog = (0..<3).map { _ in Task { try? await connect(handshakeTimeout: 120) } }
+        // On a thread of their own, so that they are in the backlog when the CPU is sampled.
+        let backlog = (0..<3).map { _ in Task(executorPreference: QueueExecutor(width: 1, label: "Backlog")) { try? await connect(handshakeTimeout: 120) } }
         func cpuTicks() throws -> Int {
             let stat = try String(contentsOfFile: "/proc/\(server.processIdentifier)/stat", encoding: .utf8)
             let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")

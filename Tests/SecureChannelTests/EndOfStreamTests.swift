@@ -23,10 +23,11 @@ import Testing
         let server: SecureChannel.Server
         let outcome = NIOLockedValueBox<Result<[ByteBuffer], any Error>?>(nil)
 
-        init(
-            configuration: SecureChannel.Configuration = .init(),
-            _ handle: @escaping @Sendable (SecureChannel.Connection) async throws -> [ByteBuffer]
-        ) async throws {
+        init(_ handle: @escaping @Sendable (SecureChannel.Connection) async throws -> [ByteBuffer]) async throws {
+            // Its end of stream may wait for the test's own task to read 3 MB first, and that task
+            // may wait minutes for a cooperative thread: a close deadline of 15 minutes, not 10 s.
+            var configuration = SecureChannel.Configuration()
+            configuration.closeTimeout = .seconds(900)
             server = try await SecureChannel.Server.bind(
                 host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
             let (server, outcome) = (server, outcome)

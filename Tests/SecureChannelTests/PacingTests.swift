@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import SFTestSupport
 import Testing
 
 @testable import SecureChannel
@@ -42,7 +43,8 @@ struct PacingTests {
             }
         }
         let written = NIOLockedValueBox(0)
-        let writerTask = Task { () throws -> String in
+        // On a thread of its own: a writer starved of a cooperative thread would look stalled.
+        let writerTask = Task(executorPreference: QueueExecutor(width: 1, label: "PacingWriter")) { () throws -> String in
             try await client.executeThenClose { inbound, outbound in
                 for index in 0..<(total / size) {
                     try await outbound.write(ByteBuffer(repeating: UInt8(truncatingIfNeeded: index), count: size))

@@ -20,7 +20,8 @@ struct ServerLifecycleTests {
         let client = try await SecureChannel.Client.connect(
             host: "127.0.0.1", port: server.port, staticKey: ChannelFixtures.clientKey, peer: .pinned(ChannelFixtures.serverKey.publicKey))
         let written = NIOLockedValueBox(0)
-        let writer = Task {
+        // On a thread of its own: a writer starved of a cooperative thread would look stalled.
+        let writer = Task(executorPreference: QueueExecutor(width: 1, label: "UntakenWriter")) {
             try await client.executeThenClose { inbound, outbound in
                 for index in 0..<count {
                     try await outbound.write(ByteBuffer(repeating: UInt8(index), count: size))
@@ -64,9 +65,10 @@ struct ServerLifecycleTests {
     @Test("close() closes the handshakes in progress and the connections not taken (not reported as failures), keeps the taken ones open, and ends connections")
     func closeEndsWhatTheServerHolds() async throws {
         var configuration = SecureChannel.Configuration()
-        // Long enough that only the close can end the idle handshake below.
-        configuration.firstMessageTimeout = .seconds(120)
-        configuration.handshakeTimeout = .seconds(120)
+        // Long enough that only the close can end the idle handshake below, however long the
+        // test's task waits for a cooperative thread before it closes.
+        configuration.firstMessageTimeout = .seconds(3600)
+        configuration.handshakeTimeout = .seconds(3600)
         let failures = NIOLockedValueBox([SecureChannelError]())
         let server = try await SecureChannel.Server.bind(
             host: "127.0.0.1", port: 0, staticKey: ChannelFixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration
@@ -101,7 +103,7 @@ struct ServerLifecycleTests {
         // Its peer learns the close (a deadline ends the wait if it never does).
         let timedOut = NIOLockedValueBox(false)
         let watchdog = Task {
-            try await Task.sleep(for: .seconds(120))
+            try await Task.sleep(for: .seconds(900))
             timedOut.withLockedValue { $0 = true }
             notTaken.channel.channel.close(promise: nil)
         }

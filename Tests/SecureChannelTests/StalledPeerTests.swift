@@ -72,7 +72,7 @@ struct StalledPeerTests {
         defer { Task { await server.close() } }
         let port = server.port
         let peer = BackgroundCall { () throws -> Bool in
-            let peer = try RawPeer(port: port, readTimeout: 300)
+            let peer = try RawPeer(port: port, readTimeout: 1200)
             _ = try peer.handshake(staticKey: Fixtures.clientKey) { _ in Data([0xFF, 0xFF, 0x00]) }
             return peer.waitForClose()
         }
@@ -127,7 +127,7 @@ struct StalledPeerTests {
         configuration.firstMessageTimeout = .milliseconds(200)
         configuration.handshakeTimeout = .seconds(120)
         let serving = BackgroundCall { () throws -> Data? in
-            let peer = try listener.accept()
+            let peer = try listener.accept(readTimeout: 1200)
             let defaults = SecureChannel.Configuration()
             let responder = try Noise.HandshakeState(
                 protocolName: defaults.protocolName, role: .responder, prologue: defaults.prologue, staticKey: Fixtures.serverKey)
@@ -162,7 +162,7 @@ struct StalledPeerTests {
         let messageCount = 20  // above NIOAsyncChannel's high watermark of 10: the channel stops reading
         let port = server.port
         let peer = BackgroundCall { () throws -> Data? in
-            let peer = try RawPeer(port: port, readTimeout: 300)
+            let peer = try RawPeer(port: port, readTimeout: 1200)
             let transport = try peer.handshake(staticKey: Fixtures.clientKey)
             func framed(_ plaintext: Data) throws -> Data { RawPeer.framed(try transport.writeMessage(plaintext)) }
             var burst = Data()
