@@ -116,6 +116,34 @@ import Testing
         #expect(try #require(await server.result()).get().isEmpty)
     }
 
+    /// A peer that sends its reply and end of stream and closes the whole connection at once
+    /// (NIO's own `executeThenClose` does) while we still work: our end of stream can no longer be
+    /// written, and `executeThenClose` says so with a `SecureChannelError`, not NIO's "I/O on
+    /// closed channel". What the peer sent still arrived whole.
+    @Test("a peer that closes after its end of stream, before ours is written: endOfStreamNotSent, its reply whole")
+    func aPeerThatClosesBeforeOurEndOfStream() async throws {
+        let server = try await OneConnectionServer { connection in
+            try await connection.channel.executeThenClose { _, outbound in
+                try await outbound.write(ByteBuffer(string: "reply"))
+                return []
+            }
+        }
+        let connection = try await server.connect()
+        let received = NIOLockedValueBox([ByteBuffer]())
+        await #expect(throws: SecureChannelError.endOfStreamNotSent) {
+            try await connection.executeThenClose { inbound, outbound in
+                for try await message in inbound { received.withLockedValue { $0.append(message) } }
+                // Once the peer's process has closed its socket, the next bytes we send draw a
+                // reset from its system (at once; keepalive probes would be answered for a minute
+                // while the closed socket lingers), and the reset closes our channel.
+                try #require(await server.result() != nil, "the server did not finish")
+                try await outbound.write(ByteBuffer(string: "late"))
+                try await connection.channel.channel.closeFuture.get()
+            }
+        }
+        #expect(received.withLockedValue { $0 } == [ByteBuffer(string: "reply")])
+    }
+
     struct Abandoned: Error {}
 
     @Test("a body that throws closes without the end of stream: the peer gets what was sent, then closedBeforeEndOfStream")

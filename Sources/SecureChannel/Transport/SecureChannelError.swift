@@ -37,6 +37,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     /// Our end of stream could not be written within `Configuration.closeTimeout` (the peer
     /// reads nothing).
     case closeTimeout
+    /// The connection closed (the peer closed it, or it failed) before our end of stream was
+    /// written: the peer cannot tell that it received everything we sent.
+    case endOfStreamNotSent
     /// The peer began a frame or a message and sent no whole frame of it within
     /// `Configuration.messageTimeout` (while this side was reading).
     case messageTimeout
@@ -72,6 +75,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .closedBeforeEndOfStream: "connection closed before the end of the stream"
         case .peerUnresponsive: "the peer stopped answering (it, or the network to it, is gone)"
         case .closeTimeout: "the end of the stream could not be sent in time (the peer is not reading)"
+        case .endOfStreamNotSent: "the connection closed before our end of the stream was sent (the peer may not have received everything)"
         case .messageTimeout: "the peer began a message and did not go on with it in time"
         case .messageTooLarge(let limit): "application message exceeds the limit of \(limit) bytes"
         case .malformedApplicationFrame: "malformed application frame"

@@ -171,6 +171,8 @@ extension SecureChannel {
         private func fail(context: ChannelHandlerContext, error: SecureChannelError) {
             guard !failed else { return }
             failed = true
+            // Our end of stream, if not written yet, never will be: it failed for this reason.
+            streamEnd.settle(.failure(error))
             unfinishedDeadline?.cancel()
             unfinishedDeadline = nil
             context.fireErrorCaught(error)
@@ -207,7 +209,7 @@ extension SecureChannel {
             }
             outputEnded = true
             guard !streamEnd.isAborted, !failed else {
-                streamEnd.settle(.failure(ChannelError.outputClosed))
+                streamEnd.settle(.failure(SecureChannelError.endOfStreamNotSent))
                 return context.close(mode: .output, promise: promise)
             }
             // The socket's output is shut only once the end of stream has been written: shutting
@@ -215,7 +217,8 @@ extension SecureChannel {
             let written = context.eventLoop.makePromise(of: Void.self)
             written.futureResult.assumeIsolated().whenComplete { [self] result in
                 let result = writeOutcome(result, context: context)
-                streamEnd.settle(result)
+                // A write that failed without a meaning of its own (the channel closed under it).
+                streamEnd.settle(result.mapError { $0 is SecureChannelError ? $0 : SecureChannelError.endOfStreamNotSent })
                 guard case .success = result else {
                     promise?.completeWith(result)
                     return
@@ -235,7 +238,7 @@ extension SecureChannel {
             if !peerEnded && !closing { fail(context: context, error: .closedBeforeEndOfStream) }
             failQueued(ChannelError.ioOnClosedChannel)
             pacing.close()
-            streamEnd.settle(.failure(ChannelError.ioOnClosedChannel))
+            streamEnd.settle(.failure(SecureChannelError.endOfStreamNotSent))
             context.fireChannelInactive()
         }
 
@@ -244,7 +247,7 @@ extension SecureChannel {
             unfinishedDeadline = nil
             failQueued(ChannelError.ioOnClosedChannel)
             pacing.close()
-            streamEnd.settle(.failure(ChannelError.ioOnClosedChannel))
+            streamEnd.settle(.failure(SecureChannelError.endOfStreamNotSent))
             releaseSendBuffers?.cancel()
             releaseSendBuffers = nil
             sendBuffers.removeAll()
