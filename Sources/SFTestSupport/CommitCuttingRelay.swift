@@ -182,8 +182,13 @@ public final class CommitCuttingRelay: @unchecked Sendable {
 
     /// An ErrorResponse of `severity`, SQLSTATE 08P01, PgBouncer's message for a lost server.
     private static func sessionError(severity: String) -> Data {
+        errorResponse(severity: severity, sqlState: "08P01", message: "server conn crashed?")
+    }
+
+    /// A PostgreSQL ErrorResponse message of `severity` (ERROR, FATAL, PANIC) with `sqlState`.
+    public static func errorResponse(severity: String, sqlState: String, message: String) -> Data {
         var fields = Data()
-        for (code, value) in [("S", severity), ("V", severity), ("C", "08P01"), ("M", "server conn crashed?")] {
+        for (code, value) in [("S", severity), ("V", severity), ("C", sqlState), ("M", message)] {
             fields += Data(code.utf8) + Data(value.utf8) + Data([0])
         }
         fields.append(0)

@@ -34,16 +34,21 @@ public struct StorageFailure: Error, Equatable, Sendable, CustomStringConvertibl
     /// What failed and where, in words for a person (never a password or a stored value).
     public let message: String
 
-    /// A failure of kind `cause`, described by `message`.
-    public init(_ cause: Cause, _ message: String) {
+    /// The SQLSTATE, when a PostgreSQL server reported the failure: the state of `.server`, and
+    /// for a connection the server ended or refused for the time being (`connectionLost`,
+    /// `cannotConnect`) the state it gave, such as `57P01` (shut down) or `57P03` (starting up).
+    public let sqlState: String?
+
+    /// A failure of kind `cause`, described by `message`, with the `sqlState` the server gave
+    /// (for `.server`, always that case's own state).
+    public init(_ cause: Cause, _ message: String, sqlState: String? = nil) {
         self.cause = cause
         self.message = message
-    }
-
-    /// The SQLSTATE, when the PostgreSQL server reported the failure.
-    public var sqlState: String? {
-        if case .server(let state) = cause { return state }
-        return nil
+        if case .server(let state) = cause {
+            self.sqlState = state
+        } else {
+            self.sqlState = sqlState
+        }
     }
 
     public var description: String { message }

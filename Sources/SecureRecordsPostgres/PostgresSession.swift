@@ -90,7 +90,7 @@ final class PostgresSession: Sendable {
                 return connection
             } catch {
                 guard error.isConnectionLost, !error.isRefusalOfTheSession, !Self.isTLSFailure(error.error), !Self.isLoginRefusal(error.error),
-                    !(error.error is DeadlineExceeded),
+                    Self.unresolvedHost(error.error) == nil, !(error.error is DeadlineExceeded),
                     NIODeadline.now() + pause < deadline
                 else {
                     guard error.error is DeadlineExceeded, let answered,
@@ -98,7 +98,7 @@ final class PostgresSession: Sendable {
                     else {
                         throw Self.map(error.error, configuration: configuration, connecting: true)
                     }
-                    throw .storage(StorageFailure(earlier.cause, "\(earlier.message); then no answer before the connect deadline"))
+                    throw .storage(StorageFailure(earlier.cause, "\(earlier.message); then no answer before the connect deadline", sqlState: earlier.sqlState))
                 }
                 answered = error
                 Thread.sleep(forTimeInterval: Double(pause.nanoseconds) / 1e9)
@@ -346,6 +346,10 @@ final class PostgresSession: Sendable {
     static func map(_ error: any Error, configuration: PostgresRecordStorage.Configuration, connecting: Bool = false) -> RecordsError {
         if let error = error as? RecordsError { return error }
         let place = configuration.displayName
+        if let unknown = unresolvedHost(error) {
+            return .storage(StorageFailure(.cannotConnect, "\(place): cannot connect: the host name \(unknown.host) does not resolve "
+                + "(\(unknown.errorDescription)): check the host in the URL"))
+        }
         if let error = error as? DeadlineExceeded {
             return .storage(StorageFailure(connecting ? .cannotConnect : .connectionLost, "\(place): \(error)"))
         }
@@ -356,7 +360,7 @@ final class PostgresSession: Sendable {
             let message = info[.message] ?? "server error"
             let lost = isConnectionLost(psql) || (!connecting && endedTheSession(psql))
             let cause: StorageFailure.Cause = lost ? (connecting ? .cannotConnect : .connectionLost) : .server(sqlState: state)
-            return .storage(StorageFailure(cause, "\(place): \(message) (SQLSTATE \(state))"))
+            return .storage(StorageFailure(cause, "\(place): \(message) (SQLSTATE \(state))", sqlState: state))
         }
         var text = connecting ? "cannot connect: " : ""
         let lost = !connecting && isConnectionLost(psql)
@@ -630,6 +634,19 @@ final class PostgresSession: Sendable {
         default:
             return false
         }
+    }
+
+    /// The resolver's answer when the host name does not resolve (no such name, no address for
+    /// it, a resolver's final failure): final, as in libpq, since each attempt would get the same
+    /// answer. A resolver's temporary failure (`EAI_AGAIN`) is not this, and is retried.
+    static func unresolvedHost(_ error: any Error) -> SocketAddressError.UnknownHost? {
+        let underlying = (error as? ConnectFailure)?.underlying ?? (error as? PSQLError)?.underlying
+        guard let connecting = underlying as? NIOConnectionError else { return nil }
+        for case let unknown as SocketAddressError.UnknownHost in [connecting.dnsAError, connecting.dnsAAAAError]
+        where unknown.errorCode != Int(EAI_AGAIN) {
+            return unknown
+        }
+        return nil
     }
 
     /// Whether the login was refused for asking for the password in a way that reveals it

@@ -33,7 +33,7 @@ struct RecordsStoreOption: ParsableArguments {
     var postgres: String?
     @Option(help: "File whose first line is the PostgreSQL password (default: the PGPASSWORD environment variable).")
     var postgresPasswordFile: String?
-    @Option(help: "PEM file of the CA certificates to verify the PostgreSQL server against (a private CA; as sslrootcert=PATH in the URL). Implies TLS.")
+    @Option(help: "PEM file of the CA certificates to verify the PostgreSQL server against (a private CA; as sslrootcert=PATH in the URL, which then must name the same file). Implies TLS.")
     var postgresCaFile: String?
 
     func validate() throws {
@@ -54,6 +54,14 @@ struct RecordsStoreOption: ParsableArguments {
         var configuration = try PostgresRecordStorage.Configuration(url: postgres, password: password)
         if let postgresCaFile {
             guard configuration.tls != .disabled else { throw CLIError("--postgres-ca-file needs TLS, but the URL says sslmode=disable") }
+            let named: String? = switch configuration.tls {
+            case .required(let caFile), .verifyCA(let caFile): caFile
+            default: nil
+            }
+            // Neither silently wins: verifying against a CA other than the one meant is refused.
+            if let named, named != postgresCaFile {
+                throw CLIError("the URL's sslrootcert=\(named) and --postgres-ca-file \(postgresCaFile) name different CA files: give one")
+            }
             if case .verifyCA = configuration.tls {
                 configuration.tls = .verifyCA(caFile: postgresCaFile)
             } else {

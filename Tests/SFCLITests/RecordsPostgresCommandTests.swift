@@ -193,4 +193,28 @@ import Testing
         // The resolver alone would hold it for 150 s; the deadline is 2 s (a generous margin for a busy machine).
         #expect(elapsed < 60, "the connect took \(elapsed) s")
     }
+
+    /// A host name that does not resolve is final, as in libpq, not retried until the connect
+    /// deadline (here 120 s), whichever TLS mode decides the path: `sf` runs in a mount namespace
+    /// whose /etc/nsswitch.conf looks host names up in /etc/hosts alone, so the name's absence is
+    /// the resolver's definite answer (no DNS server is asked).
+    @Test("a host name that does not resolve is refused at once, naming it, whatever the sslmode", .requires(.unshare), .hangBackstop)
+    func anUnresolvableHostIsFinal() throws {
+        let scratch = try Scratch()
+        let nsswitch = try scratch.write("nsswitch.conf", "hosts: files\n")
+        let passwordFile = try scratch.write("pg.pw", "unused\n")
+        for mode in ["", "&sslmode=require", "&sslmode=disable"] {
+            let started = Date()
+            let result = try TestSupport.run("unshare", [
+                "--mount", "sh", "-c", "mount --bind \"$0\" /etc/nsswitch.conf && exec \"$1\" records list --postgres \"$2\" --postgres-password-file \"$3\"",
+                nsswitch, try #require(TestSupport.sfBinary).path,
+                "postgres://sf@db.sf-test.invalid:5432/sf?connect_timeout=120" + mode, passwordFile,
+            ])
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(result.status == 1, "\(mode): \(result.stderrText)")
+            #expect(result.stderrText.contains("the host name db.sf-test.invalid does not resolve"), "\(mode): \(result.stderrText)")
+            // Retried, it would take the whole 120 s; refused, a fraction of a second.
+            #expect(elapsed < 60, "\(mode): the connect took \(elapsed) s")
+        }
+    }
 }

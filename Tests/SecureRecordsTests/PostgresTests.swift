@@ -368,6 +368,17 @@ import Testing
         let refused = try TestSupport.run(try sfBinary(), ["records", "list", "--postgres", cliURL], environment: environment)
         #expect(refused.status == 1 && refused.stderrText.contains("--postgres-ca-file"), "\(refused.stderrText)")
         #expect(Date().timeIntervalSince(started) < 45, "a certificate that does not verify was retried")
+        // The URL's sslrootcert and --postgres-ca-file naming different files: refused before
+        // connecting, neither silently winning; naming the same file is no conflict.
+        for mode in ["require", "verify-ca"] {
+            let bothURL = byName + separator + "schema=\(pgScratch.schema)&prefix=ca_&sslmode=\(mode)&sslrootcert=" + otherCA + deadlines
+            let conflicting = try TestSupport.run(
+                try sfBinary(), ["records", "list", "--postgres", bothURL, "--postgres-ca-file", caFile], environment: environment)
+            #expect(conflicting.status == 1 && conflicting.stderrText.contains("name different CA files"), "\(conflicting.stderrText)")
+            let agreeing = try TestSupport.run(
+                try sfBinary(), ["records", "list", "--postgres", bothURL, "--postgres-ca-file", otherCA], environment: environment)
+            #expect(agreeing.status == 1 && agreeing.stderrText.contains("does not verify against \(otherCA)"), "\(agreeing.stderrText)")
+        }
     }
 
     /// A server that closes the connection during the TLS handshake (one restarting, say) is tried
@@ -385,6 +396,28 @@ import Testing
         #expect("\(storageFailure)".contains("EOF during handshake"), "\(storageFailure)")
         #expect(!"\(storageFailure)".contains("sslrootcert"), "a dropped connection is not a certificate to fix: \(storageFailure)")
         #expect(server.accepted >= 2, "not tried again: \(server.accepted) connection")
+    }
+
+    /// A server that ends every login with FATAL 57P03 ("the database system is starting up", as
+    /// PostgreSQL does while it recovers) is tried again until the connect deadline, and the
+    /// failure then carries that SQLSTATE as a value, not only in its text.
+    @Test func aServerStartingUpIsRetriedAndItsSQLStateCarried() throws {
+        let server = try LoopbackTestServer { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(client, &buffer, buffer.count)  // the startup message (small: one read)
+            let answer = CommitCuttingRelay.errorResponse(severity: "FATAL", sqlState: "57P03", message: "the database system is starting up")
+            _ = answer.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+        }
+        defer { server.stop() }
+        var configuration = PostgresRecordStorage.Configuration(host: "127.0.0.1", port: server.port, user: "nobody")
+        configuration.connectTimeoutSeconds = 3
+        let failure = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+        guard case .storage(let storageFailure) = failure else { throw failure }
+        #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
+        #expect(storageFailure.sqlState == "57P03", "\(storageFailure)")
+        #expect(server.accepted >= 2, "not tried again: \(server.accepted) connection")
+        // `.server` carries its own state.
+        #expect(StorageFailure(.server(sqlState: "23505"), "duplicate").sqlState == "23505")
     }
 
     /// A server without TLS, when TLS is required: refused at once (one connection), with a message
