@@ -117,7 +117,7 @@ extension TestSupport {
     public static var vectorsAvailable: Bool { isCI || vectorsDirectory != nil }
 
     /// The condition for a test that runs the built `sf` binary: true when it was built alongside
-    /// the tests (`swift build --build-tests`), and always true under CI.
+    /// the tests (`swift build --build-tests -Xcc -O2`), and always true under CI.
     public static var sfBinaryAvailable: Bool { isCI || sfBinary != nil }
 
     /// The path of `peer`'s executable, or a thrown `PeerMissing` naming it and how to install it
@@ -185,7 +185,7 @@ extension Trait where Self == ConditionTrait {
     /// A condition trait for a test that runs the `sf` binary built with the tests: skipped when it
     /// is absent, always run (and then failing) under CI.
     public static var requiresSFBinary: Self {
-        .enabled(if: TestSupport.sfBinaryAvailable, "needs the sf binary (swift build --build-tests)")
+        .enabled(if: TestSupport.sfBinaryAvailable, "needs the sf binary (swift build --build-tests -Xcc -O2)")
     }
 }
 

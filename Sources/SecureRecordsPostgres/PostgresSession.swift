@@ -38,6 +38,8 @@ final class PostgresSession: Sendable {
     /// entries the oldest go: a connection whose entry went learns it again with its next write.
     let serverProcesses = Locked<[PostgresConnection.ID: CommitOutcome.ServerProcess]>([:])
     private static let ids = Locked(0)
+    /// Whether a connection was ever made (then a host name that stops resolving is retried).
+    private let hasConnected = Locked(false)
 
     init(_ configuration: PostgresRecordStorage.Configuration) {
         self.configuration = configuration
@@ -86,11 +88,14 @@ final class PostgresSession: Sendable {
         while true {
             do throws(PostgresFailure) {
                 let connection = try connect(until: deadline)
+                hasConnected.withLock { $0 = true }
                 current = connection
                 return connection
             } catch {
+                // A name that does not resolve is final before the first connection, as in libpq; once
+                // connected, it may be a server restarting (a container's name gone meanwhile).
                 guard error.isConnectionLost, !error.isRefusalOfTheSession, !Self.isTLSFailure(error.error), !Self.isLoginRefusal(error.error),
-                    Self.unresolvedHost(error.error) == nil, !(error.error is DeadlineExceeded),
+                    Self.unresolvedHost(error.error) == nil || hasConnected.withLock({ $0 }), !(error.error is DeadlineExceeded),
                     NIODeadline.now() + pause < deadline
                 else {
                     guard error.error is DeadlineExceeded, let answered,
@@ -348,7 +353,7 @@ final class PostgresSession: Sendable {
         let place = configuration.displayName
         if let unknown = unresolvedHost(error) {
             return .storage(StorageFailure(.cannotConnect, "\(place): cannot connect: the host name \(unknown.host) does not resolve "
-                + "(\(unknown.errorDescription)): check the host in the URL"))
+                + "(\(unknown.errorDescription))"))
         }
         if let error = error as? DeadlineExceeded {
             return .storage(StorageFailure(connecting ? .cannotConnect : .connectionLost, "\(place): \(error)"))
@@ -636,18 +641,28 @@ final class PostgresSession: Sendable {
         }
     }
 
-    /// The resolver's answer when the host name does not resolve (no such name, no address for
-    /// it, a resolver's final failure): final, as in libpq, since each attempt would get the same
-    /// answer. A resolver's temporary failure (`EAI_AGAIN`) is not this, and is retried.
+    /// The resolver's answer when it says the host name does not resolve (no such name, no
+    /// address for it, a non-recoverable failure), as opposed to a failure of the lookup itself
+    /// (`EAI_AGAIN`, `EAI_SYSTEM`, `EAI_MEMORY`: the resolver or the process, for the time being).
     static func unresolvedHost(_ error: any Error) -> SocketAddressError.UnknownHost? {
         let underlying = (error as? ConnectFailure)?.underlying ?? (error as? PSQLError)?.underlying
         guard let connecting = underlying as? NIOConnectionError else { return nil }
         for case let unknown as SocketAddressError.UnknownHost in [connecting.dnsAError, connecting.dnsAAAAError]
-        where unknown.errorCode != Int(EAI_AGAIN) {
+        where answersForTheName.contains(unknown.errorCode) {
             return unknown
         }
         return nil
     }
+
+    /// getaddrinfo's codes that are an answer about the name: `EAI_NONAME`, `EAI_FAIL`, and glibc's
+    /// `EAI_NODATA` (-5) and `EAI_ADDRFAMILY` (-9), which its Swift module leaves out.
+    private static let answersForTheName: Set<Int> = {
+        var codes: Set<Int> = [Int(EAI_NONAME), Int(EAI_FAIL)]
+        #if canImport(Glibc)
+        codes.formUnion([-5, -9])
+        #endif
+        return codes
+    }()
 
     /// Whether the login was refused for asking for the password in a way that reveals it
     /// (`PasswordLoginGuard`): final, as the same server asks the same each time.

@@ -59,8 +59,8 @@ struct RecordsStoreOption: ParsableArguments {
             default: nil
             }
             // Neither silently wins: verifying against a CA other than the one meant is refused.
-            if let named, named != postgresCaFile {
-                throw CLIError("the URL's sslrootcert=\(named) and --postgres-ca-file \(postgresCaFile) name different CA files: give one")
+            if let named, named != postgresCaFile, !isSameFile(named, postgresCaFile) {
+                throw CLIError("the URL's sslrootcert=\(named) and --postgres-ca-file \(postgresCaFile) name different files: give one")
             }
             if case .verifyCA = configuration.tls {
                 configuration.tls = .verifyCA(caFile: postgresCaFile)
@@ -602,7 +602,7 @@ struct RecordsExportCommand: ParsableCommand {
     func run() throws {
         if let output, output != "-", location.postgres == nil {
             let path = try location.path()
-            for storeFile in [path, path + "-wal", path + "-shm"] where Self.sameFile(output, storeFile) {
+            for storeFile in [path, path + "-wal", path + "-shm"] where isSameFile(output, storeFile) {
                 throw CLIError("\(output) is the store's own file (\(storeFile)): the export would replace it; name another output file")
             }
         }
@@ -617,12 +617,10 @@ struct RecordsExportCommand: ParsableCommand {
     }
 }
 
-extension RecordsExportCommand {
-    /// Whether `a` and `b` name one existing file (the same device and inode, through any links).
-    static func sameFile(_ a: String, _ b: String) -> Bool {
-        var first = stat(), second = stat()
-        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
-    }
+/// Whether `a` and `b` name one existing file (the same device and inode, through any links).
+private func isSameFile(_ a: String, _ b: String) -> Bool {
+    var first = stat(), second = stat()
+    return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
 }
 
 struct RecordsImportCommand: ParsableCommand {

@@ -4,7 +4,7 @@ import Testing
 
 /// Runs the built `sf` binary.
 func sf(_ arguments: [String], stdin: Data = Data(), environment: [String: String]? = nil) throws -> ProcessResult {
-    let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+    let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
     return try TestSupport.run(binary.path, arguments, stdin: stdin, environment: environment)
 }
 

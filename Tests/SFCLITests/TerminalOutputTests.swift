@@ -6,7 +6,7 @@ import Testing
 /// `script`, so the commands' terminal-only behaviour (refusals, progress bars) can be checked.
 /// The result's stdout is everything the terminal showed (stdout and stderr mixed, LF as CRLF).
 func sfOnTerminal(_ arguments: [String]) throws -> ProcessResult {
-    let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+    let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
     let script = try #require(TestSupport.which("script"), "util-linux script is needed")
     let command = ([binary.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         .joined(separator: " ")

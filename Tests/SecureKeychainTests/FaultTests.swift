@@ -19,11 +19,11 @@ struct FaultTests {
     static func value(tag: String, index: Int) -> String { "\(tag):\(index):" + String(repeating: "v", count: index % 64) }
 
     static func sf() throws -> URL {
-        try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
     }
 
     static func stressWriter() throws -> URL {
-        try #require(TestSupport.builtExecutable("sf-keychain-stress"), "sf-keychain-stress is built with the tests (swift build --build-tests)")
+        try #require(TestSupport.builtExecutable("sf-keychain-stress"), "sf-keychain-stress is built with the tests (swift build --build-tests -Xcc -O2)")
     }
 
     static func writer(_ sf: URL, _ path: String, _ arguments: [String]) -> Process {

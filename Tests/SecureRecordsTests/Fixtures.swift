@@ -94,7 +94,7 @@ func makeStore(_ scratch: RecordsScratch, name: String = "store.db", unlock: Boo
 
 /// `sf`, when built with the tests.
 func sfBinary() throws -> String {
-    try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)").path
+    try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)").path
 }
 
 /// Runs `sf`.

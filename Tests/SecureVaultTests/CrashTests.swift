@@ -9,7 +9,7 @@ import Testing
 /// passcodes unlocks, and data sealed before still decrypts.
 @Suite struct CrashTests {
     @Test func killedPasscodeChangeLeavesExactlyOnePasscodeWorking() throws {
-        let sf = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        let sf = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
         let scratch = try VaultScratch()
         let setUp = try scratch.setUpVault()
         let sealed = try setUp.encrypt(Data("durable".utf8))

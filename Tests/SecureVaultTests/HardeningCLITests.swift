@@ -8,7 +8,7 @@ import Testing
 /// Issue 12 findings reproduced through the built `sf` binary.
 @Suite struct HardeningCLITests {
     func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
-        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
         return try TestSupport.run(binary.path, arguments, stdin: stdin)
     }
 
@@ -42,7 +42,7 @@ import Testing
 /// Issue 12 item 7: the vault's own items are not ordinary keychain items.
 @Suite struct InternalItemTests {
     func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
-        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
         return try TestSupport.run(binary.path, arguments, stdin: stdin)
     }
 
@@ -94,7 +94,7 @@ import Testing
 /// Issue 12 item 16: a truncated state item is reported as corruption by every command.
 @Suite struct CorruptStateTests {
     func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
-        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
         return try TestSupport.run(binary.path, arguments, stdin: stdin)
     }
 

@@ -8,7 +8,7 @@ import Testing
 /// `sf vault` and `sf keychain set/get --secure`, end to end with the built binary.
 @Suite struct VaultCLITests {
     func sf(_ arguments: [String], stdin: Data = Data()) throws -> ProcessResult {
-        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
         return try TestSupport.run(binary.path, arguments, stdin: stdin)
     }
 
@@ -154,7 +154,7 @@ import Testing
     @Test(.requires(.setsid)) func noTerminalAndNoPasscodeFile() throws {
         // Without a terminal and without --passcode-file, the passcode is never read from elsewhere.
         let setsid = try TestSupport.path(of: .setsid)
-        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests)")
+        let binary = try #require(TestSupport.sfBinary, "the sf binary is built with the tests (swift build --build-tests -Xcc -O2)")
         let scratch = try VaultScratch()
         let questions = try scratch.write("q", "Q?\n"), answers = try scratch.write("a", "A\n")
         let result = try TestSupport.run(setsid, ["-w", binary.path, "vault", "init", "--keychain", scratch.keychainPath,
