@@ -655,7 +655,7 @@ final class PostgresSession: Sendable {
     }
 
     /// getaddrinfo's codes that are an answer about the name: `EAI_NONAME`, `EAI_FAIL`, and glibc's
-    /// `EAI_NODATA` (-5) and `EAI_ADDRFAMILY` (-9), which its Swift module leaves out.
+    /// `EAI_NODATA` (-5) and `EAI_ADDRFAMILY` (-9), GNU extensions named here by value.
     private static let answersForTheName: Set<Int> = {
         var codes: Set<Int> = [Int(EAI_NONAME), Int(EAI_FAIL)]
         #if canImport(Glibc)
