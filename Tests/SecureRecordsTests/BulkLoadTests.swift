@@ -496,4 +496,64 @@ import Testing
         let future = try #require(closing.withLock { $0 })
         #expect(throws: Never.self) { try PostgresSession.wait(for: future, until: .now() + .seconds(60), doing: "closing") }
     }
+
+    /// The server has not started the copy (its table is locked by another session, so it waits
+    /// for the lock, as a stopped server would for ever): a close of the transaction's connection
+    /// goes ahead at once, and the copy ends with an error. Before, the close was held until the
+    /// server answered (here after its statement_timeout, 600 s).
+    @Test(.requires(.postgres)) func aCloseBeforeTheServerStartsTheCopyGoesAhead() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let base = try #require(try scratch.storage() as? PostgresRecordStorage)
+        var configuration = base.configuration
+        configuration.statementTimeoutSeconds = 600
+        configuration.transactionTimeoutSeconds = 300
+        let storage = try PostgresRecordStorage(configuration: configuration)
+        let lockingStorage = try PostgresRecordStorage(configuration: configuration)
+        defer { storage.close(); lockingStorage.close() }
+        try base.execute("CREATE TABLE \"\(scratch.schema)\".copy_probe (v text)")
+        let table = "'\"\(scratch.schema)\".copy_probe'::regclass"
+        // Another session holds the table's lock until the test ends.
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }
+        let holder = BackgroundCall { () throws(RecordsError) in
+            try lockingStorage.session.transaction(readOnly: false) { (tx) throws(RecordsError) in
+                do throws(PostgresSession.PostgresFailure) {
+                    try tx.query("LOCK TABLE \"\(scratch.schema)\".copy_probe IN ACCESS EXCLUSIVE MODE")
+                } catch {
+                    throw .storage(StorageFailure(.malformedStorage, "\(error)"))
+                }
+                locked.signal()
+                _ = release.wait(timeout: .now() + 300)
+            }
+        }
+        #expect(locked.wait(timeout: .now() + 60) == .success, "the lock was not taken")
+        let observer = try #require(try scratch.storage() as? PostgresRecordStorage)
+        defer { observer.close() }
+        var rows = ByteBuffer()
+        rows.writeString("x\n")
+        let copied = Locked<Bool?>(nil)
+        do throws(RecordsError) {
+            try storage.session.transaction(readOnly: false) { (tx) throws(RecordsError) in
+                let copying = tx.startCopy([(table: "copy_probe", columns: ["v"], rows: rows)])
+                // Wait (on the server's lock table) until the copy waits for the lock.
+                let deadline = Date(timeIntervalSinceNow: 60)
+                while try observer.queryText("SELECT count(*)::text FROM pg_locks WHERE relation = \(table) AND NOT granted") != ["1"],
+                    Date() < deadline
+                {
+                    usleep(10_000)
+                }
+                tx.copyGuard.close()
+                #expect(throws: Never.self, "the close was held while the server had not started the copy") {
+                    try PostgresSession.wait(for: tx.connection.closeFuture, until: .now() + .seconds(60), doing: "closing")
+                }
+                copied.withLock { $0 = (try? tx.finish(copying)) != nil }
+                tx.failures.abandon()
+                throw .storage(StorageFailure(.connectionLost, "stopped"))
+            }
+        } catch {}
+        #expect(copied.withLock { $0 } == false)
+        release.signal()
+        #expect(throws: Never.self) { try #require(holder.result(waitingUntil: .now() + 120)).get() }
+    }
 }
