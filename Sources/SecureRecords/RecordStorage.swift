@@ -317,11 +317,13 @@ extension RecordStorage {
 
 /// The writes of an import, inside the one transaction of `RecordStorage.importAll`.
 public protocol RecordImportWriter {
-    /// Adds the export's wrapped keys: a key id the store holds must hold the same wrapped key
+    /// The export's store line: creates the store with id `storeId` when the storage has none (in
+    /// the import's transaction), or checks that the store's id is `storeId` (`storeMismatch`);
+    /// then adds the export's wrapped keys: a key id the store holds must hold the same wrapped key
     /// (`storeMismatch`); `currentKeyId` becomes current when the store has no current key, unless
     /// the store holds store-keyed records without a key, then or by the import's commit
     /// (`importBlockedByRecordsWithoutKey`).
-    func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError)
+    func addStore(_ storeId: Data, keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError)
     /// Adds a collection, or checks that the store's has this schema (`schemaMismatch`).
     func addCollection(_ name: String, schema: RecordSchema) throws(RecordsError)
     /// Inserts records (`duplicateRecord` when an id exists).

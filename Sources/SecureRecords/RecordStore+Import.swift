@@ -46,7 +46,8 @@ extension RecordStore {
     }
 
     /// Creates the store an export came from in empty `storage` (same store id and wrapped keys),
-    /// then imports its records.
+    /// then imports its records, in one transaction: an import that fails leaves `storage` as it
+    /// was (a storage that held the exported store already gets the import as `importLines` does).
     public convenience init<Lines: Sequence>(
         storage: any RecordStorage, importing lines: Lines, configuration: Configuration = .init()
     ) throws(RecordsError) where Lines.Element: StringProtocol {
@@ -54,7 +55,8 @@ extension RecordStore {
     }
 
     /// Creates the store the export in the file at `path` came from in empty `storage`, then
-    /// imports its records, reading the file in chunks.
+    /// imports its records, reading the file in chunks, in one transaction as
+    /// `init(storage:importing:configuration:)` does.
     public convenience init(
         storage: any RecordStorage, importingFile path: String, configuration: Configuration = .init(),
         progress: ((ImportProgress) -> Void)? = nil
@@ -78,10 +80,9 @@ extension RecordStore {
             return false
         }
         guard let storeId else { throw .invalidImport(line: 1, reason: "no store line") }
-        if try storage.loadMetadata() == nil {
-            _ = try storage.initialize(StoreMetadata(storeId: storeId, currentKeyId: nil, keys: []))
-        }
-        try self.init(storage: storage, configuration: configuration)
+        // A store there must be the exported one (checked with its store line); an empty storage
+        // gets the store in the import's transaction, so a failed import leaves it empty.
+        try self.init(storage: storage, configuration: configuration, importing: storeId)
         _ = try runImport(source, progress: progress)
     }
 
@@ -153,7 +154,7 @@ extension RecordStore {
                             break
                         case .store(let id, let keys, let currentKeyId):
                             guard id == storeId else { throw .storeMismatch }
-                            try writer.addKeys(keys, currentKeyId: currentKeyId)
+                            try writer.addStore(id, keys: keys, currentKeyId: currentKeyId)
                         case .collection(let name, let schema):
                             try writer.addCollection(name, schema: schema)
                         case .record(let record):

@@ -104,12 +104,22 @@ public final class RecordStore: Sendable {
     private let timeOrderedIds = RecordIdentifiers()
 
     /// Opens the store in `storage`, creating it (a fresh random store id) when the storage is empty.
-    public init(storage: any RecordStorage, configuration: Configuration = .init()) throws(RecordsError) {
+    public convenience init(storage: any RecordStorage, configuration: Configuration = .init()) throws(RecordsError) {
+        try self.init(storage: storage, configuration: configuration, importing: nil)
+    }
+
+    /// Opens the store in `storage`; when the storage is empty, creates it with a fresh random id,
+    /// or, for an import of an export of store `importedStoreId`, creates nothing: the import's
+    /// transaction creates the store with that id (`RecordImportWriter.addStore`), so that an import
+    /// that fails leaves the storage empty.
+    init(storage: any RecordStorage, configuration: Configuration, importing importedStoreId: Data?) throws(RecordsError) {
         self.storage = storage
         self.configuration = configuration
         blockingCalls = BlockingCallPool(width: storage.concurrentCalls, name: "SecureRecords")
         if let metadata = try storage.loadMetadata() {
             storeId = metadata.storeId
+        } else if let importedStoreId {
+            storeId = importedStoreId
         } else {
             storeId = try storage.initialize(
                 StoreMetadata(storeId: SecureRandom.bytes(count: 16), currentKeyId: nil, keys: [])).storeId

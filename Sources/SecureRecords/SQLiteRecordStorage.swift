@@ -83,18 +83,21 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
 
     /// `RecordStorage.initialize`, in one SQLite transaction.
     public func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata {
-        try transaction(write: true) { (c) throws(RecordsError) in
-            if let existing = try Self.loadMetadata(c) { return existing }
-            try Self.sql { () throws(SQLiteError) in
-                let insert = try c.statement("INSERT INTO meta (name, value) VALUES (?1, ?2)")
-                insert.bind(1, "storeId")
-                insert.bind(2, metadata.storeId)
-                try insert.step()
-                if let current = metadata.currentKeyId { try Self.setCurrent(current, c) }
-                for key in metadata.keys { try Self.insertKey(key, c) }
-            }
-            return metadata
+        try transaction(write: true) { (c) throws(RecordsError) in try Self.initialize(metadata, c) }
+    }
+
+    /// `initialize`, in the connection's open transaction.
+    private static func initialize(_ metadata: StoreMetadata, _ c: SQLiteConnection) throws(RecordsError) -> StoreMetadata {
+        if let existing = try loadMetadata(c) { return existing }
+        try sql { () throws(SQLiteError) in
+            let insert = try c.statement("INSERT INTO meta (name, value) VALUES (?1, ?2)")
+            insert.bind(1, "storeId")
+            insert.bind(2, metadata.storeId)
+            try insert.step()
+            if let current = metadata.currentKeyId { try setCurrent(current, c) }
+            for key in metadata.keys { try insertKey(key, c) }
         }
+        return metadata
     }
 
     private static func setCurrent(_ keyId: UInt32, _ c: SQLiteConnection) throws(SQLiteError) {
@@ -188,9 +191,10 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
     private struct ImportWriter: RecordImportWriter {
         let connection: SQLiteConnection
 
-        func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
+        func addStore(_ storeId: Data, keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
             let c = connection
-            let metadata = try SQLiteRecordStorage.loadMetadata(c)
+            let metadata: StoreMetadata? = try SQLiteRecordStorage.initialize(StoreMetadata(storeId: storeId, currentKeyId: nil, keys: []), c)
+            guard metadata?.storeId == storeId else { throw .storeMismatch }
             let existing = Dictionary(uniqueKeysWithValues: (metadata?.keys ?? []).map { ($0.id, $0.wrapped) })
             for key in keys {
                 if let stored = existing[key.id] {

@@ -206,20 +206,23 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
 
     /// `RecordStorage.initialize`, in one transaction: the first client's metadata wins.
     public func initialize(_ metadata: StoreMetadata) throws(RecordsError) -> StoreMetadata {
-        try write { (tx) throws(RecordsError) in
-            let inserted = try run(
-                tx, "INSERT INTO \(tables.store) (singleton, store_id, current_key_id) VALUES (true, $1, $2) ON CONFLICT (singleton) DO NOTHING RETURNING 1",
-                Self.binds {
-                    $0.append(Self.buffer(metadata.storeId))
-                    $0.append(metadata.currentKeyId.map { Int64($0) })
-                })
-            guard !inserted.isEmpty else {
-                guard let existing = try loadMetadata(tx) else { throw .storage(StorageFailure(.malformedStorage, "\(configuration.displayName): the store row vanished")) }
-                return existing
-            }
-            for key in metadata.keys { _ = try insertKey(key, tx) }
-            return metadata
+        try write { (tx) throws(RecordsError) in try initialize(metadata, tx) }
+    }
+
+    /// `initialize`, in `tx`.
+    private func initialize(_ metadata: StoreMetadata, _ tx: Transaction) throws(RecordsError) -> StoreMetadata {
+        let inserted = try run(
+            tx, "INSERT INTO \(tables.store) (singleton, store_id, current_key_id) VALUES (true, $1, $2) ON CONFLICT (singleton) DO NOTHING RETURNING 1",
+            Self.binds {
+                $0.append(Self.buffer(metadata.storeId))
+                $0.append(metadata.currentKeyId.map { Int64($0) })
+            })
+        guard !inserted.isEmpty else {
+            guard let existing = try loadMetadata(tx) else { throw .storage(StorageFailure(.malformedStorage, "\(configuration.displayName): the store row vanished")) }
+            return existing
         }
+        for key in metadata.keys { _ = try insertKey(key, tx) }
+        return metadata
     }
 
     /// Inserts a key unless its id exists; true when inserted.
@@ -379,8 +382,9 @@ public final class PostgresRecordStorage: RecordStorage, Sendable {
         let transaction: Transaction
         let counts: Locked<ImportCounts>
 
-        func addKeys(_ keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
+        func addStore(_ storeId: Data, keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
             let (s, tx) = (storage, transaction)
+            guard try s.initialize(StoreMetadata(storeId: storeId, currentKeyId: nil, keys: []), tx).storeId == storeId else { throw .storeMismatch }
             for key in keys where !(try s.insertKey(key, tx)) {
                 let row = try s.run(tx, "SELECT wrapped FROM \(s.tables.storeKeys) WHERE id = $1", PostgresRecordStorage.binds { $0.append(Int64(key.id)) }).first
                 guard let row, PostgresRecordStorage.data(try s.decode(row, ByteBuffer.self)) == key.wrapped else { throw .storeMismatch }

@@ -60,12 +60,17 @@ import Testing
         #expect(throws: RecordsError.invalidImport(line: lineCount + 1, reason: "not a valid ExportRecordLine line")) {
             try RecordStore(storage: try scratch.storage("bad.db"), importingFile: bad, configuration: testConfiguration)
         }
-        #expect(try RecordStore(storage: try scratch.storage("bad.db"), configuration: testConfiguration).search().isEmpty)
+        // The store was to be made by the import's transaction: the storage is left empty, and the
+        // export then imports into it as into a new one.
+        #expect(try scratch.storage("bad.db").loadMetadata() == nil, "a failed import left a store behind")
+        let retried = try RecordStore(storage: try scratch.storage("bad.db"), importingFile: path, configuration: testConfiguration)
+        #expect(retried.storeId == store.storeId)
+        #expect(try retried.search().count == 1_500)
         let repeated = try scratch.write("repeated.jsonl", (lines + [lines[lines.count - 1]]).joined(separator: "\n"))
         #expect(throws: RecordsError.self) {
             try RecordStore(storage: try scratch.storage("repeated.db"), importingFile: repeated, configuration: testConfiguration)
         }
-        #expect(try RecordStore(storage: try scratch.storage("repeated.db"), configuration: testConfiguration).search().isEmpty)
+        #expect(try scratch.storage("repeated.db").loadMetadata() == nil, "a failed import left a store behind")
         // Into the store the export came from: every id exists, nothing changes.
         #expect(throws: RecordsError.self) { try store.importFile(atPath: path) }
         #expect(try store.search().count == 1_500)
@@ -202,8 +207,8 @@ import Testing
         #expect(end.records.isEmpty && end.last == third.last)
     }
 
-    /// The store the export came from, created empty in `name` with no key (as
-    /// `RecordStore(importing:)` does before it imports), with the `gifts` collection: locked.
+    /// The store the export came from, created empty in `name` with no key (its store row
+    /// alone), with the `gifts` collection: locked.
     func emptyStore(of source: RecordStore, _ scratch: RecordsScratch, name: String = "target.db") throws -> RecordStore {
         let storage = try scratch.storage(name)
         _ = try storage.initialize(StoreMetadata(storeId: source.storeId, currentKeyId: nil, keys: []))
