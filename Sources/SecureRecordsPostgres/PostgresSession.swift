@@ -467,12 +467,10 @@ final class PostgresSession: Sendable {
                     for copy in copies where copy.rows.readableBytes > 0 {
                         // postgres-nio would never answer a copy started on a closed connection.
                         try await Self.ensureOpen(connection, copyGuard)
+                        guard copyGuard.startSending() else { throw ConnectionClosed() }
+                        defer { copyGuard.stopSending() }  // if copyFrom fails before it calls the closure
                         let target = Self.binaryCopyTarget(schema: schema, table: copy.table, columns: copy.columns)
-                        // Until the server starts the copy, a close goes ahead (a server that never
-                        // does must not keep the connection open): postgres-nio then fails the wait.
                         try await connection.copyFrom(table: target, logger: logger) { writer in
-                            try await Self.ensureOpen(connection, copyGuard)
-                            guard copyGuard.startSending() else { throw ConnectionClosed() }
                             // copyFrom ends the copy (CopyDone, or CopyFail if this throws) as this
                             // returns, in this same job: a close held meanwhile follows in a later one.
                             defer { copyGuard.stopSending() }
@@ -875,14 +873,12 @@ final class EventLoopTaskExecutor: TaskExecutor {
 
 /// The closes of a transaction's connection, made safe for its `COPY`s. postgres-nio traps (a
 /// precondition) when a connection is closed while a copy sends its data, between the server's
-/// CopyInResponse and the client's CopyDone or CopyFail. So while the copy task sends a copy's
-/// data (from the server's start of the copy until the task ends the data), a close is held, and
-/// done once the task has ended the data; the task, seeing the close asked for, ends its copy with
-/// CopyFail and starts no other. Before the server starts the copy, a close goes ahead at once
-/// (postgres-nio fails the copy's wait for the start), so a server that never answers the start
-/// (it accepted the connection, then stopped) keeps neither the connection nor the task past the
-/// transaction's deadline. Its state is read and written on the connection's event loop only
-/// (hence unchecked).
+/// CopyInResponse and the client's CopyDone or CopyFail. So from the moment a copy is started
+/// until its data has ended, a close is held, and done once the copy task has ended the data; the
+/// task, seeing the close asked for, ends its copy with CopyFail and starts no other. A server that
+/// never answers the copy's start (it accepted the connection, then stopped) keeps the connection
+/// and the task until it answers or the server's own statement_timeout ends the copy. Its state is
+/// read and written on the connection's event loop only (hence unchecked).
 final class CopyGuard: @unchecked Sendable {
     private enum State { case idle, sending, closeHeld, closed }
     /// For tests: awaited by every copy task, with its guard, as it starts sending a copy's data
@@ -901,8 +897,8 @@ final class CopyGuard: @unchecked Sendable {
         return state == .closeHeld || state == .closed
     }
 
-    /// The server started a copy and the task is about to send its data; false, changing nothing,
-    /// once a close was asked for (the data must not be sent). On the event loop.
+    /// A copy starts (its statement is about to be sent); false, changing nothing, once a close
+    /// was asked for (the copy must not start). On the event loop.
     func startSending() -> Bool {
         connection.eventLoop.preconditionInEventLoop()
         guard state == .idle else { return false }
@@ -910,8 +906,8 @@ final class CopyGuard: @unchecked Sendable {
         return true
     }
 
-    /// The copy's data ends in this job; a close held meanwhile is done in a later job. On the
-    /// event loop.
+    /// The copy's data ends in this job (or the copy failed before it began); a close held
+    /// meanwhile is done in a later job. On the event loop.
     func stopSending() {
         connection.eventLoop.preconditionInEventLoop()
         switch state {
