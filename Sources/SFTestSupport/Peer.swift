@@ -35,6 +35,8 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
     /// A PostgreSQL server named by `SF_TEST_POSTGRES_URL` (with its password in the file
     /// `SF_TEST_POSTGRES_PASSWORD_FILE` or in `PGPASSWORD`): the SecureRecords PostgreSQL tests.
     case postgres = "PostgreSQL server (SF_TEST_POSTGRES_URL)"
+    /// The PgBouncer connection pooler, run in front of that server by the test.
+    case pgbouncer
 
     /// The peer's name as shown in skip and failure messages.
     public var description: String { rawValue }
@@ -70,6 +72,7 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
         case .pythonCryptography: "python3 -m pip install cryptography"
         case .pythonHPKE: "python3 -m pip install -U 'cryptography>=47'"
         case .pyrage: "python3 -m pip install pyrage"
+        case .pgbouncer: "apt-get install pgbouncer"
         case .postgres:
             "export SF_TEST_POSTGRES_URL=$(scripts/postgres-test-cluster.sh start /tmp/sf-pg) "
                 + "SF_TEST_POSTGRES_PASSWORD_FILE=/tmp/sf-pg/password "

@@ -73,22 +73,25 @@ enum CommitOutcome {
         case committedOrReused
     }
 
-    /// Begins a write transaction (READ COMMITTED) on `tx`'s connection and learns its id (and,
-    /// on the connection's first, its server process and run), in one round trip (the id is
-    /// assigned at once: the transaction writes anyway).
+    /// Begins a write transaction (READ COMMITTED) on `tx`'s connection, gives the server its
+    /// timeouts (`Transaction.serverTimeouts`) and learns its id (and, on the connection's first,
+    /// its server process and run), in one round trip (the id is assigned at once: the
+    /// transaction writes anyway).
     static func begin(_ tx: PostgresSession.Transaction) throws(PostgresSession.PostgresFailure) -> Transaction {
         let known = tx.session.serverProcesses.withLock { $0[tx.connection.id] }
-        var statements = [("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()), ("SELECT txid_current()", PostgresBindings())]
+        var statements = [
+            ("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()), tx.serverTimeouts, ("SELECT txid_current()", PostgresBindings()),
+        ]
         if known == nil { statements.append(("SELECT pg_backend_pid(), \(ServerRun.columns)", PostgresBindings())) }
         let rows = try tx.pipeline(statements)
         let place = tx.session.configuration.displayName
         do {
-            guard let idRow = rows[1].first else {
+            guard let idRow = rows[2].first else {
                 throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no transaction id from txid_current()"))
             }
             let id = try idRow.decodeChecked(Int64.self)
             if let known { return Transaction(id: id, server: known) }
-            guard let processRow = rows[2].first else {
+            guard let processRow = rows[3].first else {
                 throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server process"))
             }
             let (process, started, statisticsReset) = try processRow.decodeChecked((Int32, Date, Date?).self)

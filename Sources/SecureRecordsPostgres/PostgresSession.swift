@@ -195,16 +195,6 @@ final class PostgresSession: Sendable {
             host: loopback?.first ?? c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
         password = nil
         pgConfiguration.options.connectTimeout = max(.milliseconds(1), deadline - .now())
-        // The server cancels a statement that runs past the statement deadline too (so a
-        // statement the client gave up on does not run on).
-        // A wait for a lock ends earlier, in the server (SQLSTATE 55P03, a typed and final error),
-        // rather than racing the client's own statement deadline (which takes the connection for
-        // lost and runs the transaction again): 2 s earlier, or at half the statement deadline.
-        let statementMilliseconds = Int64(c.statementTimeoutSeconds * 1000)
-        pgConfiguration.options.additionalStartupParameters = [
-            ("statement_timeout", String(statementMilliseconds)),
-            ("lock_timeout", String(max(1, statementMilliseconds / 2, statementMilliseconds - 2000))),
-        ]
         // No explicit TLS server name: postgres-nio sends the host as SNI unless it is an IP address,
         // and NIOSSL then checks the certificate against the host name or the peer's IP address.
         let id = Self.ids.withLock { value -> Int in
@@ -447,6 +437,24 @@ final class PostgresSession: Sendable {
         /// across a loaded machine or a relay), or a tenth of it if more.
         static func statementGrace(_ timeout: Double) -> Double { max(2, timeout / 10) }
 
+        /// The statement that gives the server the transaction's timeouts, sent with its BEGIN (in
+        /// the same round trip), for this transaction alone (`set_config(name, value, true)`, as
+        /// `SET LOCAL`). The server cancels a statement that runs past `statement_timeout` too
+        /// (so a statement the client gave up on does not run on). A wait for a lock ends earlier,
+        /// in the server (`lock_timeout`; SQLSTATE 55P03, a typed and final error), rather than
+        /// racing the client's own statement deadline (which takes the connection for lost and
+        /// runs the transaction again): 2 s earlier, or at half the statement deadline.
+        /// Per transaction, not as startup parameters of the connection: a pooler such as
+        /// PgBouncer refuses those ("unsupported startup parameter"), and one pooling by
+        /// transaction runs each transaction on whichever server connection is free.
+        var serverTimeouts: (String, PostgresBindings) {
+            let statement = Int64(session.configuration.statementTimeoutSeconds * 1000)
+            var binds = PostgresBindings()
+            binds.append(String(statement))
+            binds.append(String(max(1, statement / 2, statement - 2000)))
+            return ("SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)", binds)
+        }
+
         /// Runs `sql` with `binds` and returns every row.
         @discardableResult
         func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws(PostgresFailure) -> [PostgresRow] {
@@ -517,9 +525,12 @@ final class PostgresSession: Sendable {
         /// closed, throws `ConnectionClosed` only after its handlers are gone. postgres-nio traps
         /// (a precondition) on a copy call (a message, the end, the failure of a copy) made after
         /// its state machine saw the close and before its handler was removed; once removed, those
-        /// calls fail with an error. The channel's close and the state machine's move to closed
-        /// happen in one event-loop job, so between jobs "open" means the copy may go on.
-        /// A close held by `copyGuard` also ends the copy (with CopyFail, then the close).
+        /// calls fail with an error. A close that is not ours (the server's, the network's) makes
+        /// the channel inactive in the job in which postgres-nio's state machine sees it, so
+        /// between jobs "open" means the copy may go on. Our own closes go through `copyGuard`,
+        /// which holds them while a copy runs (with TLS the channel stays active after one,
+        /// until the TLS shutdown ends): a close held by it ends the copy (with CopyFail, then
+        /// the close).
         static func ensureOpen(_ connection: PostgresConnection, _ copyGuard: CopyGuard) async throws {
             if connection.isClosed {
                 try? await connection.closeFuture.get()  // completes with the handlers' removal
@@ -784,7 +795,7 @@ final class PostgresSession: Sendable {
                 let begun: CommitOutcome.Transaction?
                 do throws(PostgresFailure) {
                     if readOnly {
-                        try tx.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                        _ = try tx.pipeline([("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PostgresBindings()), tx.serverTimeouts])
                         begun = nil
                     } else {
                         begun = try CommitOutcome.begin(tx)
@@ -875,10 +886,13 @@ final class EventLoopTaskExecutor: TaskExecutor {
 /// precondition) when a connection is closed while a copy sends its data, between the server's
 /// CopyInResponse and the client's CopyDone or CopyFail. So from the moment a copy is started
 /// until its data has ended, a close is held, and done once the copy task has ended the data; the
-/// task, seeing the close asked for, ends its copy with CopyFail and starts no other. A server that
-/// never answers the copy's start (it accepted the connection, then stopped) keeps the connection
-/// and the task until it answers or the server's own statement_timeout ends the copy. Its state is
-/// read and written on the connection's event loop only (hence unchecked).
+/// task, seeing the close asked for, ends its copy with CopyFail and starts no other. The hold
+/// starts before the copy's statement is sent, not when the task gets the server's start: the
+/// CopyInResponse puts the state machine in copy mode in one job and resumes the task in a later
+/// one, and a close run between them traps. So a server that never answers the copy's start (it
+/// accepted the connection, then stopped) keeps the connection and the task until it answers or
+/// the server's own statement_timeout ends the copy (the call itself ends at its deadline). Its
+/// state is read and written on the connection's event loop only (hence unchecked).
 final class CopyGuard: @unchecked Sendable {
     private enum State { case idle, sending, closeHeld, closed }
     /// For tests: awaited by every copy task, with its guard, as it starts sending a copy's data
