@@ -27,7 +27,8 @@ import Testing
             let (probe, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
             close(probe)
             self.port = port
-            directory = NSTemporaryDirectory() + "sf-pgbouncer-" + UUID().uuidString
+            // Under /tmp, which the postgres user can reach whatever TMPDIR is.
+            directory = "/tmp/sf-pgbouncer-" + UUID().uuidString.lowercased()
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
             let password = (TestSupport.postgresPassword ?? "").replacingOccurrences(of: "\"", with: "\"\"")
             try Data("\"\(user)\" \"\(password)\"\n".utf8).write(to: URL(fileURLWithPath: directory + "/userlist.txt"))
