@@ -9,8 +9,8 @@ import SecureRecords
 /// stored: the server may have committed it and lost only the answer, may still be committing it,
 /// or may never have received the COMMIT (its process then sits idle in the transaction, holding
 /// its row locks, until it notices the connection is gone). So every write transaction learns its
-/// transaction id with its BEGIN (and the first on a connection its server process and the
-/// server's run, `ServerProcess`), and after such a loss the client asks `txid_status` on a new connection (PostgreSQL's
+/// transaction id and server process with its BEGIN (and the first on a connection the server's
+/// run, `ServerProcess`), and after such a loss the client asks `txid_status` on a new connection (PostgreSQL's
 /// documented way to settle it), outside any transaction.
 ///
 /// On the same server run, `committed` and `aborted` are final. While it says `in progress`, the
@@ -44,13 +44,13 @@ enum CommitOutcome {
         static let columns = "pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter)"
     }
 
-    /// The server process behind a connection, and the server run it belongs to: learnt with the
-    /// connection's first write transaction (`PostgresSession.serverProcesses`). A crash ends every
-    /// connection, so a later BEGIN on the same connection is in the same run. (A reset of the
-    /// statistics during the connection's life makes each later lost COMMIT on it look like a
-    /// restart: safe, only more careful. Behind a pooler that moves transactions between server
-    /// connections, the process and run may be another connection's: a process is only ended
-    /// when its transaction id matches too, and a wrong run only makes the client more careful.)
+    /// The server process that ran a write transaction (learnt with its BEGIN: behind a pooler
+    /// that moves transactions between server connections, each may run on another), and the
+    /// server run it belongs to, learnt with the connection's first write transaction
+    /// (`PostgresSession.serverRuns`): a crash ends every connection, so a later BEGIN on the same
+    /// connection is in the same run. (A reset of the statistics during the connection's life
+    /// makes each later lost COMMIT on it look like a restart: safe, only more careful; so does a
+    /// pooler that moves the connection to another server.)
     struct ServerProcess: Sendable {
         /// `pg_backend_pid()`.
         let process: Int32
@@ -74,34 +74,35 @@ enum CommitOutcome {
     }
 
     /// Begins a write transaction (READ COMMITTED) on `tx`'s connection, gives the server its
-    /// timeouts (`Transaction.serverTimeouts`) and learns its id (and, on the connection's first,
-    /// its server process and run), in one round trip (the id is assigned at once: the
+    /// timeouts (`Transaction.serverTimeouts`) and learns its id and server process (and, on the
+    /// connection's first, the server's run), in one round trip (the id is assigned at once: the
     /// transaction writes anyway).
     static func begin(_ tx: PostgresSession.Transaction) throws(PostgresSession.PostgresFailure) -> Transaction {
-        let known = tx.session.serverProcesses.withLock { $0[tx.connection.id] }
+        let knownRun = tx.session.serverRuns.withLock { $0[tx.connection.id] }
         var statements = [
-            ("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()), tx.serverTimeouts, ("SELECT txid_current()", PostgresBindings()),
+            ("BEGIN ISOLATION LEVEL READ COMMITTED", PostgresBindings()), tx.serverTimeouts,
+            ("SELECT txid_current(), pg_backend_pid()", PostgresBindings()),
         ]
-        if known == nil { statements.append(("SELECT pg_backend_pid(), \(ServerRun.columns)", PostgresBindings())) }
+        if knownRun == nil { statements.append(("SELECT \(ServerRun.columns)", PostgresBindings())) }
         let rows = try tx.pipeline(statements)
         let place = tx.session.configuration.displayName
         do {
             guard let idRow = rows[2].first else {
                 throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no transaction id from txid_current()"))
             }
-            let id = try idRow.decodeChecked(Int64.self)
-            if let known { return Transaction(id: id, server: known) }
-            guard let processRow = rows[3].first else {
-                throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server process"))
+            let (id, process) = try idRow.decodeChecked((Int64, Int32).self)
+            if let knownRun { return Transaction(id: id, server: ServerProcess(process: process, run: knownRun)) }
+            guard let runRow = rows[3].first else {
+                throw RecordsError.storage(StorageFailure(.malformedStorage, "\(place): no answer about the server's run"))
             }
-            let (process, started, statisticsReset) = try processRow.decodeChecked((Int32, Date, Date?).self)
-            let server = ServerProcess(process: process, run: ServerRun(started: started, statisticsReset: statisticsReset))
+            let (started, statisticsReset) = try runRow.decodeChecked((Date, Date?).self)
+            let run = ServerRun(started: started, statisticsReset: statisticsReset)
             let kept = 2 * tx.session.configuration.maximumConnections
-            tx.session.serverProcesses.withLock { known in
-                known[tx.connection.id] = server
+            tx.session.serverRuns.withLock { known in
+                known[tx.connection.id] = run
                 if known.count > kept { for id in known.keys.sorted().prefix(known.count - kept) { known[id] = nil } }
             }
-            return Transaction(id: id, server: server)
+            return Transaction(id: id, server: ServerProcess(process: process, run: run))
         } catch let failure as PostgresSession.PostgresFailure {
             throw failure
         } catch {

@@ -32,11 +32,11 @@ final class PostgresSession: Sendable {
     private let pool: ConnectionPool
     let configuration: PostgresRecordStorage.Configuration
     private let logger = Logger(label: "SecureRecordsPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
-    /// Each open connection's server process and run (`CommitOutcome`), by connection id (ids are
-    /// never reused in a process), from its first write transaction; forgotten when it is dropped
-    /// or closed, and (for connections the pool discarded as closed) past twice `maximumConnections`
+    /// Each open connection's server run (`CommitOutcome`), by connection id (ids are never
+    /// reused in a process), from its first write transaction; forgotten when it is dropped or
+    /// closed, and (for connections the pool discarded as closed) past twice `maximumConnections`
     /// entries the oldest go: a connection whose entry went learns it again with its next write.
-    let serverProcesses = Locked<[PostgresConnection.ID: CommitOutcome.ServerProcess]>([:])
+    let serverRuns = Locked<[PostgresConnection.ID: CommitOutcome.ServerRun]>([:])
     private static let ids = Locked(0)
     /// Whether a connection was ever made (then a host name that stops resolving is retried).
     private let hasConnected = Locked(false)
@@ -54,7 +54,7 @@ final class PostgresSession: Sendable {
     /// transaction ends only if the server or the client dropped it).
     func close() {
         let closings: [EventLoopFuture<Void>] = pool.takeIdle().map { connection in
-            serverProcesses.withLock { $0[connection.id] = nil }
+            serverRuns.withLock { $0[connection.id] = nil }
             let closing: EventLoopFuture<Void> = connection.close()
             closing.whenComplete { _ in withExtendedLifetime(connection) {} }
             return closing
@@ -78,7 +78,7 @@ final class PostgresSession: Sendable {
         _ current: inout PostgresConnection?, until transactionDeadline: NIODeadline
     ) throws(RecordsError) -> PostgresConnection {
         if let current, !current.isClosed { return current }
-        if let closed = current { serverProcesses.withLock { $0[closed.id] = nil } }
+        if let closed = current { serverRuns.withLock { $0[closed.id] = nil } }
         current = nil
         let deadline = min(transactionDeadline, .now() + .seconds(Int64(configuration.connectTimeoutSeconds)))
         var pause = TimeAmount.milliseconds(50)
@@ -400,7 +400,7 @@ final class PostgresSession: Sendable {
     /// once or, while a `COPY` is sending its data, once the copy has ended (`CopyGuard`).
     private func drop(_ tx: Transaction, from current: inout PostgresConnection?) {
         if current === tx.connection { current = nil }
-        serverProcesses.withLock { $0[tx.connection.id] = nil }
+        serverRuns.withLock { $0[tx.connection.id] = nil }
         tx.copyGuard.close()
     }
 
@@ -714,7 +714,7 @@ final class PostgresSession: Sendable {
     /// arbitration. A serialization failure or deadlock is retried (up to 5 times); a connection
     /// lost or silent before COMMIT was sent is replaced and the transaction run again, until the
     /// transaction deadline. A write transaction learns its transaction id with its BEGIN (in the
-    /// same round trip; the first on a connection also its server process and run), so that a connection lost while committing is settled
+    /// same round trip, with its server process; the first on a connection also the server's run), so that a connection lost while committing is settled
     /// on a new connection by the server's own record of the outcome (`CommitOutcome`): committed,
     /// the result is returned; rolled back, the transaction is run again. After a server restart
     /// a committed id may be another transaction's (`CommitOutcome.Settled.committedOrReused`):
