@@ -35,7 +35,8 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
     /// A PostgreSQL server named by `SF_TEST_POSTGRES_URL` (with its password in the file
     /// `SF_TEST_POSTGRES_PASSWORD_FILE` or in `PGPASSWORD`): the SecureRecords PostgreSQL tests.
     case postgres = "PostgreSQL server (SF_TEST_POSTGRES_URL)"
-    /// The PgBouncer connection pooler, run in front of that server by the test.
+    /// The PgBouncer connection pooler, run in front of that server by the test as the `postgres`
+    /// user (so the tests must run as root, with `runuser`).
     case pgbouncer
 
     /// The peer's name as shown in skip and failure messages.
@@ -72,7 +73,7 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
         case .pythonCryptography: "python3 -m pip install cryptography"
         case .pythonHPKE: "python3 -m pip install -U 'cryptography>=47'"
         case .pyrage: "python3 -m pip install pyrage"
-        case .pgbouncer: "apt-get install pgbouncer"
+        case .pgbouncer: "apt-get install pgbouncer, and run as root"
         case .postgres:
             "export SF_TEST_POSTGRES_URL=$(scripts/postgres-test-cluster.sh start /tmp/sf-pg) "
                 + "SF_TEST_POSTGRES_PASSWORD_FILE=/tmp/sf-pg/password "
@@ -99,6 +100,8 @@ public enum Peer: String, Sendable, CaseIterable, CustomStringConvertible {
                 result[peer] = (try? TestSupport.run(path, ["-c", "import \(module)"]))?.status == 0
             } else if peer == .unshare {
                 result[peer] = (try? TestSupport.run(path, ["-m", "--", "true"]))?.status == 0
+            } else if peer == .pgbouncer {
+                result[peer] = getuid() == 0 && TestSupport.which("runuser") != nil && getpwnam("postgres") != nil
             } else {
                 result[peer] = true
             }

@@ -24,37 +24,50 @@ import Testing
                 let user = server.user
             else { throw PeerMissing(peer: .postgres) }
             let database = String(server.path.dropFirst())
-            let (probe, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
-            close(probe)
-            self.port = port
-            // Under /tmp, which the postgres user can reach whatever TMPDIR is.
+            let executable = try TestSupport.path(of: .pgbouncer)
+            // Under /tmp, which the postgres user can reach whatever TMPDIR is; removed on every
+            // path (it holds the database password).
             directory = "/tmp/sf-pgbouncer-" + UUID().uuidString.lowercased()
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            let password = (TestSupport.postgresPassword ?? "").replacingOccurrences(of: "\"", with: "\"\"")
-            try Data("\"\(user)\" \"\(password)\"\n".utf8).write(to: URL(fileURLWithPath: directory + "/userlist.txt"))
-            let configuration = """
-                [databases]
-                \(database) = host=127.0.0.1 port=\(serverPort) dbname=\(database)
-                [pgbouncer]
-                listen_addr = 127.0.0.1
-                listen_port = \(port)
-                unix_socket_dir =
-                auth_type = scram-sha-256
-                auth_file = \(directory)/userlist.txt
-                pool_mode = transaction
-                default_pool_size = 2
-                max_client_conn = 200
-                """
-            try Data(configuration.utf8).write(to: URL(fileURLWithPath: directory + "/pgbouncer.ini"))
-            for file in ["", "/userlist.txt", "/pgbouncer.ini"] {
-                _ = try TestSupport.run("chown", ["postgres", directory + file])
-            }
-            process = try BackgroundProcess(["runuser", "-u", "postgres", "--", try TestSupport.path(of: .pgbouncer), directory + "/pgbouncer.ini"])
-            let listening = "listening on 127.0.0.1:\(port)"
-            guard process.wait(timeout: 60, until: { $0.standardError.contains(listening) || !$0.isRunning }), process.isRunning else {
-                let log = process.standardError
-                stop()
-                throw NotStarted(log: log)
+            do {
+                let password = (TestSupport.postgresPassword ?? "").replacingOccurrences(of: "\"", with: "\"\"")
+                try Data("\"\(user)\" \"\(password)\"\n".utf8).write(to: URL(fileURLWithPath: directory + "/userlist.txt"))
+                // A port found free may be taken before PgBouncer binds it: up to three tries.
+                var started: (process: BackgroundProcess, port: Int)?
+                var log = ""
+                for _ in 0..<3 where started == nil {
+                    let (probe, port) = try TestSupport.loopbackSocket(listening: true, port: 0)
+                    close(probe)
+                    let configuration = """
+                        [databases]
+                        \(database) = host=127.0.0.1 port=\(serverPort) dbname=\(database)
+                        [pgbouncer]
+                        listen_addr = 127.0.0.1
+                        listen_port = \(port)
+                        unix_socket_dir =
+                        auth_type = scram-sha-256
+                        auth_file = \(directory)/userlist.txt
+                        pool_mode = transaction
+                        default_pool_size = 2
+                        max_client_conn = 200
+                        """
+                    try Data(configuration.utf8).write(to: URL(fileURLWithPath: directory + "/pgbouncer.ini"))
+                    let chown = try TestSupport.run("chown", ["-R", "postgres", directory])
+                    guard chown.status == 0 else { throw NotStarted(log: "chown: \(chown.stderrText)") }
+                    let process = try BackgroundProcess(["runuser", "-u", "postgres", "--", executable, directory + "/pgbouncer.ini"])
+                    let listening = "listening on 127.0.0.1:\(port)"
+                    if process.wait(timeout: 60, until: { $0.standardError.contains(listening) || !$0.isRunning }), process.isRunning {
+                        started = (process, port)
+                    } else {
+                        log = process.standardError
+                        process.kill()
+                    }
+                }
+                guard let started else { throw NotStarted(log: log) }
+                (process, port) = started
+            } catch {
+                try? FileManager.default.removeItem(atPath: directory)
+                throw error
             }
         }
 
