@@ -193,9 +193,9 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
 
         func addStore(_ storeId: Data, keys: [WrappedStoreKey], currentKeyId: UInt32?) throws(RecordsError) {
             let c = connection
-            let metadata: StoreMetadata? = try SQLiteRecordStorage.initialize(StoreMetadata(storeId: storeId, currentKeyId: nil, keys: []), c)
-            guard metadata?.storeId == storeId else { throw .storeMismatch }
-            let existing = Dictionary(uniqueKeysWithValues: (metadata?.keys ?? []).map { ($0.id, $0.wrapped) })
+            let metadata = try SQLiteRecordStorage.initialize(StoreMetadata(storeId: storeId, currentKeyId: nil, keys: []), c)
+            guard metadata.storeId == storeId else { throw .storeMismatch }
+            let existing = Dictionary(uniqueKeysWithValues: metadata.keys.map { ($0.id, $0.wrapped) })
             for key in keys {
                 if let stored = existing[key.id] {
                     guard stored == key.wrapped else { throw .storeMismatch }
@@ -204,7 +204,7 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
                 }
             }
             guard let currentKeyId else { return }
-            if metadata?.currentKeyId == nil {
+            if metadata.currentKeyId == nil {
                 // Writers are serialised: no record without a key can be added after this look.
                 let withoutKey = try SQLiteRecordStorage.sql { () throws(SQLiteError) in
                     try c.integer("SELECT EXISTS (SELECT 1 FROM records WHERE keying = 0 AND key_id IS NULL)")
@@ -212,7 +212,7 @@ public final class SQLiteRecordStorage: RecordStorage, Sendable {
                 guard withoutKey == 0 else { throw .importBlockedByRecordsWithoutKey }
             }
             // The current key only moves forward: an export made after a rotation brings the later key.
-            if metadata?.currentKeyId.map({ $0 < currentKeyId }) ?? true {
+            if metadata.currentKeyId.map({ $0 < currentKeyId }) ?? true {
                 try SQLiteRecordStorage.sql { () throws(SQLiteError) in try SQLiteRecordStorage.setCurrent(currentKeyId, c) }
             }
         }
