@@ -282,11 +282,12 @@ struct ChannelCommandTests {
         #expect(quiet.wait(timeout: 120) { $0.standardError.contains("peer verified") }, "\(quiet.standardError)")
         let next = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
         defer { next.kill() }
+        // Its end of stream right after its message: once served, it too has a second to finish.
         next.write(Data("after the quiet one\n".utf8))
+        next.closeInput()
         #expect(server.wait(timeout: 120) { $0.outputLines.contains("after the quiet one") }, "\(server.standardError)")
         #expect(server.standardError.contains("nothing sent or received"), "\(server.standardError)")
         #expect(quiet.waitForExit(timeout: 120) == 1, "the dropped client's stream was cut: \(quiet.standardError)")
-        next.closeInput()
         #expect(next.waitForExit(timeout: 120) == 0, "\(next.standardError)")
         #expect(server.standardError.contains("a connection on which nothing moves for 1 s is ended"), "\(server.standardError)")
     }
@@ -406,9 +407,11 @@ struct ChannelCommandTests {
             ["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--idle-timeout", "5", "--handshake-timeout", "60", "127.0.0.1:\(port)"]
                 + parties.bob)
         defer { client.kill() }
+        // Its own end of stream at once: only what it receives keeps it (and the test need not
+        // act within the 5 s).
+        client.closeInput()
         #expect(client.wait(timeout: 120) { $0.outputLines.contains("line 8") || !$0.isRunning }, "\(client.standardError)")
         #expect(client.outputLines.filter { $0.hasPrefix("line ") } == (1...8).map { "line \($0)" }, "\(client.standardError)")
-        client.closeInput()
         #expect(client.waitForExit(timeout: 120) == 0, "\(client.standardError)")
     }
 

@@ -36,9 +36,14 @@ enum ChannelFixtures {
                     Task(executorPreference: executor) {
                         do {
                             try await connection.executeThenClose { inbound, outbound in
+                                var echoing = true
                                 for try await message in inbound {
                                     received.withLockedValue { $0.append(message) }
-                                    try await outbound.write(message)
+                                    // An echo that fails (the connection closed under it, say at
+                                    // a deadline) does not end the loop: the inbound sequence's
+                                    // error says why the connection ended, and the tests read it.
+                                    guard echoing else { continue }
+                                    do { try await outbound.write(message) } catch { echoing = false }
                                 }
                             }
                         } catch let error as SecureChannelError {

@@ -83,7 +83,10 @@ struct ServerLifecycleTests {
         let taken = try await connect()
         var accepted = server.connections.makeAsyncIterator()
         let served = try #require(await accepted.next())
-        let echo = Task {
+        // On a thread of its own, as `EchoServer`'s: a task starved past the minute the client's
+        // closed socket lingers would find the connection reset by its keepalive probe, and could
+        // no longer write its end of stream.
+        let echo = Task(executorPreference: QueueExecutor(width: 1, label: "ServerLifecycleTests.echo")) {
             try await served.executeThenClose { inbound, outbound in
                 for try await message in inbound { try await outbound.write(message) }
             }
