@@ -35,7 +35,11 @@ let accounts = integer("accounts", in: options, default: 0)
 let syncEvery = max(1, integer("sync-every", in: options, default: 100))
 
 do {
-    let keychain = try Keychain(path: path)
+    // Four of these share one file in the tests, on a loaded machine: a writer must not give up
+    // on the others' lock (5 s × 5 retries by default) while it waits for its turn.
+    var configuration = Keychain.Configuration()
+    configuration.busyTimeout = .seconds(120)
+    let keychain = try Keychain(path: path, configuration: configuration)
     var index = 0
     while count == 0 || index < count {
         let account = accounts > 0 ? "\(prefix)\(index % accounts)" : "\(prefix)\(index)"

@@ -7,7 +7,7 @@ import Testing
 
 @Suite struct ReadmeExamples {
     /// README.md, Swift example 1 (section "sf keychain").
-    @Test(.timeLimit(.minutes(20))) func example1() async throws {
+    @Test(.timeLimit(.minutes(45))) func example1() async throws {
         let path = NSTemporaryDirectory() + "readme-\(UUID()).keychain"   // Keychain() opens the default file
         let keychain = try Keychain(path: path)
         try keychain.setPassword("hunter2", service: "mail", account: "ann")
@@ -18,7 +18,7 @@ import Testing
     }
 
     /// README.md, Swift example 2 (section "sf vault").
-    @Test(.timeLimit(.minutes(20))) func example2() async throws {
+    @Test(.timeLimit(.minutes(45))) func example2() async throws {
         let keychain = try Keychain(path: NSTemporaryDirectory() + "readme-\(UUID()).keychain")
         let vault = Vault(keychain: keychain)
         let passcode = SecretBytes(Data("correct horse battery staple".utf8))   // from a prompt, never argv
@@ -33,7 +33,7 @@ import Testing
     }
 
     /// README.md, Swift example 3 (section "sf records").
-    @Test(.timeLimit(.minutes(20))) func example3() async throws {
+    @Test(.timeLimit(.minutes(45))) func example3() async throws {
         let store = try RecordStore(path: NSTemporaryDirectory() + "readme-\(UUID()).records")
         try store.createCollection("gifts", schema: try RecordSchema(["toWhom": .clear, "description": .sealed]))
         let password = SecretBytes(Data("for Alice".utf8))
@@ -51,7 +51,7 @@ import Testing
     }
 
     /// README.md, Swift example 4 (section "sf key").
-    @Test(.timeLimit(.minutes(20))) func example4() async throws {
+    @Test(.timeLimit(.minutes(45))) func example4() async throws {
         let bob = try AsymmetricPrivateKey.generate(.x25519)
         let message = try HybridEncryption.encrypt(Data("hi Bob".utf8), to: bob.publicKey)   // SFK1 (HPKE)
         #expect(try HybridEncryption.decrypt(message, with: bob) == Data("hi Bob".utf8))
@@ -72,7 +72,7 @@ import Testing
     }
 
     /// README.md, Swift example 5 (section "sf encrypt / sf decrypt / sf keygen (age)").
-    @Test(.timeLimit(.minutes(20))) func example5() async throws {
+    @Test(.timeLimit(.minutes(45))) func example5() async throws {
         let identity = Age.X25519Identity()
         let file = try Age.encrypt(Data("hello".utf8), to: [identity.recipient], armored: true)
         #expect(try Age.decrypt(file, identities: [identity]) == Data("hello".utf8))
@@ -87,7 +87,7 @@ import Testing
     }
 
     /// README.md, Swift example 6 (section "sf channel").
-    @Test(.timeLimit(.minutes(20))) func example6() async throws {
+    @Test(.timeLimit(.minutes(45))) func example6() async throws {
         let serverKey = Curve25519.KeyAgreement.PrivateKey()   // or SecureChannel.staticKey(tag:in:sealer:)
         let clientKey = Curve25519.KeyAgreement.PrivateKey()
         let server = try await SecureChannel.Server.bind(
@@ -113,7 +113,7 @@ import Testing
     }
 
     /// README.md, Swift example 7 (section "Library").
-    @Test(.timeLimit(.minutes(20))) func example7() async throws {
+    @Test(.timeLimit(.minutes(45))) func example7() async throws {
         let key = SymmetricKey(size: .bits256)
         let box = try Envelope.seal(Data("hello".utf8), key: key, context: Data("record-7".utf8))
         let plain = try Envelope.open(box, key: key, context: Data("record-7".utf8))

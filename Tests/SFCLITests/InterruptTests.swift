@@ -7,8 +7,8 @@ import SecureCore
 import Testing
 
 /// Runs `sf arguments` with a slow pipe for standard input (`prefix` now, the rest never), waits
-/// (at most 60 s) until `started` holds, sends `signalNumber`, and waits for the process to end
-/// (killed and reported after 60 s, so the suite never hangs); the ended process.
+/// (at most 300 s) until `started` holds, sends `signalNumber`, and waits for the process to end
+/// (killed and reported after 300 s, so the suite never hangs); the ended process.
 func interruptedSF(
     _ arguments: [String], environment: [String: String]? = nil, writing prefix: Data, once started: () -> Bool, by signalNumber: Int32,
     sourceLocation: SourceLocation = #_sourceLocation
@@ -26,7 +26,7 @@ func interruptedSF(
     signal(SIGPIPE, SIG_IGN)
     try input.fileHandleForWriting.write(contentsOf: prefix)
     var waited = 0
-    while !started(), waited < 1200 {
+    while !started(), waited < 6000 {
         usleep(50_000)
         waited += 1
     }
@@ -34,7 +34,7 @@ func interruptedSF(
     usleep(200_000)
     kill(process.processIdentifier, signalNumber)
     var exited = 0
-    while process.isRunning, exited < 1200 {
+    while process.isRunning, exited < 6000 {
         usleep(50_000)
         exited += 1
     }
@@ -93,7 +93,7 @@ func interruptedSF(
             pid, fd = pty.fork()
             if pid == 0:
                 os.execv(sys.argv[1], [sys.argv[1], "kdf", "--log-n", "10"])
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 300
             while termios.tcgetattr(fd)[3] & termios.ECHO:
                 if time.monotonic() > deadline:
                     print("echo never went off"); sys.exit(3)

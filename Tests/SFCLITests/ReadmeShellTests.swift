@@ -28,8 +28,8 @@ import Testing
         return (status, String(decoding: try Data(contentsOf: outputFile), as: UTF8.self))
     }
 
-    /// (A longer backstop than `hangBackstop`: 4 minutes idle, about three times that loaded.)
-    @Test(.requiresSFBinary, .requires(.pythonCryptography, .sshKeygen), .timeLimit(.minutes(45)))
+    /// (4 minutes idle, about three times that loaded: well within `hangBackstop`.)
+    @Test(.requiresSFBinary, .requires(.pythonCryptography, .sshKeygen), .hangBackstop)
     func readmeShellExamplesRunAsWritten() async throws {
         let sf = try #require(TestSupport.sfBinary, "the sf binary is built with the tests").path
         let (status, output) = try await Self.runScript(sf: sf)

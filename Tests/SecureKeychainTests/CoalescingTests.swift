@@ -65,7 +65,7 @@ import Testing
     @Test func closeFlushesPendingWrites() async throws {
         try await withKeychainDirectory { _, path in
             var configuration = Keychain.Configuration()
-            configuration.writeDelay = .seconds(60)
+            configuration.writeDelay = .seconds(3600)
             let keychain = try Keychain(path: path, configuration: configuration)
             try keychain.setPassword("x", service: "s", account: "a")
             try keychain.close()
@@ -76,7 +76,7 @@ import Testing
     @Test func nothingIsWrittenBeforeTheDelayWithoutSynchronize() async throws {
         try await withKeychainDirectory { _, path in
             var configuration = Keychain.Configuration()
-            configuration.writeDelay = .seconds(60)
+            configuration.writeDelay = .seconds(3600)
             let keychain = try Keychain(path: path, configuration: configuration)
             try keychain.setPassword("x", service: "s", account: "a")
             #expect(try keychain.password(service: "s", account: "a") == "x")  // read-your-writes
@@ -89,7 +89,7 @@ import Testing
     @Test func fullBatchIsWrittenWithoutWaitingForTheDelay() async throws {
         try await withKeychainDirectory { _, path in
             var configuration = Keychain.Configuration()
-            configuration.writeDelay = .seconds(60)
+            configuration.writeDelay = .seconds(3600)
             configuration.maximumBatch = 100
             let keychain = try Keychain(path: path, configuration: configuration)
             for index in 0..<100 { try keychain.setPassword("x", service: "s", account: "\(index)") }

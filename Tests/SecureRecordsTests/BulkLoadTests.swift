@@ -289,14 +289,14 @@ import Testing
     /// transaction runs again on a new connection with every batch, the caller's work once. The
     /// statement and transaction deadlines are long, so a statement left waiting on the dead
     /// connection (postgres-nio never answers one written after the close) passes the test's time
-    /// limit before its deadline ends it and the transaction is retried. (The limit is 20 minutes and
-    /// the deadlines 25: the test once took over a minute in a loaded CI run, where 3 is too close.)
+    /// limit before its deadline ends it and the transaction is retried. (The limit is 45 minutes and
+    /// the deadlines 60: the test once took over a minute in a loaded CI run, where 3 is too close.)
     @Test(.requires(.postgres), .hangBackstop) func aBulkInsertWhoseConnectionIsKilledCompletesOnce() throws {
         let scratch = try RecordsScratch(.postgres)
         _ = try makeStore(scratch)
         var configuration = try postgresConfiguration(schema: scratch.schema, prefix: RecordsScratch.prefix("store.db"))
-        configuration.statementTimeoutSeconds = 1500
-        configuration.transactionTimeoutSeconds = 1500
+        configuration.statementTimeoutSeconds = 3600
+        configuration.transactionTimeoutSeconds = 3600
         let storage = try PostgresRecordStorage(configuration: configuration)
         let admin = try #require(try scratch.storage("admin.db") as? PostgresRecordStorage)
         let table = storage.tableName("records")
@@ -359,19 +359,19 @@ import Testing
             SELECT l.pid::text FROM pg_locks l WHERE l.relation = '\(table)'::regclass AND l.mode = 'RowExclusiveLock' AND l.granted
             AND l.pid <> pg_backend_pid()
             """
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(300)
         while Date() < deadline {
             if let pid = try admin.queryText(sql).first ?? nil { return pid }
             usleep(10_000)
         }
-        throw .storage(StorageFailure(.connectionLost, "no backend took the insert's lock within 20 s"))
+        throw .storage(StorageFailure(.connectionLost, "no backend took the insert's lock within 300 s"))
     }
 
     /// Waits (with a deadline) until backend `pid` has exited.
     func waitUntilGone(_ admin: PostgresRecordStorage, pid: String) throws(RecordsError) {
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(300)
         while try admin.queryText("SELECT count(*)::text FROM pg_stat_activity WHERE pid = \(pid)") != ["0"] {
-            guard Date() < deadline else { throw .storage(StorageFailure(.connectionLost, "backend \(pid) still there after 20 s")) }
+            guard Date() < deadline else { throw .storage(StorageFailure(.connectionLost, "backend \(pid) still there after 300 s")) }
             usleep(10_000)
         }
     }

@@ -70,7 +70,8 @@ import Testing
             if !events.all.contains("unlocked") { sealedBeforeUnlocked += 1 }
             usleep(1_000)
         }
-        #expect(sealedBeforeUnlocked >= 3, "only \(sealedBeforeUnlocked) seals completed during the unlock")
+        // One is the proof; more would ask the scheduler of a loaded machine for time slices.
+        #expect(sealedBeforeUnlocked >= 1, "no seal completed during the unlock")
     }
 
     @Test func aRotationDuringAnUnlockKeepsItsNewKey() throws {
