@@ -119,7 +119,8 @@ import Testing
     /// A peer that sends its reply and end of stream and closes the whole connection at once
     /// (NIO's own `executeThenClose` does) while we still work: our end of stream can no longer be
     /// written, and `executeThenClose` says so with a `SecureChannelError`, not NIO's "I/O on
-    /// closed channel". What the peer sent still arrived whole.
+    /// closed channel"; so does a write once the connection has closed (`connectionClosed`: the
+    /// stream itself did not fail). What the peer sent still arrived whole.
     @Test("a peer that closes after its end of stream, before ours is written: endOfStreamNotSent, its reply whole")
     func aPeerThatClosesBeforeOurEndOfStream() async throws {
         let server = try await OneConnectionServer { connection in
@@ -143,14 +144,45 @@ import Testing
                 try #require(await server.result() != nil, "the server did not finish")
                 do {
                     try await outbound.write(ByteBuffer(string: "late"))
-                } catch ChannelError.ioOnClosedChannel {}
+                } catch SecureChannelError.connectionClosed {}
                 try await connection.channel.channel.closeFuture.get()
+                do {
+                    try await outbound.write(ByteBuffer(string: "later"))
+                    Issue.record("a write on the closed connection succeeded")
+                } catch SecureChannelError.connectionClosed {}
             }
         }
         #expect(received.withLockedValue { $0 } == [ByteBuffer(string: "reply")])
     }
 
     struct Abandoned: Error {}
+
+    /// The connection ended because the peer cut its stream: a later write throws that reason,
+    /// the same error the inbound sequence threw, not NIO's "I/O on closed channel".
+    @Test("a write after the peer cut the stream throws why the connection ended: closedBeforeEndOfStream")
+    func aWriteAfterACutStreamSaysWhy() async throws {
+        let server = try await OneConnectionServer { connection in
+            try await connection.executeThenClose { _, outbound in
+                try await outbound.write(ByteBuffer(string: "reply"))
+                throw Abandoned()
+            }
+        }
+        let connection = try await server.connect()
+        let readFailure = NIOLockedValueBox<(any Error)?>(nil)
+        await #expect(throws: SecureChannelError.closedBeforeEndOfStream) {
+            try await connection.executeThenClose { inbound, outbound in
+                do {
+                    for try await _ in inbound {}
+                } catch {
+                    readFailure.withLockedValue { $0 = error }
+                }
+                // The failure closes the channel; the write comes after it, from the writer's state.
+                try await connection.channel.channel.closeFuture.get()
+                try await outbound.write(ByteBuffer(string: "late"))
+            }
+        }
+        #expect(readFailure.withLockedValue { $0 } as? SecureChannelError == .closedBeforeEndOfStream)
+    }
 
     @Test("a body that throws closes without the end of stream: the peer gets what was sent, then closedBeforeEndOfStream")
     func aFailedSenderIsACutStream() async throws {

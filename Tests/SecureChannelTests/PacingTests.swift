@@ -77,7 +77,7 @@ struct PacingTests {
         print("pacing: writer stalled at \(stalledAt >> 20) MiB of \(total >> 20) MiB (kernel socket buffers included); peak buffered in process \(client.pacing.peakQueuedBytes) bytes, bound \(limit)")
     }
 
-    @Test("a writer waiting for room fails when the connection closes, and when its task is cancelled")
+    @Test("a writer waiting for room fails, with why, when the connection closes, and when its task is cancelled")
     func waitingWriterFails() async throws {
         let pacing = SecureChannel.OutboundPacing(limit: 10)
         try await pacing.reserve(8)
@@ -100,8 +100,13 @@ struct PacingTests {
 
         let closed = Task { try await pacing.reserve(8) }
         try await Task.sleep(for: .milliseconds(50))
-        pacing.close()
-        await #expect(throws: ChannelError.self) { try await closed.value }
-        await #expect(throws: ChannelError.self) { try await pacing.reserve(1) }
+        pacing.close(because: .peerUnresponsive)
+        await #expect(throws: SecureChannelError.peerUnresponsive) { try await closed.value }
+        // The first reason stays: it is why the connection ended.
+        pacing.close(because: .connectionClosed)
+        await #expect(throws: SecureChannelError.peerUnresponsive) { try await pacing.reserve(1) }
+        // NIO's error for a closed channel, met by a write, means the same; other errors are themselves.
+        #expect(pacing.meaning(of: ChannelError.ioOnClosedChannel) as? SecureChannelError == .peerUnresponsive)
+        #expect(pacing.meaning(of: CancellationError()) is CancellationError)
     }
 }

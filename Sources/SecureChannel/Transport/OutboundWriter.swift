@@ -13,9 +13,11 @@ extension SecureChannel {
         let pacing: OutboundPacing
 
         /// Writes one application message (of any size up to the peer's maximum), waiting first
-        /// until the bytes buffered in this process are below the bound. Throws when the
-        /// connection is closed (`ChannelError.ioOnClosedChannel`, or the writer's own error) or
-        /// the task is cancelled while waiting; the message is then not sent.
+        /// until the bytes buffered in this process are below the bound. When the connection has
+        /// ended, throws the `SecureChannelError` that ended it (the one the inbound sequence
+        /// throws, such as `closedBeforeEndOfStream` or `peerUnresponsive`), or `connectionClosed`
+        /// when it ended without a failure; throws `CancellationError` when the task is cancelled
+        /// while waiting, and NIO's writer error after `finish()`. The message is then not sent.
         public func write(_ message: ByteBuffer) async throws {
             let count = message.readableBytes
             try await pacing.reserve(count)
@@ -23,7 +25,7 @@ extension SecureChannel {
                 try await writer.write(message)
             } catch {
                 pacing.release(count)
-                throw error
+                throw pacing.meaning(of: error)
             }
         }
 
@@ -44,7 +46,8 @@ extension SecureChannel {
 
     /// The byte count behind `OutboundWriter`'s pacing: bytes handed to the connection and not yet
     /// written to the socket. Writers reserve before writing; `TransportHandler` releases when a
-    /// message's last frame has been written (or failed), and closes it when the connection ends.
+    /// message's last frame has been written (or failed), and closes it, with the reason, when the
+    /// connection ends.
     final class OutboundPacing: Sendable {
         /// The bound on buffered bytes (a single larger message is still let through alone).
         let limit: Int
@@ -58,7 +61,8 @@ extension SecureChannel {
         private struct State {
             var queued = 0
             var peak = 0
-            var closed = false
+            /// Why the connection ended, once it has.
+            var closed: SecureChannelError?
             var nextID: UInt64 = 0
             var waiters = [Waiter]()
 
@@ -88,9 +92,9 @@ extension SecureChannel {
             }
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    enum Decision { case go, closed, cancelled, wait }
+                    enum Decision { case go, closed(SecureChannelError), cancelled, wait }
                     let decision = state.withLock { state -> Decision in
-                        if state.closed { return .closed }
+                        if let reason = state.closed { return .closed(reason) }
                         if Task.isCancelled { return .cancelled }
                         if state.waiters.isEmpty && state.admit(count, limit: limit) { return .go }
                         state.waiters.append(Waiter(id: id, count: count, continuation: continuation))
@@ -98,7 +102,7 @@ extension SecureChannel {
                     }
                     switch decision {
                     case .go: continuation.resume()
-                    case .closed: continuation.resume(throwing: ChannelError.ioOnClosedChannel)
+                    case .closed(let reason): continuation.resume(throwing: reason)
                     case .cancelled: continuation.resume(throwing: CancellationError())
                     case .wait: break
                     }
@@ -125,14 +129,23 @@ extension SecureChannel {
             for waiter in ready { waiter.continuation.resume() }
         }
 
-        /// The connection ended: waiting and later writers fail with `ioOnClosedChannel`.
-        func close() {
-            let waiters = state.withLock { state -> [Waiter] in
-                state.closed = true
+        /// The connection ended because of `reason`: waiting and later writers fail with it. The
+        /// first reason stays.
+        func close(because reason: SecureChannelError) {
+            let (waiters, reason) = state.withLock { state -> ([Waiter], SecureChannelError) in
+                if state.closed == nil { state.closed = reason }
                 defer { state.waiters = [] }
-                return state.waiters
+                return (state.waiters, state.closed ?? reason)
             }
-            for waiter in waiters { waiter.continuation.resume(throwing: ChannelError.ioOnClosedChannel) }
+            for waiter in waiters { waiter.continuation.resume(throwing: reason) }
+        }
+
+        /// What a failed write means: NIO's error for a channel that is closed (the writer of a
+        /// connection that ended fails with `ioOnClosedChannel`) becomes why the connection
+        /// ended; any other error is itself.
+        func meaning(of error: any Error) -> any Error {
+            guard error is ChannelError, let reason = state.withLock({ $0.closed }) else { return error }
+            return reason
         }
     }
 }

@@ -55,6 +55,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     case notAnX25519Key(tag: String, type: KeyType)
     /// Storing or reading a trusted peer key in the key store failed: the store's error.
     case keyStoreFailed(KeyStoreError)
+    /// The connection had ended without a failure of the stream (after the peer's end of stream,
+    /// or closed by this side) when a message was written: nothing more can be sent on it.
+    case connectionClosed
     /// The server had its maximum of handshakes in progress and a newer connection came: this,
     /// the oldest handshake, was closed to make room.
     case tooManyHandshakes
@@ -82,6 +85,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .noise(let error): error.description
         case .notAnX25519Key(let tag, let type): "key \"\(tag)\" is \(type), not x25519"
         case .keyStoreFailed(let error): "key store: \(error.description)"
+        case .connectionClosed: "the connection is closed: nothing more can be sent"
         case .tooManyHandshakes: "too many handshakes in progress: the oldest was dropped"
         }
     }

@@ -39,6 +39,8 @@ extension SecureChannel {
         private let streamEnd: StreamEnd
         private var reassembler: ApplicationFraming.Reassembler
         private var failed = false
+        /// Why the stream failed, when it did: what a later write throws.
+        private var failure: SecureChannelError?
         /// The peer's end-of-stream message has arrived.
         private var peerEnded = false
         /// Our end-of-stream message has been handed to the socket (or the output closed without it).
@@ -171,6 +173,7 @@ extension SecureChannel {
         private func fail(context: ChannelHandlerContext, error: SecureChannelError) {
             guard !failed else { return }
             failed = true
+            failure = error
             // Our end of stream, if not written yet, never will be: it failed for this reason.
             streamEnd.settle(.failure(error))
             unfinishedDeadline?.cancel()
@@ -237,7 +240,7 @@ extension SecureChannel {
         func channelInactive(context: ChannelHandlerContext) {
             if !peerEnded && !closing { fail(context: context, error: .closedBeforeEndOfStream) }
             failQueued(ChannelError.ioOnClosedChannel)
-            pacing.close()
+            pacing.close(because: failure ?? .connectionClosed)
             streamEnd.settle(.failure(SecureChannelError.endOfStreamNotSent))
             context.fireChannelInactive()
         }
@@ -246,7 +249,7 @@ extension SecureChannel {
             unfinishedDeadline?.cancel()
             unfinishedDeadline = nil
             failQueued(ChannelError.ioOnClosedChannel)
-            pacing.close()
+            pacing.close(because: failure ?? .connectionClosed)
             streamEnd.settle(.failure(SecureChannelError.endOfStreamNotSent))
             releaseSendBuffers?.cancel()
             releaseSendBuffers = nil
