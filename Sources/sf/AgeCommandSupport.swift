@@ -58,7 +58,7 @@ enum AgeCommandSupport {
 
     /// Prints `sf: warning: <message>` on standard error (never secrets).
     static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("sf: warning: \(message)\n".utf8))
+        Terminal.writeError("sf: warning: \(message)")
     }
 
     /// The text of a recipients or identity file (standard input for `-`), at most

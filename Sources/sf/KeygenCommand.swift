@@ -55,7 +55,7 @@ struct KeygenCommand: ParsableCommand {
                 } catch {
                     throw error
                 }
-                FileHandle.standardError.write(Data("Public key: \(publicKey)\n".utf8))
+                Terminal.writeError("Public key: \(publicKey)")
             } else {
                 print(text, terminator: "")
             }

@@ -40,7 +40,7 @@ final class ProgressBar: Sendable {
             guard percent != shown else { return }
             shown = percent
             let bar = String(repeating: "#", count: percent / 4) + String(repeating: " ", count: 25 - percent / 4)
-            FileHandle.standardError.write(Data("\r[\(bar)] \(percent)%".utf8))
+            Terminal.writeToStandardError("\r[\(bar)] \(percent)%")
         }
     }
 
@@ -50,7 +50,7 @@ final class ProgressBar: Sendable {
     /// Erases the bar, so what follows on standard error (an error message, say) starts a clean line.
     func clear() {
         shownPercent.withLock { shown in
-            if shown >= 0 { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+            if shown >= 0 { Terminal.writeToStandardError("\r\u{1b}[K") }
             shown = -1
         }
     }

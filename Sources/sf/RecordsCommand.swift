@@ -547,7 +547,7 @@ struct RecordsGetCommand: ParsableCommand {
         }
         switch value {
         case .string(let text): print(text)
-        case .bytes(let bytes): FileHandle.standardOutput.write(bytes)
+        case .bytes(let bytes): try FileOutput(descriptor: STDOUT_FILENO, name: "standard output").write(bytes)
         }
     }
 }

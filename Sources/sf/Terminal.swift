@@ -13,7 +13,20 @@ import SecureFoundation
 enum Terminal {
     /// Writes a line to standard error.
     static func writeError(_ message: String) {
-        FileHandle.standardError.write(Data((message.hasSuffix("\n") ? message : message + "\n").utf8))
+        writeToStandardError(message.hasSuffix("\n") ? message : message + "\n")
+    }
+
+    /// Writes `text` to standard error as it is. A standard error that is closed, or fails,
+    /// loses the text and nothing else: the command goes on, and exits with its own status
+    /// (Foundation's `FileHandle.write(_:)` traps on any error instead).
+    static func writeToStandardError(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return }
+            bytes = bytes.dropFirst(written)
+        }
     }
 
     /// `text` from another party (a name or TXT value heard on the network), safe to print
