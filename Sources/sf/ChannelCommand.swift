@@ -167,28 +167,40 @@ struct ChannelServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let log = ServeLog()
+        do {
+            try await serve(log: log)
+        } catch {
+            await log.flush()
+            throw error
+        }
+        await log.flush()
+    }
+
+    /// Serves, saying what happens through `log`.
+    private func serve(log: ServeLog) async throws {
         let (store, sealer, staticKey) = try key.open()
         let trust = try peer.trust(store: store, sealer: sealer, anyPeer: anyPeer)
         let endpoint = listen ?? ChannelEndpoint(host: advertise == nil ? "127.0.0.1" : "0.0.0.0", port: 0)
         let configuration = timing.configuration
         let server = try await SecureChannel.Server.bind(
             host: endpoint.host, port: endpoint.port, staticKey: staticKey, peer: trust, configuration: configuration,
-            onHandshakeFailure: { error in Terminal.writeError("sf channel: rejected a connection: \(error)") })
-        Terminal.writeError("sf channel: listening on \(ChannelEndpoint(host: endpoint.host, port: server.port))")
+            onHandshakeFailure: { error in log.report("sf channel: rejected a connection: \(error)") })
+        log.say("sf channel: listening on \(ChannelEndpoint(host: endpoint.host, port: server.port))")
         // The deadline said here is the one every connection gets below.
         let idle = servedIdleTimeout
         if let idle {
             let seconds = idle == idle.rounded() ? String(Int(idle)) : String(idle)
-            Terminal.writeError("sf channel: a connection on which nothing moves for \(seconds) s is ended")
+            log.say("sf channel: a connection on which nothing moves for \(seconds) s is ended")
         }
-        let advertiser = try await startAdvertising(port: server.port, staticKey: staticKey, configuration: configuration)
+        let advertiser = try await startAdvertising(port: server.port, staticKey: staticKey, configuration: configuration, log: log)
         let input = ChannelInput()
         var served = 0
         do {
             for await connection in server.connections {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
-                Terminal.writeError("sf channel: peer verified: \(fingerprint)")
+                log.say("sf channel: peer verified: \(fingerprint)")
                 let idleTimeout = idle.map(ChannelEndpoint.duration)
                 guard keepServing else {
                     try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idleTimeout)
@@ -199,7 +211,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 } catch {
                     // A forged, replayed or malformed frame, an over-long message, a cut stream
                     // or a reset ends that connection only: the server says so and serves the next.
-                    Terminal.writeError("sf channel: connection from \(fingerprint) failed: \(error)")
+                    log.say("sf channel: connection from \(fingerprint) failed: \(error)")
                 }
             }
         } catch {
@@ -215,14 +227,14 @@ struct ChannelServeCommand: AsyncParsableCommand {
         await server.close()
     }
 
-    private func startAdvertising(port: Int, staticKey: Curve25519.KeyAgreement.PrivateKey, configuration: SecureChannel.Configuration)
-        async throws -> ChannelAdvertisement?
-    {
+    private func startAdvertising(
+        port: Int, staticKey: Curve25519.KeyAgreement.PrivateKey, configuration: SecureChannel.Configuration, log: ServeLog
+    ) async throws -> ChannelAdvertisement? {
         guard let advertise, let interface else { return nil }
         let txt = try TXTRecord(SecureChannel.Advertisement(staticKey: staticKey.publicKey, configuration: configuration).txtAttributes)
         let backend = discovery.backend(interface: interface)
         let advertisement = try await ChannelAdvertisement.start(interface: interface, name: advertise, port: port, txt: txt, backend: backend)
-        Terminal.writeError(
+        log.say(
             "sf channel: advertising \"\(advertisement.name)\" (_sf-channel._tcp) on \(interface) port \(port) (discovery: \(backend))")
         return advertisement
     }

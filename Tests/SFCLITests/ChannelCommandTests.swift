@@ -145,6 +145,56 @@ struct ChannelCommandTests {
         #expect(intruder.standardOutput.isEmpty)
     }
 
+    /// Any peer can make the server report a rejected connection, as often as it likes, and the
+    /// reports were written from the network threads: with a standard error nobody reads (a full
+    /// pipe), the write blocked them, and the server served no one. Now everything the server says
+    /// goes through a queue and a thread of its own, the reports bounded (what does not fit is
+    /// counted), so a full standard error holds up neither the network threads nor the serving.
+    @Test("a server whose standard error nobody reads still serves after a flood of rejected connections",
+          .requiresSFBinary, .hangBackstop)
+    func rejectionsWithAFullStandardError() throws {
+        let parties = try Parties()
+        // Standard error is a FIFO of one page, read up to the listening line and then never.
+        let fifo = parties.scratch.path("stderr.fifo")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let server = try BackgroundProcess(["/bin/sh", "-c", "exec \"$@\" 2>\"$0\"", fifo, parties.binary,
+            "channel", "serve", "--keep-serving", "--tag", "alice", "--peer-tag", "bob", "--listen", "127.0.0.1:0"] + parties.alice)
+        defer { server.kill() }
+        // Read and write: the open does not wait for the writer, and a read never sees its end.
+        let reader = open(fifo, O_RDWR)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        let setPipeSize: Int32 = 1031  // F_SETPIPE_SZ (Linux <fcntl.h>, which Glibc does not export)
+        _ = fcntl(reader, setPipeSize, 4096)
+        var said = ""
+        let deadline = Date().addingTimeInterval(300)
+        while !said.contains("sf channel: listening on "), server.isRunning, Date() < deadline {
+            var ready = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 1000) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 512)
+            let count = read(reader, &chunk, chunk.count)
+            if count > 0 { said += String(decoding: chunk[..<count], as: UTF8.self) }
+        }
+        let line = try #require(said.split(separator: "\n").first { $0.contains("listening on ") }, "the server did not start: \(said)")
+        let port = try #require(line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+
+        // 300 connections that each send an empty frame: about 15,000 bytes of reports, more
+        // than the page the pipe holds.
+        for _ in 0..<300 {
+            let (socket, _) = try TestSupport.loopbackSocket(listening: false, port: port)
+            _ = [UInt8](repeating: 0, count: 2).withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
+            close(socket)
+        }
+        // An honest client is served, with its message whole.
+        let client = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
+        defer { client.kill() }
+        client.write(Data("after the flood\n".utf8))
+        client.closeInput()
+        #expect(client.waitForExit() == 0, "\(client.standardError)")
+        #expect(server.wait { $0.standardOutput.contains("after the flood\n") }, "server output: \(server.standardOutput)")
+        #expect(server.isRunning)
+    }
+
     @Test("usage errors exit 2; a silent server is a handshake timeout; unknown keys fail before connecting",
           .requiresSFBinary, .hangBackstop)
     func errors() throws {

@@ -1,0 +1,80 @@
+import Foundation
+import Synchronization
+
+/// What `sf channel serve` says on standard error, written by a thread of the log's own, so that
+/// a standard error nobody reads (a full pipe) blocks that thread alone, never the network event
+/// loops nor the serving. Reports of rejected connections come from the event loops, and any
+/// peer can cause as many as it likes: at most `capacity` of them wait to be written, and those
+/// beyond are counted, and the count said instead. The server's own lines (one or two per
+/// connection served) are always kept, in order.
+final class ServeLog: Sendable {
+    /// Reports of rejected connections waiting to be written; more are counted instead.
+    static let capacity = 64
+
+    private enum Entry {
+        case line(String)
+        case written(CheckedContinuation<Void, Never>)
+    }
+
+    private struct State {
+        var entries: [Entry] = []
+        var reportsQueued = 0
+        var reportsDropped = 0
+    }
+
+    private let state = Mutex(State())
+    private let waiting = DispatchSemaphore(value: 0)
+
+    init() {
+        Thread { [self] in writeForever() }.start()
+    }
+
+    /// Queues one of the server's own lines.
+    func say(_ line: String) {
+        state.withLock { $0.entries.append(.line(line)) }
+        waiting.signal()
+    }
+
+    /// Queues the report of a rejected connection without waiting (it comes from an event loop);
+    /// counts it instead when `capacity` reports wait already.
+    func report(_ line: String) {
+        let queued = state.withLock { state -> Bool in
+            guard state.reportsQueued < Self.capacity else {
+                state.reportsDropped += 1
+                return false
+            }
+            state.reportsQueued += 1
+            state.entries.append(.line(line))
+            return true
+        }
+        if queued { waiting.signal() }
+    }
+
+    /// Returns once every line queued before it has been written (before the command's last
+    /// message, or its exit).
+    func flush() async {
+        await withCheckedContinuation { continuation in
+            state.withLock { $0.entries.append(.written(continuation)) }
+            waiting.signal()
+        }
+    }
+
+    /// The writing thread: takes what is queued (and the count of reports that were not), writes
+    /// it in order, and waits for more.
+    private func writeForever() {
+        while true {
+            waiting.wait()
+            let (entries, dropped) = state.withLock { state in
+                defer { state = State() }
+                return (state.entries, state.reportsDropped)
+            }
+            if dropped > 0 { Terminal.writeError("sf channel: \(dropped) more rejected connections not shown") }
+            for entry in entries {
+                switch entry {
+                case .line(let line): Terminal.writeError(line)
+                case .written(let continuation): continuation.resume()
+                }
+            }
+        }
+    }
+}
