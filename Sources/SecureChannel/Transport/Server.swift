@@ -84,7 +84,11 @@ extension SecureChannel {
                             case .success(let connection):
                                 // Runs on the connection's event loop, before it reads again.
                                 let established = connection.channel.channel
-                                guard (try? established.syncOptions?.setOption(.autoRead, value: false)) != nil,
+                                // Evicted (and reported) as it completed: the eviction's close,
+                                // from another event loop, is still to come, and a close by this
+                                // side would end its inbound sequence as if the stream were whole.
+                                guard !wasEvicted,
+                                    (try? established.syncOptions?.setOption(.autoRead, value: false)) != nil,
                                     waiting.add(established)
                                 else { return established.close(promise: nil) }
                                 if case .enqueued = continuation.yield(connection) { return }
