@@ -675,10 +675,12 @@ final class PostgresSession: Sendable {
         return codes
     }()
 
-    /// Whether the login was refused for asking for the password in a way that reveals it
-    /// (`PasswordLoginGuard`): final, as the same server asks the same each time.
+    /// Whether the login was refused for asking for the password in a way that reveals it, or
+    /// for more SCRAM work than the client does (`PasswordLoginGuard`): final, as the same server
+    /// asks the same each time.
     static func isLoginRefusal(_ error: any Error) -> Bool {
-        (error as? PSQLError)?.underlying is PasswordLoginGuard.Refused
+        let underlying = (error as? PSQLError)?.underlying
+        return underlying is PasswordLoginGuard.Refused || underlying is PasswordLoginGuard.ExcessiveSCRAMCost
     }
 
     /// Whether a refused handshake was the host-name check (the certificate verified otherwise).

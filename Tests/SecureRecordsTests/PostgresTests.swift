@@ -462,6 +462,38 @@ import Testing
         #expect(server.received.count == 2 && server.received.allSatisfy { $0.first != UInt8(ascii: "p") }, "a password message was sent")
     }
 
+    /// Without TLS, a server (or whoever took its port) that asks for more SCRAM iterations than
+    /// the ceiling is refused before any is computed, at once and finally (one connection): the
+    /// work would run on a network event loop, holding up every deadline on it, for as long as
+    /// the server likes (four billion iterations: hours). A count within the ceiling is computed
+    /// and answered, so the exchange the fake server runs is one the client goes through. The
+    /// count is found however the server's bytes are split.
+    @Test(arguments: [
+        ("4000000000", false), ("4000000000", true), ("1000001", false), ("123456789012345678901234567890", false),
+        ("4096", false), ("4096", true),
+    ])
+    func aServerAskingForTooMuchSCRAMWorkIsRefused(iterations: String, byteByByte: Bool) throws {
+        let server = try SCRAMServer(iterations: iterations, byteByByte: byteByByte)
+        defer { server.stop() }
+        var configuration = PostgresRecordStorage.Configuration(
+            host: "127.0.0.1", port: server.port, user: "nobody", password: SecretBytes(Data("s3cret-db-password".utf8)))
+        configuration.connectTimeoutSeconds = 60
+        let failure = try #require(throws: RecordsError.self) { try PostgresRecordStorage(configuration: configuration) }
+        guard case .storage(let storageFailure) = failure else { throw failure }
+        server.stop()
+        if iterations == "4096" {
+            // The client sent its proof, and the server's refusal of it is what it reports.
+            #expect(server.answered == [true], "the client did not answer a count within the ceiling: \(storageFailure)")
+            #expect(storageFailure.cause == .server(sqlState: "28P01"), "\(storageFailure)")
+        } else {
+            #expect(storageFailure.cause == .cannotConnect, "\(storageFailure)")
+            #expect("\(storageFailure)".contains("asked for \(iterations) SCRAM-SHA-256 iterations"), "\(storageFailure)")
+            #expect("\(storageFailure)".contains("sslmode=verify-full"), "\(storageFailure)")
+            #expect(server.accepted == 1, "tried again: \(server.accepted) connections")
+            #expect(server.answered == [false], "the client answered the server's SCRAM message")
+        }
+    }
+
     /// A connection the server drops is replaced on a later call: no crash, typed errors only.
     @Test(.requires(.postgres)) func droppedConnectionIsReplaced() throws {
         let scratch = try RecordsScratch(.postgres)
@@ -670,6 +702,53 @@ final class PasswordAsker: Sendable {
                 after.append(contentsOf: buffer[0..<count])
             }
             sent.withLock { $0.append(after) }
+        }
+    }
+
+    func stop() { server.stop() }
+}
+
+/// A server that runs the first half of a SCRAM-SHA-256 login (RFC 5802, as PostgreSQL's
+/// `AuthenticationSASL` and `AuthenticationSASLContinue`) with the iteration count `iterations`,
+/// echoing the client's nonce as a real server does, then fails the login (28P01) once the client
+/// has answered. Records, per connection, whether the client answered the count (sent its proof).
+final class SCRAMServer: Sendable {
+    private let server: LoopbackTestServer
+    private let answers = Locked([Bool]())
+
+    var port: Int { server.port }
+    var accepted: Int { server.accepted }
+    var answered: [Bool] { answers.withLock { $0 } }
+
+    init(iterations: String, byteByByte: Bool) throws {
+        @Sendable func message(_ type: Character, _ body: [UInt8]) -> [UInt8] {
+            [UInt8(ascii: type.unicodeScalars.first!)] + withUnsafeBytes(of: UInt32(body.count + 4).bigEndian, Array.init) + body
+        }
+        @Sendable func code(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian, Array.init) }
+        let answers = answers
+        server = try LoopbackTestServer { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            func send(_ bytes: [UInt8], byteByByte: Bool = false) {
+                guard byteByByte else { return _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) } }
+                for var byte in bytes {
+                    _ = write(client, &byte, 1)
+                    usleep(1_000)
+                }
+            }
+            _ = read(client, &buffer, buffer.count)  // the startup message (small: one read)
+            send(message("R", code(10) + Array("SCRAM-SHA-256".utf8) + [0, 0]))
+            let initial = read(client, &buffer, buffer.count)  // SASLInitialResponse: ... "n,,n=,r=<nonce>"
+            guard initial > 0, let text = Optional(String(decoding: buffer[0..<initial], as: UTF8.self)),
+                let nonce = text.range(of: "r=").map({ String(text[$0.upperBound...]) })
+            else { return answers.withLock { $0.append(false) } }
+            let salt = Data(repeating: 7, count: 16).base64EncodedString()
+            send(message("R", code(11) + Array("r=\(nonce)server-part,s=\(salt),i=\(iterations)".utf8)), byteByByte: byteByByte)
+            // The client's proof (SASLResponse, "p"), or the end of the connection.
+            let proof = read(client, &buffer, buffer.count)
+            answers.withLock { $0.append(proof > 0 && buffer[0] == UInt8(ascii: "p")) }
+            guard proof > 0 else { return }
+            let fields = Array("SFATAL\0VFATAL\0C28P01\0Mpassword authentication failed for user \"nobody\"\0\0".utf8)
+            send(message("E", fields))
         }
     }
 
