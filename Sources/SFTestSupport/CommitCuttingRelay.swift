@@ -33,6 +33,9 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         var cuts = 0
         var sockets: [Int32] = []
         var serverSidePorts: [Int] = []
+        /// Client sockets whose bytes, both ways, are dropped.
+        var silenced: Set<Int32> = []
+        var clients: [Int32] = []
     }
     private let state = Locked(State())
     private let done = DispatchGroup()
@@ -58,7 +61,10 @@ public final class CommitCuttingRelay: @unchecked Sendable {
                     if errno == EINTR { continue }
                     return  // stopped
                 }
-                state.withLock { $0.sockets.append(client) }
+                state.withLock {
+                    $0.sockets.append(client)
+                    $0.clients.append(client)
+                }
                 Thread.detachNewThread { self.relay(client) }
             }
         }
@@ -71,6 +77,13 @@ public final class CommitCuttingRelay: @unchecked Sendable {
             $0.armed = cut
             $0.afterCut = afterCut
         }
+    }
+
+    /// From now on, drops every byte of the connections accepted so far, both ways, keeping them
+    /// open: a path gone silent (a NAT or a load balancer that forgot them, a cable cut). Later
+    /// connections pass as before.
+    public func silenceExistingConnections() {
+        state.withLock { $0.silenced.formUnion($0.clients) }
     }
 
     /// While `hold` is true, connections accepted are not passed on to the server: each waits
@@ -112,6 +125,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         while true {
             let count = read(client, &buffer, buffer.count)
             guard count > 0 else { break }
+            if state.withLock({ $0.silenced.contains(client) }) { continue }
             let chunk = Data(buffer[0..<count])
             let window = Data(carried + buffer[0..<count])  // indices from 0
             // Whether `marker` ends in this read's bytes.
@@ -160,6 +174,7 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         while true {
             let count = read(server, &buffer, buffer.count)
             guard count > 0 else { break }
+            if state.withLock({ $0.silenced.contains(client) }) { continue }
             if let cut = cutOnAnswer.withLock({ $0 }) {
                 if cut == .errorAnswerKeepingTheSession {
                     cutOnAnswer.withLock { $0 = nil }

@@ -564,11 +564,19 @@ final class PostgresSession: Sendable {
         }
 
         /// `pipeline`, with each statement's rows or failure (the first failure is recorded).
+        /// Once the connection is taken for lost (it closed, or a statement ran past its deadline:
+        /// a path gone silent), the statements after it fail with that failure at once instead of
+        /// each waiting out a deadline of its own: the transaction is run again on a new
+        /// connection, and the time is its deadline's.
         func pipelineResults(_ statements: [(String, PostgresBindings)]) -> [Result<[PostgresRow], PostgresFailure>] {
             let futures = statements.map { connection.query(PostgresQuery(unsafeSQL: $0.0, binds: $0.1), logger: logger) }
             var results: [Result<[PostgresRow], PostgresFailure>] = []
             var failed = false
             for future in futures {
+                if failed, case .failure(let lost)? = results.last, lost.isConnectionLost {
+                    results.append(.failure(lost))
+                    continue
+                }
                 // The server runs them one after another: each has a statement's time from the
                 // end of the one before (a batch sent in many groups is not one statement).
                 let bound = statementDeadline

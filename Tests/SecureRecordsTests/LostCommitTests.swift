@@ -152,4 +152,34 @@ extension LostCommitTests {
         #expect(Date().timeIntervalSince(started) < 10, "the statement was run again until the transaction's deadline")
         #expect(relayed.relay.serverSidePorts.count <= connections + 1, "run on \(relayed.relay.serverSidePorts.count - connections) connections")
     }
+
+    /// A pooled connection whose path goes silent (the relay drops its bytes both ways and keeps
+    /// it open, as a NAT or a load balancer that forgot it would) is taken for lost at its first
+    /// statement's deadline, and the transaction runs again on a new connection within its own
+    /// deadline, a write and then a read. Before, each statement of the transaction's first round
+    /// trip (three or four for a write) waited out a deadline of its own, which used up the
+    /// transaction's: the call failed with connectionLost although the server was there.
+    @Test(.requires(.postgres))
+    func aPooledConnectionGoneSilentIsReplacedWithinTheDeadline() throws {
+        let relayed = try Self.relayedStore()
+        defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
+        var configuration = relayed.direct.configuration
+        configuration.host = "127.0.0.1"
+        configuration.port = relayed.relay.port
+        configuration.tls = .disabled
+        configuration.statementTimeoutSeconds = 3  // a statement's deadline: 3 s and 2 s of grace
+        configuration.transactionTimeoutSeconds = 14.5  // less than three statements' deadlines
+        let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
+        try store.createCollection("gifts", schema: giftSchema)
+        try store.unlock(with: appSealer)
+        let first = try store.add(["toWhom": "Alice", "description": "a kite"], to: "gifts")
+        relayed.relay.silenceExistingConnections()
+        let second = try store.add(["toWhom": "Bob", "description": "a drum"], to: "gifts")
+        relayed.relay.silenceExistingConnections()
+        #expect(try store.record(first).clearFields["toWhom"] == "Alice")
+        let reader = try RecordStore(storage: relayed.direct, configuration: testConfiguration)
+        try reader.unlock(with: appSealer)
+        #expect(try reader.record(second).clearFields["toWhom"] == "Bob")
+        #expect(try reader.search(in: "gifts").count == 2)
+    }
 }
