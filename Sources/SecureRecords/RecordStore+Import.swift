@@ -228,11 +228,16 @@ struct FileLines: ImportLineSource {
         while true {
             let chunk: Data
             do { chunk = try input.read(upTo: 1 << 20) } catch { throw .unreadableImport(error) }
+            // What was pending holds no newline: only the new chunk is searched, so a long line
+            // costs one pass over its bytes, not one per chunk it spans.
+            let searched = pending.count
             pending.append(chunk)
             var start = pending.startIndex
-            while let end = Self.newline(in: pending, from: start) {
+            var searchFrom = pending.startIndex + searched
+            while let end = Self.newline(in: pending, from: searchFrom) {
                 guard try emit(Data(pending[start..<end])) else { return }
                 start = end + 1
+                searchFrom = start
             }
             pending.removeSubrange(pending.startIndex..<start)
             guard pending.count <= Self.maximumLineBytes else {

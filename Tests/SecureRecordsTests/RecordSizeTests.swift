@@ -101,6 +101,30 @@ import Testing
         #expect(try store.search().isEmpty)
     }
 
+    /// A file's lines are found whole wherever the 1 MiB reads cut them: a CRLF split between two
+    /// reads, a line spanning several (its bytes searched for a newline once, not once per read),
+    /// an empty line, and a last line without LF.
+    @Test func fileLinesAreWholeAcrossReads() throws {
+        let scratch = try RecordsScratch()
+        let path = scratch.path("lines.jsonl")
+        let expected = [
+            String(repeating: "a", count: (1 << 20) - 1),  // its CR ends the first read, its LF begins the second
+            String(repeating: "b", count: 3 << 20 + 17),
+            "",
+            "c",
+            String(repeating: "d", count: 5),
+        ]
+        let text = expected[0] + "\r\n" + expected[1] + "\n" + expected[2] + "\n" + expected[3] + "\r\n" + expected[4]
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        var lines: [(Int, String)] = []
+        try FileLines(path: path).forEachLine { number, line, _ in
+            lines.append((number, String(decoding: line, as: UTF8.self)))
+            return true
+        }
+        #expect(lines.map(\.0) == Array(1...expected.count))
+        #expect(lines.map(\.1) == expected)
+    }
+
     /// An export line longer than 1 GiB is refused from memory as from a file, before it is parsed.
     @Test func anImportLineAbove1GiBIsRefusedFromMemory() throws {
         let scratch = try RecordsScratch()
