@@ -621,11 +621,22 @@ extension PostgresRecordStorage {
         return try read { (tx) throws(RecordsError) in
             var seqs: [Int64] = []
             for row in try run(tx, query, bound) { seqs.append(try decode(row, Int64.self)) }
+            guard Self.page(seqs, follows: position, limit: limit) else {
+                throw .storage(StorageFailure(
+                    .malformedStorage, "\(configuration.displayName): the server's page of records does not follow position \(position)"))
+            }
             let rows = try run(
                 tx, "SELECT \(Self.recordColumns) FROM \(tables.records) r WHERE r.seq = ANY($1::int8[]) ORDER BY r.seq",
                 Self.binds { $0.append(seqs) })
             return (try load(rows, tx), seqs.last ?? position)
         }
+    }
+
+    /// Whether a page's `seq`s, as the server answered, are at most `limit`, in increasing order
+    /// and all after `position`: each page must move past the one before, or a server (or proxy)
+    /// answering the same page again would keep a rotation or an export paging forever.
+    package static func page(_ seqs: [Int64], follows position: Int64, limit: Int) -> Bool {
+        seqs.count <= max(0, limit) && zip([position] + seqs, seqs).allSatisfy { $0 < $1 }
     }
 
     /// The smallest byte string greater than every string starting with `prefix`, or nil (all 0xFF).

@@ -494,6 +494,20 @@ import Testing
         }
     }
 
+    /// A page of records, as a server (or a proxy) answers it, is taken only when it moves past the
+    /// position it was asked after: the same page again, one out of order, one before the position
+    /// or longer than asked would otherwise keep a rotation or an export paging forever (or
+    /// re-reading), and the call fails with malformedStorage instead.
+    @Test func aPageOfRecordsMustMovePastItsPosition() {
+        #expect(PostgresRecordStorage.page([], follows: 7, limit: 3))
+        #expect(PostgresRecordStorage.page([8, 9, 12], follows: 7, limit: 3))
+        #expect(!PostgresRecordStorage.page([7, 9], follows: 7, limit: 3), "the position itself again")
+        #expect(!PostgresRecordStorage.page([3], follows: 7, limit: 3), "before the position")
+        #expect(!PostgresRecordStorage.page([9, 8], follows: 7, limit: 3), "out of order")
+        #expect(!PostgresRecordStorage.page([9, 9], follows: 7, limit: 3), "a seq twice")
+        #expect(!PostgresRecordStorage.page([8, 9, 10, 11], follows: 7, limit: 3), "longer than asked")
+    }
+
     /// A connection the server drops is replaced on a later call: no crash, typed errors only.
     @Test(.requires(.postgres)) func droppedConnectionIsReplaced() throws {
         let scratch = try RecordsScratch(.postgres)
