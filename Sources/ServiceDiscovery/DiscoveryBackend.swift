@@ -102,3 +102,13 @@ public enum DiscoveryBackend: Hashable, Sendable, CustomStringConvertible {
         return index
     }
 }
+
+extension Duration {
+    /// The longest any discovery call waits.
+    static let longestDiscoveryWait: Duration = .seconds(86_400)
+
+    /// This timeout, between zero and `longestDiscoveryWait`: a longer one (`.seconds(Int64.max)`,
+    /// meant as "for ever") counts as a day, so that a deadline made from it stays one the clocks
+    /// can represent (the runtime traps converting one beyond about 292 years to nanoseconds).
+    var boundedForDiscovery: Duration { min(max(self, .zero), .longestDiscoveryWait) }
+}

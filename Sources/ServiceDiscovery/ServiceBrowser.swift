@@ -33,7 +33,8 @@ public final class ServiceBrowser: Sendable {
         self.backend = backend
     }
 
-    /// Browses for `timeout` and returns every instance resolved by then, sorted by name.
+    /// Browses for `timeout` (at most a day: a longer one counts as a day) and returns every
+    /// instance resolved by then, sorted by name.
     public func browse(timeout: Duration) async throws(ServiceDiscoveryError) -> [ServiceInstance] {
         if backend == .system {
             return try await SystemServiceBrowsing.browse(
@@ -44,7 +45,7 @@ public final class ServiceBrowser: Sendable {
     }
 
     /// Browses until the instance named `instanceName` is resolved, or throws `notFound` after
-    /// `timeout`.
+    /// `timeout` (at most a day: a longer one counts as a day).
     public func resolve(instanceName: String, timeout: Duration) async throws(ServiceDiscoveryError) -> ServiceInstance {
         if backend == .system {
             return try await SystemServiceBrowsing.resolve(
@@ -78,7 +79,7 @@ public final class ServiceBrowser: Sendable {
                 interval = min(interval * 2, .seconds(60))
             }
         }
-        let deadline = ContinuousClock.now + timeout
+        let deadline = ContinuousClock.now + timeout.boundedForDiscovery
         let timer = Task {
             try? await Task.sleep(until: deadline)
             await socket.close()

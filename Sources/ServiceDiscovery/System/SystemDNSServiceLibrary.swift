@@ -128,7 +128,7 @@ private final class DaemonProbe: Sendable {
 
     /// Whether the daemon answered within `timeout`; false when the probe is still waiting.
     func wait(_ timeout: Duration) -> Bool {
-        let (seconds, attoseconds) = timeout.components
+        let (seconds, attoseconds) = timeout.boundedForDiscovery.components
         let nanoseconds = Int(clamping: seconds) &* 1_000_000_000 &+ Int(attoseconds / 1_000_000_000)
         guard done.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else { return false }
         return answered.withLock { $0 }

@@ -55,7 +55,7 @@ enum SystemServiceBrowsing {
             } catch {
                 return .failure(error)
             }
-            switch state.run(until: .now + timeout, done: { false }) {
+            switch state.run(until: .now + timeout.boundedForDiscovery, done: { false }) {
             case .timedOut, .done:
                 if let error = state.nothingStarted { return .failure(error) }
                 return .success((instances: state.resolvedInstances().sorted { $0.name < $1.name }, skipped: state.skipped))
@@ -81,7 +81,7 @@ enum SystemServiceBrowsing {
             } catch {
                 return .failure(error)
             }
-            let deadline = ContinuousClock.now + timeout
+            let deadline = ContinuousClock.now + timeout.boundedForDiscovery
             var outcome = state.run(until: deadline) { state.resolved(instanceName) != nil }
             if outcome == .done && !state.hasBothAddressFamilies(instanceName) {
                 outcome = state.run(until: min(.now + otherFamilyGrace, deadline)) { state.hasBothAddressFamilies(instanceName) }
