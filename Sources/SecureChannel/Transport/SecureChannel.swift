@@ -30,6 +30,10 @@ public enum SecureChannel {
         /// The largest frame accepted, at most 65,535 (the Noise limit); above it, `frameTooLarge`.
         public var maxFrameLength: Int
         /// The largest reassembled application message accepted; above it, `messageTooLarge`.
+        /// It bounds what a peer can make a connection hold: inbound, up to ten whole messages
+        /// wait for the application to read them (NIO's watermarks, which count messages, not
+        /// bytes), plus one being reassembled; so with the default 16 MiB, a connection whose
+        /// application reads slowly may hold about 176 MiB. A server of many connections lowers it.
         public var maxMessageLength: Int
         /// Once the peer has begun a frame or a message, the time it has for each whole frame
         /// until the message ends (a term that ends while this side holds its reads back starts
