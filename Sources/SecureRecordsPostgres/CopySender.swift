@@ -72,7 +72,7 @@ final class CopySender: @unchecked Sendable {
 
     private func run() {
         // The copy in flight: the next group is encoded while the server loads it.
-        var inFlight: (copying: EventLoopFuture<Void>, rows: PostgresCopyRows)?
+        var inFlight: (copying: CopyInProgress, rows: PostgresCopyRows)?
         do throws(RecordsError) {
             while true {
                 let next = take(awaitingCopy: inFlight != nil)
@@ -101,7 +101,7 @@ final class CopySender: @unchecked Sendable {
                         copiesStarted += 1
                         return copiesStarted
                     }
-                    copying.whenComplete { [self] _ in
+                    copying.ended.whenComplete { [self] _ in
                         condition.withLock {
                             copiesEnded = number
                             condition.broadcast()

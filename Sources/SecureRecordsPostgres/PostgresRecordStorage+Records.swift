@@ -229,7 +229,7 @@ extension PostgresRecordStorage {
     }
 
     /// Starts copying `rows` into the four tables (`Transaction.startCopy`).
-    func startCopy(_ rows: PostgresCopyRows, _ tx: Transaction) -> EventLoopFuture<Void> {
+    func startCopy(_ rows: PostgresCopyRows, _ tx: Transaction) -> CopyInProgress {
         let prefix = tables.prefix
         return tx.startCopy([
             (prefix + "records", PostgresCopyRows.recordColumns, rows.records),
@@ -240,7 +240,7 @@ extension PostgresRecordStorage {
     }
 
     /// Waits for the copy of `rows` started as `copying`; `duplicateRecord` if an id exists.
-    func finishCopy(_ copying: EventLoopFuture<Void>, of rows: PostgresCopyRows, _ tx: Transaction) throws(RecordsError) {
+    func finishCopy(_ copying: CopyInProgress, of rows: PostgresCopyRows, _ tx: Transaction) throws(RecordsError) {
         do throws(PostgresSession.PostgresFailure) {
             try tx.finish(copying)
         } catch {

@@ -465,14 +465,21 @@ final class PostgresSession: Sendable {
         /// each copy whose rows are not empty, in order, sending its rows (`PostgresCopyRows`) in
         /// one message (a group is at most `PostgresRecordStorage.groupBytes`). They run as one task
         /// on the connection's event loop (`EventLoopTaskExecutor`); the call returns at once, and
-        /// the completion is waited for with `finish(_:)`, before any other statement.
-        func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> EventLoopFuture<Void> {
+        /// each copy's completion is waited for with `finish(_:)`, in order, before any other
+        /// statement (`CopyInProgress.finish`).
+        func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> CopyInProgress {
             let connection = self.connection, logger = self.logger, copyGuard = self.copyGuard
             let schema = session.configuration.schema
-            let done = connection.eventLoop.makePromise(of: Void.self)
+            let ends = copies.map { _ in connection.eventLoop.makePromise(of: Void.self) }
             Task(executorPreference: EventLoopTaskExecutor(connection.eventLoop)) {
+                var index = 0
                 do {
-                    for copy in copies where copy.rows.readableBytes > 0 {
+                    for (copyIndex, copy) in copies.enumerated() {
+                        index = copyIndex
+                        guard copy.rows.readableBytes > 0 else {
+                            ends[copyIndex].succeed()
+                            continue
+                        }
                         // postgres-nio would never answer a copy started on a closed connection.
                         try await Self.ensureOpen(connection, copyGuard)
                         guard copyGuard.startSending() else { throw ConnectionClosed() }
@@ -497,13 +504,14 @@ final class PostgresSession: Sendable {
                             }
                             try await Self.ensureOpen(connection, copyGuard)
                         }
+                        ends[copyIndex].succeed()
                     }
-                    done.succeed()
                 } catch {
-                    done.fail(error)
+                    // This copy failed, and the ones after it are not run.
+                    for end in ends[index...] { end.fail(error) }
                 }
             }
-            return done.futureResult
+            return CopyInProgress(statements: ends.map(\.futureResult), eventLoop: connection.eventLoop)
         }
 
         /// What to give postgres-nio's `copyFrom` as the table for a binary copy into `table` of
@@ -537,6 +545,12 @@ final class PostgresSession: Sendable {
                 throw ConnectionClosed()
             }
             if copyGuard.isClosing { throw ConnectionClosed() }
+        }
+
+        /// Waits for each copy of `copying` in turn, each until its own statement deadline (as the
+        /// server gives each its own `statement_timeout`); records a failure.
+        func finish(_ copying: CopyInProgress) throws(PostgresFailure) {
+            for statement in copying.statements { try finish(statement) }
         }
 
         /// Waits for a statement's `future` until the statement deadline (or the connection's
@@ -871,6 +885,16 @@ final class PostgresSession: Sendable {
             }
         }
     }
+}
+
+/// The copies `Transaction.startCopy` started, one `COPY` statement after another: each one's
+/// completion, in order (a failure fails the ones after it too, which are then not run).
+struct CopyInProgress: Sendable {
+    let statements: [EventLoopFuture<Void>]
+    let eventLoop: any EventLoop
+
+    /// Completes when every copy has ended, in success or failure.
+    var ended: EventLoopFuture<Void> { statements.last ?? eventLoop.makeSucceededVoidFuture() }
 }
 
 /// Runs a task's jobs on one event loop. The task of a `COPY` (postgres-nio offers it only as an

@@ -508,6 +508,32 @@ import Testing
         #expect(!PostgresRecordStorage.page([8, 9, 10, 11], follows: 7, limit: 3), "longer than asked")
     }
 
+    /// A bulk load copies into each of the four tables as a statement of its own, and each has a
+    /// statement's deadline of its own, as the server gives each its own `statement_timeout`:
+    /// copies that each take a good part of it (a trigger sleeps 2 s per statement; 4 s on the
+    /// server, 6 s in the client) complete. Before, the four shared one deadline (8 s against 6 s): the
+    /// client took the server, answering all along, for lost, and ran the load again until its
+    /// transaction's deadline.
+    @Test(.requires(.postgres)) func eachCopyOfABulkLoadHasItsOwnDeadline() throws {
+        let scratch = try RecordsScratch(.postgres)
+        let store = try makeStore(scratch)
+        let storage = try #require(store.storage as? PostgresRecordStorage)
+        let function = "\"\(scratch.schema)\".slow_statement"
+        try storage.execute("CREATE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$")
+        for table in ["records", "clear_fields", "sealed_fields", "blind_indexes"] {
+            try storage.execute("CREATE TRIGGER slow_statement AFTER INSERT ON \(storage.tableName(table)) FOR EACH STATEMENT EXECUTE FUNCTION \(function)()")
+        }
+        var configuration = storage.configuration
+        configuration.statementTimeoutSeconds = 4
+        let slow = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
+        try slow.unlock(with: appSealer)
+        // More than one sealing chunk (256 records): one transaction, its batches copied.
+        let ids = try slow.add(contentsOf: (0..<600).map { ["toWhom": .string("r\($0)"), "ssn": .string("s\($0)")] }, to: "gifts")
+        #expect(Set(ids).count == 600)
+        #expect(try store.search(in: "gifts").count == 600)
+        #expect(try store.search(in: "gifts", [.equals(field: "ssn", value: "s599")]).count == 1)
+    }
+
     /// A connection the server drops is replaced on a later call: no crash, typed errors only.
     @Test(.requires(.postgres)) func droppedConnectionIsReplaced() throws {
         let scratch = try RecordsScratch(.postgres)
