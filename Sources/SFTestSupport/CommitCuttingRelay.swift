@@ -12,6 +12,9 @@ import SecureCore
 /// `.errorAnswerKeepingTheSession` answers with that error and ReadyForQuery instead of the
 /// server's answer and goes on relaying (a pooler in transaction mode, whose next statement runs
 /// in another server session: here the same one, whose transaction has ended);
+/// `.serializationFailureKeepingTheSession` does the same with a serialization failure (ERROR
+/// 40001), which a real server never gives a COMMIT that committed, and which has a transaction run
+/// again;
 /// `.garbledAnswer` does the same with an answer the client cannot read (a message of an unknown
 /// type); `.request` keeps it from the server and closes the client's side only, leaving the server's
 /// process idle in its transaction (as a link that failed silently would); `.requestPassedOn`
@@ -20,7 +23,10 @@ import SecureCore
 /// each socket is read by one thread.
 public final class CommitCuttingRelay: @unchecked Sendable {
     /// How a COMMIT is lost.
-    public enum Cut: Sendable { case answer, fatalAnswer, errorAnswer, errorAnswerKeepingTheSession, garbledAnswer, request, requestPassedOn }
+    public enum Cut: Sendable {
+        case answer, fatalAnswer, errorAnswer, errorAnswerKeepingTheSession, serializationFailureKeepingTheSession, garbledAnswer, request,
+            requestPassedOn
+    }
 
     /// The port clients connect to.
     public let port: Int
@@ -145,7 +151,8 @@ public final class CommitCuttingRelay: @unchecked Sendable {
                 }
                 inWriteTransaction = false
                 switch cut {
-                case .answer?, .fatalAnswer?, .errorAnswer?, .errorAnswerKeepingTheSession?, .garbledAnswer?:
+                case .answer?, .fatalAnswer?, .errorAnswer?, .errorAnswerKeepingTheSession?, .serializationFailureKeepingTheSession?,
+                    .garbledAnswer?:
                     cutOnAnswer.withLock { $0 = cut }
                     afterCut?()
                 case .requestPassedOn?:
@@ -176,9 +183,12 @@ public final class CommitCuttingRelay: @unchecked Sendable {
             guard count > 0 else { break }
             if state.withLock({ $0.silenced.contains(client) }) { continue }
             if let cut = cutOnAnswer.withLock({ $0 }) {
-                if cut == .errorAnswerKeepingTheSession {
+                if cut == .errorAnswerKeepingTheSession || cut == .serializationFailureKeepingTheSession {
                     cutOnAnswer.withLock { $0 = nil }
-                    guard Self.writeAll(client, Self.sessionError(severity: "ERROR") + Data("Z".utf8) + Data([0, 0, 0, 5]) + Data("I".utf8)) else { break }
+                    let error = cut == .errorAnswerKeepingTheSession
+                        ? Self.sessionError(severity: "ERROR")
+                        : Self.errorResponse(severity: "ERROR", sqlState: "40001", message: "could not serialize access due to concurrent update")
+                    guard Self.writeAll(client, error + Data("Z".utf8) + Data([0, 0, 0, 5]) + Data("I".utf8)) else { break }
                     continue
                 }
                 switch cut {

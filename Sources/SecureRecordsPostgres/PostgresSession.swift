@@ -860,6 +860,14 @@ final class PostgresSession: Sendable {
                         commitUnanswered = true
                     }
                 }
+                // PostgreSQL never answers a COMMIT that committed with an error, but a proxy in
+                // between may (a serialization failure, say, which would have the body run again):
+                // the server's record of the transaction decides, one round trip on this path only.
+                if rolledBack, let committing, let result,
+                    case .committed? = try? CommitOutcome.settle(committing, tx, until: deadline.value)
+                {
+                    return result
+                }
                 if failure?.isConnectionLost == true || commitUnanswered {
                     drop(tx, from: &current)
                     retriesUntil = min(retriesUntil, deadline.value)

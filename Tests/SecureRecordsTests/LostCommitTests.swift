@@ -41,13 +41,19 @@ import Testing
     /// `.errorAnswerKeepingTheSession`, the same error but the connection kept, as a pooler in
     /// transaction mode would (the ROLLBACK that followed succeeded, and the call failed with its
     /// write stored);
+    /// `.serializationFailureKeepingTheSession`, the same with a serialization failure (40001), which
+    /// a real server never gives a COMMIT that committed (before, the transaction was run again: a
+    /// second key, an add's duplicateRecord);
     /// `.garbledAnswer`, the same with an answer the client cannot read (before, a failure, its
     /// write stored);
     /// `.request`, the COMMIT never reached the server, whose process stays in the transaction
     /// holding its locks (before, an add read that its record was missing, ran again, and waited on
     /// that process's row until the lock timeout). Each call succeeds, and the store holds each
     /// change once.
-    @Test(.requires(.postgres), arguments: [CommitCuttingRelay.Cut.answer, .fatalAnswer, .errorAnswer, .errorAnswerKeepingTheSession, .garbledAnswer, .request])
+    @Test(.requires(.postgres), arguments: [
+        CommitCuttingRelay.Cut.answer, .fatalAnswer, .errorAnswer, .errorAnswerKeepingTheSession, .serializationFailureKeepingTheSession,
+        .garbledAnswer, .request,
+    ])
     func everyWriteWhoseCommitIsLostIsSettledByTheServer(cut: CommitCuttingRelay.Cut) throws {
         let relayed = try Self.relayedStore()
         defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
