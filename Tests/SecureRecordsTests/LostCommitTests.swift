@@ -16,11 +16,8 @@ import Testing
     static func relayedStore() throws -> (scratch: RecordsScratch, direct: PostgresRecordStorage, relay: CommitCuttingRelay, store: RecordStore) {
         let scratch = try RecordsScratch(.postgres)
         let direct = try #require(try scratch.storage() as? PostgresRecordStorage)
-        var configuration = direct.configuration
-        let relay = try CommitCuttingRelay(serverPort: configuration.port)
-        configuration.host = "127.0.0.1"
-        configuration.port = relay.port
-        configuration.tls = .disabled
+        let relay = try CommitCuttingRelay(serverPort: direct.configuration.port)
+        let configuration = throughRelay(direct.configuration, relay)
         do {
             let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
             return (scratch, direct, relay, store)
@@ -28,6 +25,15 @@ import Testing
             relay.stop()
             throw error
         }
+    }
+
+    /// `configuration`, reaching the server through `relay` (in plain text).
+    static func throughRelay(_ configuration: PostgresRecordStorage.Configuration, _ relay: CommitCuttingRelay) -> PostgresRecordStorage.Configuration {
+        var configuration = configuration
+        configuration.host = "127.0.0.1"
+        configuration.port = relay.port
+        configuration.tls = .disabled
+        return configuration
     }
 
     /// Every kind of write loses the COMMIT of its first write transaction once, through a relay:
@@ -135,10 +141,7 @@ extension LostCommitTests {
     func aStatementPastItsTimeoutGetsTheServersTypedError() throws {
         let relayed = try Self.relayedStore()
         defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
-        var configuration = relayed.direct.configuration
-        configuration.host = "127.0.0.1"
-        configuration.port = relayed.relay.port
-        configuration.tls = .disabled
+        var configuration = Self.throughRelay(relayed.direct.configuration, relayed.relay)
         configuration.statementTimeoutSeconds = 1
         configuration.transactionTimeoutSeconds = 20
         let storage = try PostgresRecordStorage(configuration: configuration)
@@ -169,10 +172,7 @@ extension LostCommitTests {
     func aPooledConnectionGoneSilentIsReplacedWithinTheDeadline() throws {
         let relayed = try Self.relayedStore()
         defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
-        var configuration = relayed.direct.configuration
-        configuration.host = "127.0.0.1"
-        configuration.port = relayed.relay.port
-        configuration.tls = .disabled
+        var configuration = Self.throughRelay(relayed.direct.configuration, relayed.relay)
         configuration.statementTimeoutSeconds = 3  // a statement's deadline: 3 s and 2 s of grace
         configuration.transactionTimeoutSeconds = 14.5  // less than three statements' deadlines
         let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)

@@ -707,6 +707,16 @@ final class LoopbackTestServer: Sendable {
     }
 }
 
+/// Writes `bytes` to a test server's `client`, at once or `byteByByte` (2 ms apart, so that the
+/// client reads them split).
+func sendToClient(_ client: Int32, _ bytes: [UInt8], byteByByte: Bool) {
+    guard byteByByte else { return _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) } }
+    for var byte in bytes {
+        _ = write(client, &byte, 1)
+        usleep(2_000)
+    }
+}
+
 /// A server that takes a PostgreSQL startup message and asks for the password by `code` (3: clear
 /// text, 5: MD5; 0: says the login succeeded), then keeps what the client sends next until it closes.
 final class PasswordAsker: Sendable {
@@ -726,15 +736,7 @@ final class PasswordAsker: Sendable {
         server = try LoopbackTestServer { client in
             var buffer = [UInt8](repeating: 0, count: 4096)
             _ = read(client, &buffer, buffer.count)  // the startup message (small: one read)
-            if byteByByte {
-                for byte in message {
-                    var one = byte
-                    _ = write(client, &one, 1)
-                    usleep(2_000)
-                }
-            } else {
-                _ = message.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-            }
+            sendToClient(client, message, byteByByte: byteByByte)
             var after = Data()
             while true {
                 let count = read(client, &buffer, buffer.count)
@@ -768,13 +770,7 @@ final class SCRAMServer: Sendable {
         let answers = answers
         server = try LoopbackTestServer { client in
             var buffer = [UInt8](repeating: 0, count: 4096)
-            func send(_ bytes: [UInt8], byteByByte: Bool = false) {
-                guard byteByByte else { return _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) } }
-                for var byte in bytes {
-                    _ = write(client, &byte, 1)
-                    usleep(1_000)
-                }
-            }
+            func send(_ bytes: [UInt8], byteByByte: Bool = false) { sendToClient(client, bytes, byteByByte: byteByByte) }
             _ = read(client, &buffer, buffer.count)  // the startup message (small: one read)
             send(message("R", code(10) + Array("SCRAM-SHA-256".utf8) + [0, 0]))
             let initial = read(client, &buffer, buffer.count)  // SASLInitialResponse: ... "n,,n=,r=<nonce>"
