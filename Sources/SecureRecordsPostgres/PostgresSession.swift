@@ -863,10 +863,16 @@ final class PostgresSession: Sendable {
                 // PostgreSQL never answers a COMMIT that committed with an error, but a proxy in
                 // between may (a serialization failure, say, which would have the body run again):
                 // the server's record of the transaction decides, one round trip on this path only.
-                if rolledBack, let committing, let result,
-                    case .committed? = try? CommitOutcome.settle(committing, tx, until: deadline.value)
-                {
-                    return result
+                // If it cannot be asked, the COMMIT's error stands, and a connection found lost
+                // asking is not used again.
+                if rolledBack, let committing, let result {
+                    do throws(RecordsError) {
+                        if case .committed = try CommitOutcome.settle(committing, tx, until: min(deadline.value, retriesUntil)) {
+                            return result
+                        }
+                    } catch {
+                        if tx.failures.last?.isConnectionLost == true { drop(tx, from: &current) }
+                    }
                 }
                 if failure?.isConnectionLost == true || commitUnanswered {
                     drop(tx, from: &current)

@@ -173,8 +173,8 @@ extension LostCommitTests {
         let relayed = try Self.relayedStore()
         defer { relayed.relay.stop() }  // (and the scratch schema lives until then)
         var configuration = Self.throughRelay(relayed.direct.configuration, relayed.relay)
-        configuration.statementTimeoutSeconds = 3  // a statement's deadline: 3 s and 2 s of grace
-        configuration.transactionTimeoutSeconds = 14.5  // less than three statements' deadlines
+        configuration.statementTimeoutSeconds = 10  // a statement's deadline: 10 s and 2 s of grace
+        configuration.transactionTimeoutSeconds = 35  // less than three statements' deadlines
         let store = try RecordStore(storage: try PostgresRecordStorage(configuration: configuration), configuration: testConfiguration)
         try store.createCollection("gifts", schema: giftSchema)
         try store.unlock(with: appSealer)
