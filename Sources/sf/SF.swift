@@ -44,6 +44,7 @@ enum Main {
     }
 
     static func main() async {
+        Terminal.holdStandardDescriptors()
         // An interrupted -o write leaves no temporary file (with decrypted data) behind.
         TemporaryFiles.removeOnTerminationSignals()
         do {

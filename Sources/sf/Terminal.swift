@@ -16,6 +16,19 @@ enum Terminal {
         writeToStandardError(message.hasSuffix("\n") ? message : message + "\n")
     }
 
+    /// Opens /dev/null on whichever of the standard descriptors (0, 1, 2) is closed (`2>&-`), as
+    /// OpenSSH does: otherwise the next file opened would take that number, and a line meant for
+    /// standard error (or output meant for standard output) would go into that file.
+    static func holdStandardDescriptors() {
+        for descriptor in STDIN_FILENO...STDERR_FILENO where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            let opened = open("/dev/null", descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+            if opened >= 0, opened != descriptor {
+                dup2(opened, descriptor)
+                close(opened)
+            }
+        }
+    }
+
     /// Writes `text` to standard error as it is. A standard error that is closed, or fails,
     /// loses the text and nothing else: the command goes on, and exits with its own status
     /// (Foundation's `FileHandle.write(_:)` traps on any error instead).

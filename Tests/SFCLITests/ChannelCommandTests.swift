@@ -165,7 +165,7 @@ struct ChannelCommandTests {
         try #require(reader >= 0)
         defer { close(reader) }
         let setPipeSize: Int32 = 1031  // F_SETPIPE_SZ (Linux <fcntl.h>, which Glibc does not export)
-        _ = fcntl(reader, setPipeSize, 4096)
+        try #require(fcntl(reader, setPipeSize, 4096) >= 0, "the pipe's size cannot be set")
         var said = ""
         let deadline = Date().addingTimeInterval(300)
         while !said.contains("sf channel: listening on "), server.isRunning, Date() < deadline {

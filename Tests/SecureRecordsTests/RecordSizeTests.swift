@@ -101,9 +101,9 @@ import Testing
         #expect(try store.search().isEmpty)
     }
 
-    /// A file's lines are found whole wherever the 1 MiB reads cut them: a CRLF split between two
-    /// reads, a line spanning several (its bytes searched for a newline once, not once per read),
-    /// an empty line, and a last line without LF.
+    /// A file's lines are found whole wherever the 1 MiB reads cut them (each read's bytes are
+    /// searched for a newline once, from where the search before stopped): a CRLF split between
+    /// two reads, a line spanning several, an empty line, and a last line without LF.
     @Test func fileLinesAreWholeAcrossReads() throws {
         let scratch = try RecordsScratch()
         let path = scratch.path("lines.jsonl")

@@ -16,7 +16,8 @@ extension SecureChannel {
         /// until the bytes buffered in this process are below the bound. When the connection has
         /// ended, throws the `SecureChannelError` that ended it (the one the inbound sequence
         /// throws, such as `closedBeforeEndOfStream` or `peerUnresponsive`), or `connectionClosed`
-        /// when it ended without a failure; throws `CancellationError` when the task is cancelled
+        /// when it ended without one (cleanly, or by a socket error of no meaning for the stream,
+        /// which the inbound sequence throws as NIO's `IOError`); throws `CancellationError` when the task is cancelled
         /// while waiting, and NIO's writer error after `finish()`. The message is then not sent.
         public func write(_ message: ByteBuffer) async throws {
             let count = message.readableBytes

@@ -56,7 +56,8 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     /// Storing or reading a trusted peer key in the key store failed: the store's error.
     case keyStoreFailed(KeyStoreError)
     /// The connection had ended without a failure of the stream (after the peer's end of stream,
-    /// or closed by this side) when a message was written: nothing more can be sent on it.
+    /// closed by this side, or by a socket error of no meaning for the stream) when a message was
+    /// written: nothing more can be sent on it.
     case connectionClosed
     /// The server had its maximum of handshakes in progress and a newer connection came: this,
     /// the oldest handshake, was closed to make room.
