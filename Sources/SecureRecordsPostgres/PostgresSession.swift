@@ -466,7 +466,7 @@ final class PostgresSession: Sendable {
         /// one message (a group is at most `PostgresRecordStorage.groupBytes`). They run as one task
         /// on the connection's event loop (`EventLoopTaskExecutor`); the call returns at once, and
         /// each copy's completion is waited for with `finish(_:)`, in order, before any other
-        /// statement (`CopyInProgress.finish`).
+        /// statement (`finish(_:)` of a `CopyInProgress`).
         func startCopy(_ copies: [(table: String, columns: [String], rows: ByteBuffer)]) -> CopyInProgress {
             let connection = self.connection, logger = self.logger, copyGuard = self.copyGuard
             let schema = session.configuration.schema
