@@ -279,6 +279,52 @@ struct ResponderTests {
         #expect(cache.resolvedInstances(of: .secureChannel).map(\.port) == [5555])
     }
 
+    /// The cache indexes records by name and type and keeps its eviction order as it goes (so
+    /// that a hostile response costs O(1) per record); these are the behaviours that index must keep.
+    @Test("the cache's index: a name in another case is the same name, one response's records of a name and type are all kept, a renewed record is evicted last")
+    func cacheIndex() throws {
+        let records = try Self.records()
+        let start = ContinuousClock.now
+        func address(_ last: UInt8, name: DNSName = records.host) -> DNSResourceRecord {
+            DNSResourceRecord(name: name, cacheFlush: true, ttl: 120, data: .a(IPv4Address(bytes: [192, 0, 2, last])!))
+        }
+        // Two addresses with the cache-flush bit in one response both stay (only records received
+        // more than a second ago are replaced); a third two seconds later, its host name shouted,
+        // replaces both, and leaves the AAAA record (another type) alone.
+        var cache = DiscoveryCache()
+        cache.insert(records.allRecords + [address(7), address(8)], now: start)
+        #expect(Set(try #require(cache.resolved(records.instanceName, type: .secureChannel)).addresses) == [
+            IPAddress("192.0.2.1")!, IPAddress("192.0.2.7")!, IPAddress("192.0.2.8")!, IPAddress("fe80::1")!,
+        ])
+        let shouted = try DNSName(records.host.description.uppercased())
+        cache.insert([address(9, name: shouted)], now: start + .seconds(2))
+        #expect(cache.resolved(records.instanceName, type: .secureChannel)?.addresses == [IPAddress("192.0.2.9")!, IPAddress("fe80::1")!])
+        #expect(cache.count == records.allRecords.count)
+        // 600 addresses of one name in one response: the cache keeps its bound.
+        var flooded = DiscoveryCache()
+        flooded.insert((0..<600).map { index in
+            DNSResourceRecord(name: records.host, cacheFlush: true, ttl: 120, data: .a(IPv4Address(bytes: [10, 0, UInt8(index >> 8), UInt8(index & 0xFF)])!))
+        }, now: start)
+        #expect(flooded.count == DiscoveryCache.maximumRecords)
+        // The real records, then junk, then the real records renewed many times over (enough to
+        // compact the eviction order more than once), then junk enough to fill the cache: the junk
+        // received first goes, the renewed records stay.
+        func junk(_ range: Range<Int>) throws -> [DNSResourceRecord] {
+            try range.map { index in
+                DNSResourceRecord(name: try DNSName("x\(index).local"), ttl: 4500, data: .a(IPv4Address(bytes: [10, 1, UInt8(index >> 8), UInt8(index & 0xFF)])!))
+            }
+        }
+        var renewed = DiscoveryCache()
+        renewed.insert(records.allRecords, now: start)
+        renewed.insert(try junk(0..<10), now: start + .seconds(1))
+        for round in 0..<1000 {
+            renewed.insert(records.allRecords, now: start + .seconds(2) + .milliseconds(round))
+        }
+        renewed.insert(try junk(10..<(DiscoveryCache.maximumRecords - records.allRecords.count + 10)), now: start + .seconds(3))
+        #expect(renewed.count == DiscoveryCache.maximumRecords)
+        #expect(renewed.resolvedInstances(of: .secureChannel).count == 1)
+    }
+
     @Test("the cache resolves instances, honours goodbyes and cache-flush, and stays bounded")
     func cache() throws {
         let records = try Self.records()

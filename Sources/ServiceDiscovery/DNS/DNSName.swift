@@ -128,28 +128,53 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
     /// True when this name equals `suffix` or ends with all of its labels (ASCII case ignored).
     public func hasSuffix(_ suffix: DNSName) -> Bool {
         guard suffix.labels.count <= labels.count else { return false }
-        let tail = DNSName(unchecked: Array(labels.suffix(suffix.labels.count)))
-        return tail == suffix
+        for (a, b) in zip(labels.suffix(suffix.labels.count), suffix.labels) where !Self.labelsEqual(a, b) { return false }
+        return true
     }
 
-    /// The labels folded to ASCII lower case, the form equality and compression use.
+    /// The labels folded to ASCII lower case, the form compression and canonical ordering use.
     var canonicalLabels: [[UInt8]] { labels.map(Self.lowercased) }
 
     static func lowercased(_ label: [UInt8]) -> [UInt8] {
-        label.map { (65...90).contains($0) ? $0 | 0x20 : $0 }
+        label.map(folded)
+    }
+
+    private static func folded(_ byte: UInt8) -> UInt8 {
+        (65...90).contains(byte) ? byte | 0x20 : byte
+    }
+
+    /// Byte-equal after ASCII case folding, compared in place: names are compared for every
+    /// record a hostile response brings, so equality and hashing allocate nothing.
+    private static func labelsEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where folded(x) != folded(y) { return false }
+        return true
     }
 
     /// Equal when the label counts match and each label is byte-equal after ASCII case folding.
     public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
         guard lhs.labels.count == rhs.labels.count else { return false }
-        for (a, b) in zip(lhs.labels, rhs.labels) where lowercased(a) != lowercased(b) { return false }
+        for (a, b) in zip(lhs.labels, rhs.labels) where !labelsEqual(a, b) { return false }
         return true
     }
 
-    /// Hashes the ASCII-lower-cased labels, consistent with `==`.
+    /// Hashes the ASCII-lower-cased labels, consistent with `==`: each label's length and bytes,
+    /// eight to a word (the hasher takes a word for the price of a byte).
     public func hash(into hasher: inout Hasher) {
+        hasher.combine(labels.count)
         for label in labels {
-            hasher.combine(Self.lowercased(label))
+            var word = UInt64(label.count)
+            var bytesInWord = 1
+            for byte in label {
+                if bytesInWord == 8 {
+                    hasher.combine(word)
+                    word = 0
+                    bytesInWord = 0
+                }
+                word = word << 8 | UInt64(Self.folded(byte))
+                bytesInWord += 1
+            }
+            hasher.combine(word)
         }
     }
 

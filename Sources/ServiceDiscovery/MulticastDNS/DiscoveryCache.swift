@@ -1,10 +1,10 @@
 /// A bounded cache of records heard from the network, and the assembly of resolved instances from
 /// it (RFC 6763 §4–§6). Every record is untrusted; the cache only bounds how much memory hostile
-/// traffic can take (`maximumRecords`, the record received longest ago evicted first) and honours
+/// traffic can take (`maximumRecords`, the record inserted longest ago evicted first) and honours
 /// TTLs, goodbyes (TTL 0) and the cache-flush bit of unique records (RFC 6762 §10.1, §10.2; a PTR,
 /// a shared record, never flushes others, whatever bit it carries).
 public struct DiscoveryCache: Sendable {
-    /// The most records kept; beyond it the record received longest ago is evicted (not the one
+    /// The most records kept; beyond it the record inserted longest ago is evicted (not the one
     /// closest to expiry: records with huge TTLs would then stay, and each record of a real
     /// response would evict the one before it).
     public static let maximumRecords = 512
@@ -14,13 +14,34 @@ public struct DiscoveryCache: Sendable {
         let data: DNSRecordData
     }
 
+    /// The records of one name and type: what a cache-flush record replaces and what lookups ask for.
+    private struct RecordSetKey: Hashable {
+        let name: DNSName
+        let type: DNSRecordType
+    }
+
+    private struct RecordSet {
+        var keys = Set<Key>()
+        /// No member was received before this (it may be earlier than the oldest member: it is
+        /// recomputed only when a cache-flush record looks for stale members).
+        var oldestReceived: ContinuousClock.Instant
+    }
+
     private struct Entry {
         let record: DNSResourceRecord
         let received: ContinuousClock.Instant
         let expires: ContinuousClock.Instant
+        /// Its place in `arrivals`: an arrival that is not its entry's is a record since renewed or removed.
+        let arrival: UInt64
     }
 
+    // Every record a hostile response brings costs O(1) here, whatever the cache holds: the
+    // records are indexed by name and type, and the eviction order is kept as it goes.
     private var entries = [Key: Entry]()
+    private var recordSets = [RecordSetKey: RecordSet]()
+    private var arrivals = [(key: Key, arrival: UInt64)]()
+    private var oldestArrival = 0
+    private var nextArrival: UInt64 = 0
 
     /// An empty cache.
     public init() {}
@@ -39,23 +60,67 @@ public struct DiscoveryCache: Sendable {
                 // that another responder holding it can rescue it meanwhile (its answer renews it).
                 // Until then it is still an answer, with a TTL of 1 as the RFC puts it.
                 if let held = entries[key] {
-                    entries[key] = Entry(record: held.record, received: held.received, expires: min(held.expires, now + .seconds(1)))
+                    entries[key] = Entry(
+                        record: held.record, received: held.received, expires: min(held.expires, now + .seconds(1)), arrival: held.arrival)
                 }
                 continue
             }
             // RFC 6762 §10.2: the bit belongs to unique records only. Every instance of a type has
             // a PTR under the type's name, so one PTR carrying it must not remove the others.
             if record.cacheFlush, record.type != .ptr {
-                // Records of the same name and type received more than a second ago are replaced.
-                let stale = entries.filter { $0.key.name == record.name && $0.value.record.type == record.type && now - $0.value.received > .seconds(1) }
-                for (staleKey, _) in stale { entries[staleKey] = nil }
+                removeStale(RecordSetKey(name: record.name, type: record.type), now: now)
             }
-            if entries[key] == nil, entries.count >= Self.maximumRecords,
-                let victim = entries.min(by: { $0.value.received < $1.value.received })?.key
-            {
-                entries[victim] = nil
+            if entries[key] == nil, entries.count >= Self.maximumRecords {
+                evictOldest()
             }
-            entries[key] = Entry(record: record, received: now, expires: now + .seconds(Int64(record.ttl)))
+            store(record, for: key, received: now)
+        }
+    }
+
+    /// Removes the records of `setKey` received more than a second before `now` (a cache-flush
+    /// record's meaning). A set is looked through only when it may hold such a record, so a
+    /// response of many records for one name and type costs one pass, not one per record.
+    private mutating func removeStale(_ setKey: RecordSetKey, now: ContinuousClock.Instant) {
+        guard let set = recordSets[setKey], now - set.oldestReceived > .seconds(1) else { return }
+        for key in set.keys {
+            if let entry = entries[key], now - entry.received > .seconds(1) { remove(key) }
+        }
+        guard let kept = recordSets[setKey]?.keys else { return }
+        recordSets[setKey]?.oldestReceived = kept.compactMap { entries[$0]?.received }.min() ?? now
+    }
+
+    private mutating func store(_ record: DNSResourceRecord, for key: Key, received: ContinuousClock.Instant) {
+        entries[key] = Entry(record: record, received: received, expires: received + .seconds(Int64(record.ttl)), arrival: nextArrival)
+        func join(_ set: inout RecordSet) {
+            set.keys.insert(key)
+            set.oldestReceived = min(set.oldestReceived, received)
+        }
+        join(&recordSets[RecordSetKey(name: key.name, type: record.type), default: RecordSet(oldestReceived: received)])
+        arrivals.append((key, nextArrival))
+        nextArrival += 1
+        // Renewed and removed records leave their arrivals behind; dropping them once there are
+        // four times as many as the cache can hold keeps the work per record constant.
+        if arrivals.count >= 4 * Self.maximumRecords {
+            arrivals = arrivals[oldestArrival...].filter { entries[$0.key]?.arrival == $0.arrival }
+            oldestArrival = 0
+        }
+    }
+
+    private mutating func remove(_ key: Key) {
+        guard let entry = entries.removeValue(forKey: key) else { return }
+        let setKey = RecordSetKey(name: key.name, type: entry.record.type)
+        recordSets[setKey]?.keys.remove(key)
+        if recordSets[setKey]?.keys.isEmpty == true { recordSets[setKey] = nil }
+    }
+
+    private mutating func evictOldest() {
+        while oldestArrival < arrivals.count {
+            let (key, arrival) = arrivals[oldestArrival]
+            oldestArrival += 1
+            if entries[key]?.arrival == arrival {
+                remove(key)
+                return
+            }
         }
     }
 
@@ -90,11 +155,11 @@ public struct DiscoveryCache: Sendable {
     /// Drops the records whose TTL has passed (or that said goodbye more than a second ago):
     /// lookups see what the last call left.
     public mutating func expire(now: ContinuousClock.Instant) {
-        entries = entries.filter { $0.value.expires > now }
+        for key in entries.compactMap({ $0.value.expires <= now ? $0.key : nil }) { remove(key) }
     }
 
     private func records(named name: DNSName, type: DNSRecordType) -> [DNSResourceRecord] {
-        entries.values.filter { $0.record.name == name && $0.record.type == type }.map(\.record)
+        recordSets[RecordSetKey(name: name, type: type)]?.keys.compactMap { entries[$0]?.record } ?? []
     }
 
     /// The instance names of `type` learned from PTR records, sorted by presentation form.

@@ -1,6 +1,7 @@
 // Parses and serializes mDNS messages in a loop and prints messages per second (median of 5 rounds
 // of about 0.5 s each). Input: a full DNS-SD announcement for one instance (PTR, SRV, TXT, A, AAAA,
-// enumeration PTR; compressed), a PTR browse query, and random 0-300-byte garbage (typed errors).
+// enumeration PTR; compressed), a PTR browse query, random 0-300-byte garbage (typed errors), and
+// a hostile response flooding a browse's cache.
 import ServiceDiscovery
 
 func measure(_ label: String, _ body: () -> Int) {
@@ -51,5 +52,25 @@ measure("answer a browse query (responder logic + serialize)") {
         precondition((try? records.response(to: parsed, sourcePort: 5353)?.message.serialized()) != nil)
     }
     return 100
+}
+// A hostile response to a browse: 512 SRV records of distinct instances of the type, each with the
+// cache-flush bit, into a cache already full of such records, so that each record evicts one.
+let floods = try (0..<2).map { batch in
+    try (0..<DiscoveryCache.maximumRecords).map { index in
+        DNSResourceRecord(
+            name: try DNSName("i\(batch)-\(index)._sf-channel._tcp.local"), cacheFlush: true, ttl: UInt32.max >> 1,
+            data: .srv(SRVData(port: 4433, target: try DNSName("h\(index).local"))))
+    }
+}
+var cache = DiscoveryCache()
+var received = ContinuousClock.now
+var batch = 0
+cache.insert(floods[1], now: received, about: .secureChannel)
+measure("insert a hostile 512-record response into a full browse cache") {
+    received += .seconds(2)
+    cache.insert(floods[batch], now: received, about: .secureChannel)
+    precondition(cache.count == DiscoveryCache.maximumRecords)
+    batch = 1 - batch
+    return 1
 }
 print("ANNOUNCEMENT_HEX=\(announcement.map { String(($0 >> 4) & 0xF, radix: 16) + String($0 & 0xF, radix: 16) }.joined())")
