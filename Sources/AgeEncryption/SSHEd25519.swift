@@ -16,7 +16,7 @@ extension Age {
         init(publicKey: Data, wireFormat: Data) throws(AgeError) {
             guard let u = Edwards25519.montgomeryU(fromEdwardsY: publicKey),
                 let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: u)
-            else { throw AgeError.invalidRecipient("the ssh-ed25519 key is not a valid Ed25519 point") }
+            else { throw AgeError.invalidRecipient("the ssh-ed25519 key is not a valid Ed25519 point, or is of small order") }
             self.montgomery = key
             self.wireFormat = wireFormat
         }

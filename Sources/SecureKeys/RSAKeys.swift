@@ -147,6 +147,9 @@ public struct RSAPrivateKey: Sendable {
         }
         // swift-crypto's recovery of p and q never ends for a prime or prime-power modulus with a
         // d chosen to match (every try gives ±1, and such tries are not counted).
+        guard RSAModulusCheck.recoveryIsBounded(publicExponent: e, privateExponent: d) else {
+            throw KeyError.invalidKey("the RSA numbers n, e and d do not form a key (e·d − 1 has more factors of 2 than any key's)")
+        }
         guard RSAModulusCheck.canBeProductOfDistinctPrimes(n) else {
             throw KeyError.invalidKey("the RSA modulus n is not a product of distinct odd primes")
         }

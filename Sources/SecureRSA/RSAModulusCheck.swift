@@ -18,4 +18,19 @@ public enum RSAModulusCheck {
         let difference = residue >= 2 ? residue - 2 : residue + modulus - 2
         return difference.greatestCommonDivisor(with: modulus) == 1
     }
+
+    /// The most factors of 2 that e·d − 1 may have. For a real key e·d − 1 = k·λ(n) (or k·φ(n))
+    /// with k < e < 2^32, so at most 31 come from k, and the rest from p − 1 and q − 1, which
+    /// random primes share out about two each; 128 is never reached by a real key.
+    public static let maximumTwoAdicity = 128
+
+    /// Whether recovering p and q from n, e and d has bounded work: false when e·d − 1 has more
+    /// than `maximumTwoAdicity` factors of 2. swift-crypto's recovery squares once per factor of 2
+    /// in each of up to 100 tries, so a d chosen to make e·d − 1 a power of two (e = 3,
+    /// d = (2^4095 + 1) / 3) cost about 400,000 modular squarings before the numbers were refused.
+    public static func recoveryIsBounded(publicExponent e: some DataProtocol, privateExponent d: some DataProtocol) -> Bool {
+        let product = BigUInt(Data(e)) * BigUInt(Data(d))
+        guard product > 1 else { return false }
+        return (product - 1).trailingZeroBitCount <= maximumTwoAdicity
+    }
 }

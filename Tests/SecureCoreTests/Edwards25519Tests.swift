@@ -48,8 +48,26 @@ import Testing
         // x = 0 exactly when y = ±1.
         #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: Self.pMinusOne, sign: 1)) == .signedZeroX)
         #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [1, 0, 0, 0], sign: 1)) == .signedZeroX)
-        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: Self.pMinusOne)) == nil)
-        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [1, 0, 0, 0])) == nil)
+        // Without it, these two decode, but are of small order (the point of order 2, the identity).
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: Self.pMinusOne)) == .smallOrder)
+        #expect(Edwards25519.defect(ofPoint: TestSupport.ed25519Encoding(y: [1, 0, 0, 0])) == .smallOrder)
+    }
+
+    /// Under a public key of small order, RFC 8032 verification (BoringSSL's, through swift-crypto)
+    /// accepts one signature for every message; such encodings decode, so they are refused apart.
+    @Test func refusesEveryPointOfSmallOrder() throws {
+        for point in TestSupport.ed25519SmallOrderPoints {
+            #expect(Edwards25519.defect(ofPoint: point) == .smallOrder, "\(point.map { String(format: "%02x", $0) }.joined())")
+            #expect(Edwards25519.montgomeryU(fromEdwardsY: point) == nil)
+        }
+        // Why: R = the identity and S = 0 verify any message under the identity, and under the
+        // point of order 2.
+        let forged = TestSupport.ed25519SmallOrderPoints[0] + Data(count: 32)
+        for point in TestSupport.ed25519SmallOrderPoints.prefix(2) {
+            let key = try Curve25519.Signing.PublicKey(rawRepresentation: point)
+            #expect(key.isValidSignature(forged, for: Data("pay Mallory".utf8)))
+            #expect(key.isValidSignature(forged, for: Data("anything at all".utf8)))
+        }
     }
 
     @Test func mapRefusesTheIdentityAndWrongLengths() {

@@ -122,7 +122,7 @@ import Testing
             (TestSupport.ed25519Encoding(y: [2, 0, 0, 0]), .notOnCurve),
             (TestSupport.ed25519Encoding(y: Edwards25519Tests.pPlusThree), .nonCanonicalY),
             (TestSupport.ed25519Encoding(y: Edwards25519Tests.pMinusOne, sign: 1), .signedZeroX),
-        ]
+        ] + TestSupport.ed25519SmallOrderPoints.map { ($0, .smallOrder) }
         for (point, defect) in cases {
             let line = "ssh-ed25519 \(Base64.encode(Self.ed25519Blob(point)))"
             #expect(Self.error { _ = try SSHPublicKey(line: line) } == .invalidEd25519Point(defect))

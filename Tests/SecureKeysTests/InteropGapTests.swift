@@ -134,6 +134,25 @@ import Testing
             #expect(RSAModulusCheck.canBeProductOfDistinctPrimes(key.components.modulus), "\(type)")
         }
     }
+
+    /// A private JWK of a real modulus with e = 3 and d = (2^2047 + 1) / 3, so that
+    /// e·d − 1 = 2^2047: swift-crypto's recovery of p and q squares once per factor of 2 in each of
+    /// up to 100 tries (about 18 s of one core for such a 4,096-bit key in a release build, as a
+    /// review measured). Refused before any, on every path a partner's key file takes.
+    @Test func rsaJWKWhosePrivateExponentMakesRecoveryEndlessIsRefused() throws {
+        guard case .rsa(let key) = Fixtures.key(.rsa2048).key.publicKey else {
+            Issue.record("no RSA fixture")
+            return
+        }
+        let modulus = key.components.modulus.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let d = "Kq" + String(repeating: "q", count: 339) + "w"  // base64url of (2^2047 + 1) / 3
+        let jwk = Data(#"{"kty": "RSA", "n": "\#(modulus)", "e": "Aw", "d": "\#(d)"}"#.utf8)
+        let refused = KeyError.invalidKey("the RSA numbers n, e and d do not form a key (e·d − 1 has more factors of 2 than any key's)")
+        #expect(throws: refused) { try KeyImport.privateKey(from: jwk) }
+        #expect(throws: refused) { try KeyImport.publicKey(from: jwk) }
+        #expect(throws: refused) { try KeyImport.key(from: jwk) }
+    }
 }
 
 /// The same key rules on every import path (review of session 20): an Ed25519 public key must be
@@ -169,6 +188,24 @@ import Testing
         let key = Curve25519.Signing.PrivateKey().publicKey
         #expect(try KeyImport.rawPublicKey(key.rawRepresentation, type: .ed25519).spkiDERRepresentation
             == AsymmetricPublicKey.ed25519(key).spkiDERRepresentation)
+    }
+
+    /// A point of small order decodes, but no one holds its secret, and one signature verifies
+    /// every message under it: refused on every path, as a partner's key or a verification key.
+    @Test func ed25519KeysOfSmallOrderAreRefusedOnEveryPath() throws {
+        for point in TestSupport.ed25519SmallOrderPoints {
+            let spki = Data([0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]) + point
+            let jwk = #"{"kty":"OKP","crv":"Ed25519","x":""# + point.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "") + #""}"#
+            for (path, attempt) in [
+                ("SPKI", { _ = try KeyImport.publicKey(from: spki) }),
+                ("JWK", { _ = try KeyImport.publicKey(from: Data(jwk.utf8)) }),
+                ("raw", { _ = try KeyImport.rawPublicKey(point, type: .ed25519) }),
+                ("OpenSSH", { _ = try KeyImport.publicKey(from: Data(TestSupport.sshEd25519Line(point).utf8)) }),
+            ] as [(String, () throws -> Void)] {
+                #expect("\(path)", performing: attempt, throws: { error in "\(error)".contains("small order") })
+            }
+        }
     }
 
     @Test func ecJWKCoordinatesAreFullLength() throws {

@@ -68,11 +68,35 @@ package enum Edwards25519 {
         case notOnCurve
         /// x = 0 but the sign bit is set (step 3 of RFC 8032 §5.1.3).
         case signedZeroX
+        /// A valid encoding of one of the eight points of small order (8·A is the identity). No
+        /// one holds such a key's secret, and for RFC 8032 verification (BoringSSL's included)
+        /// one signature, R = the identity and S = 0, verifies every message under it.
+        case smallOrder
     }
 
+    /// The encodings of the eight points of small order that pass the decoding check (with the
+    /// sign bit set, the two with x = 0 are `signedZeroX`; with y not below p, `nonCanonicalY`):
+    /// the identity, the point of order 2, the two of order 4 and the four of order 8. Each
+    /// checked independently (Python: decode, double three times, reach (0, 1)).
+    private static let smallOrderEncodings: Set<Data> = Set([
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+    ].map { hex in
+        Data(stride(from: 0, to: hex.count, by: 2).map { offset in
+            UInt8(hex.dropFirst(offset).prefix(2), radix: 16)!
+        })
+    })
+
     /// Checks the RFC 8032 §5.1.3 decoding of `encoded`: y canonical, x² = (y² − 1) / (d·y² + 1) a
-    /// square mod p, and not x = 0 with the sign bit set. Returns nil for a valid point encoding.
-    /// Not constant-time (public keys only).
+    /// square mod p, and not x = 0 with the sign bit set; then that the point is not of small
+    /// order. Returns nil for a valid point encoding of a usable public key. Not constant-time
+    /// (public keys only).
     package static func defect(ofPoint encoded: Data) -> Defect? {
         guard encoded.count == 32 else { return .wrongLength }
         let signBit = encoded[encoded.startIndex + 31] >> 7
@@ -83,20 +107,20 @@ package enum Edwards25519 {
         // d·y² + 1 is never 0: −1/d is not a square mod p.
         let denominator = add(multiply(d, ySquared), one)
         let xSquared = multiply(numerator, inverse(denominator))
-        if xSquared == zero { return signBit == 1 ? .signedZeroX : nil }
+        if xSquared == zero, signBit == 1 { return .signedZeroX }
         // Euler's criterion: a non-zero a is a square iff a^((p−1)/2) = 1.
-        return power(xSquared, exponent: halfPrimeMinusOne) == one ? nil : .notOnCurve
+        if xSquared != zero, power(xSquared, exponent: halfPrimeMinusOne) != one { return .notOnCurve }
+        return smallOrderEncodings.contains(Data(encoded)) ? .smallOrder : nil
     }
 
     /// The 32-byte little-endian u of the Ed25519 point encoded by `encoded`; nil when the encoding
-    /// is not a valid point (see `defect(ofPoint:)`) or the point is the identity (y = 1), whose u
-    /// is undefined.
+    /// is not a valid point or is of small order (see `defect(ofPoint:)`; the identity, y = 1, has
+    /// no u at all).
     package static func montgomeryU(fromEdwardsY encoded: Data) -> Data? {
         guard defect(ofPoint: encoded) == nil else { return nil }
         let y = element(encoded)
-        let denominator = subtract(one, y)
-        guard denominator != zero else { return nil }
-        let u = multiply(add(one, y), inverse(denominator))
+        // 1 − y is not 0: y = 1 is the identity, of small order.
+        let u = multiply(add(one, y), inverse(subtract(one, y)))
         return Data((0..<32).map { UInt8(truncatingIfNeeded: u[$0 / 8] >> (8 * ($0 % 8))) })
     }
 

@@ -166,6 +166,7 @@ public struct SSHPublicKey: Sendable, Equatable {
             case .nonCanonicalY: throw .invalidEd25519Point(.nonCanonicalY)
             case .notOnCurve: throw .invalidEd25519Point(.notOnCurve)
             case .signedZeroX: throw .invalidEd25519Point(.signedZeroX)
+            case .smallOrder: throw .invalidEd25519Point(.smallOrder)
             }
         case .rsa(let exponent, let modulus):
             guard exponent.first != 0, modulus.first != 0 else { throw .nonMinimalInteger }
@@ -184,7 +185,7 @@ public struct SSHPublicKey: Sendable, Equatable {
 /// Why bytes or text are not an SSH public key. Descriptions quote at most 64 characters of the
 /// input's key type and never the key itself.
 public enum SSHPublicKeyError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// How an `ssh-ed25519` key fails RFC 8032 §5.1.3 point decoding.
+    /// How an `ssh-ed25519` key fails RFC 8032 §5.1.3 point decoding, or is of no use as a key.
     public enum Ed25519PointDefect: Sendable, Equatable {
         /// y is not below p = 2^255 − 19 (a non-canonical encoding).
         case nonCanonicalY
@@ -192,6 +193,9 @@ public enum SSHPublicKeyError: Error, Equatable, Sendable, CustomStringConvertib
         case notOnCurve
         /// x = 0 with the sign bit set.
         case signedZeroX
+        /// One of the eight points of small order: no one holds its secret, and one signature
+        /// verifies every message under it.
+        case smallOrder
     }
 
     /// The line is not `<type> <base64> [comment]` (fewer than two fields).
@@ -233,6 +237,7 @@ public enum SSHPublicKeyError: Error, Equatable, Sendable, CustomStringConvertib
         case .invalidEd25519Point(.nonCanonicalY): "the ssh-ed25519 key is not a canonical point encoding (y ≥ p)"
         case .invalidEd25519Point(.notOnCurve): "the ssh-ed25519 key is not a point on the curve"
         case .invalidEd25519Point(.signedZeroX): "the ssh-ed25519 key encodes x = 0 with the sign bit set"
+        case .invalidEd25519Point(.smallOrder): "the ssh-ed25519 key is a point of small order (no one holds its secret)"
         case .invalidECDSAPoint(let curve): "the ecdsa-sha2-\(curve) key is not an uncompressed point on \(curve)"
         }
     }

@@ -179,7 +179,9 @@ func curveKey<K>(_ make: () throws -> K) throws(KeyError) -> K {
 
 /// An Ed25519 public key from its 32 bytes, which must be an RFC 8032 §5.1.3 point encoding on
 /// every import path, as on OpenSSH's (swift-crypto checks the length only: a y not below p, a y
-/// of no point, or x = 0 with the sign bit set were stored and fingerprinted, then failed later).
+/// of no point, or x = 0 with the sign bit set were stored and fingerprinted, then failed later),
+/// and not one of the eight points of small order (for which BoringSSL's verification accepts one
+/// signature for every message).
 func ed25519PublicKey(_ raw: some DataProtocol) throws(KeyError) -> Curve25519.Signing.PublicKey {
     let bytes = Data(raw)
     switch Edwards25519.defect(ofPoint: bytes) {
@@ -187,6 +189,7 @@ func ed25519PublicKey(_ raw: some DataProtocol) throws(KeyError) -> Curve25519.S
     case .nonCanonicalY?: throw KeyError.invalidKey("not an Ed25519 point: y is not below p (a non-canonical encoding)")
     case .notOnCurve?: throw KeyError.invalidKey("not an Ed25519 point: no point on the curve has this y")
     case .signedZeroX?: throw KeyError.invalidKey("not an Ed25519 point: x is 0 but its sign bit is set")
+    case .smallOrder?: throw KeyError.invalidKey("an Ed25519 point of small order: no one holds its secret, and one signature would verify every message")
     }
     return try curveKey { try Curve25519.Signing.PublicKey(rawRepresentation: bytes) }
 }
