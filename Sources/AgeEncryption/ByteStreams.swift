@@ -139,9 +139,9 @@ final class BufferedSource: Age.ByteSource {
         }
     }
 
-    /// Consumes leading whitespace (at most `limit` bytes).
+    /// Consumes leading whitespace (at most `limit` bytes; more is left for the caller to refuse).
     func skipWhitespace(limit: Int) throws {
-        let start = try peek(limit + 1)
+        let start = try peek(limit)
         pendingStart += start.prefix(while: Age.Armor.isWhitespace).count
     }
 

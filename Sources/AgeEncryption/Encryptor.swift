@@ -33,7 +33,15 @@ extension Age {
             }
             let fileKey = Age.generateFileKey()
             var stanzas = [Stanza]()
-            for recipient in recipients { stanzas += try recipient.wrap(fileKey: fileKey) }
+            for recipient in recipients {
+                // Refused before the next wrap, which may cost a public-key operation: a recipients
+                // file of a million lines fails after at most the stanzas a reader accepts.
+                guard stanzas.count < Header.maximumStanzaCount else {
+                    throw AgeError.invalidRecipientSet(
+                        "more than \(Header.maximumStanzaCount) recipient stanzas (\(recipients.count) recipients), over the \(Header.maximumStanzaCount) a reader accepts")
+                }
+                stanzas += try recipient.wrap(fileKey: fileKey)
+            }
             var start = try Header.encodedForWriting(stanzas, fileKey: fileKey)
             let armor = armored ? try ArmorWriter(sink: sink) : nil
             let output: ByteSink = armor ?? sink

@@ -20,8 +20,8 @@ extension Age {
     ) throws(AgeError) -> [any Recipient] {
         var recipients = [any Recipient]()
         var unsupported = [SkippedKey]()
-        for (number, line) in lines(text) {
-            do {
+        try forEachLine(text) { number, line throws(AgeError) in
+            do throws(AgeError) {
                 recipients.append(try parseRecipient(line))
             } catch .invalidRecipient(let reason) {
                 throw .invalidRecipient("line \(number): \(reason)")
@@ -79,7 +79,7 @@ extension Age {
     public static func parseIdentities(_ text: String) throws(AgeError) -> [any Identity] {
         if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") { return [try SSHKeys.parseIdentity(text)] }
         var identities = [any Identity]()
-        for (number, line) in lines(text) {
+        try forEachLine(text) { number, line throws(AgeError) in
             do {
                 if line.uppercased().hasPrefix("AGE-SECRET-KEY-PQ-1"),
                     #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *)
@@ -96,12 +96,22 @@ extension Age {
         return identities
     }
 
-    /// Non-empty, non-comment lines with their 1-based numbers, trailing CR and spaces removed.
-    private static func lines(_ text: String) -> [(Int, String)] {
-        // `\r\n` is one Character in Swift, so split on every kind of line ending.
-        text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated().compactMap { index, raw in
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            return line.isEmpty || line.hasPrefix("#") ? nil : (index + 1, line)
+    /// Calls `body` with each non-empty, non-comment line and its 1-based number, spaces around it
+    /// removed, in order, until it throws. One line at a time: a file of millions of empty lines
+    /// costs a pass over it, not an array of every line.
+    private static func forEachLine(_ text: String, _ body: (Int, String) throws(AgeError) -> Void) throws(AgeError) {
+        var number = 0
+        var start = text.startIndex
+        while true {
+            // `\r\n` is one Character in Swift, so every kind of line ending ends a line.
+            let end = text[start...].firstIndex(where: \.isNewline) ?? text.endIndex
+            number += 1
+            if start != end {
+                let line = text[start..<end].trimmingCharacters(in: .whitespaces)
+                if !line.isEmpty, !line.hasPrefix("#") { try body(number, line) }
+            }
+            guard end != text.endIndex else { return }
+            start = text.index(after: end)
         }
     }
 }

@@ -79,16 +79,21 @@ extension Age {
         }
 
         /// The file key from this identity's ssh-ed25519 stanza (matched by key tag); nil when none
-        /// opens. Throws `AgeError.malformedHeader` for a malformed stanza or a low-order share.
+        /// opens. Throws `AgeError.malformedHeader` for a malformed stanza (addressed to any key) or
+        /// a low-order share.
         public func unwrap(stanzas: [Stanza]) throws(AgeError) -> SecretBytes? {
             let ownTag = SSHKeys.tag(wireFormat)
-            for stanza in stanzas {
-                guard try SSHKeys.isAddressed(stanza, type: SSHEd25519Recipient.stanzaType, to: ownTag, argumentCount: 3,
-                                              malformed: "an ssh-ed25519 stanza must have a tag and a share")
-                else { continue }
+            for stanza in stanzas where stanza.type == SSHEd25519Recipient.stanzaType {
+                let addressed = try SSHKeys.isAddressed(
+                    stanza, type: SSHEd25519Recipient.stanzaType, to: ownTag, argumentCount: 3,
+                    malformed: "an ssh-ed25519 stanza must have a tag and a share")
+                // As age does (agessh's Ed25519Identity.unwrap), the share of every ssh-ed25519
+                // stanza is checked, addressed to this key or not, so that a header age refuses
+                // is refused here too.
                 guard let share = RawBase64.decode(stanza.arguments[2]), share.count == 32 else {
                     throw AgeError.malformedHeader("an ssh-ed25519 share is not canonical base64 of 32 bytes")
                 }
+                guard addressed else { continue }
                 guard stanza.body.count == FileKeyWrap.wrappedByteCount else {
                     throw AgeError.malformedHeader("an ssh-ed25519 stanza body is not 32 bytes")
                 }

@@ -89,7 +89,9 @@ enum SSHKeys {
         guard case .rsa(let exponent, let modulus) = key.key else {
             throw .invalidIdentity("the ssh-rsa private key file holds another type of public key")
         }
-        let recipient = try Age.SSHRSARecipient(exponent: exponent, modulus: modulus, wireFormat: file.publicKeyBlob)
+        // The key tag is over the key's minimal encoding, as for a recipient from the `.pub` line
+        // and as age's pk.Marshal(): the file's own blob may spell an integer with leading zeros.
+        let recipient = try Age.SSHRSARecipient(exponent: exponent, modulus: modulus, wireFormat: key.blob)
         let numbers: (n: Data, e: Data, d: Data, p: Data, q: Data)
         do {
             numbers = try file.withPrivateFields { fields throws(OpenSSHKeyFileError) in

@@ -1,6 +1,7 @@
 import AgeEncryption
 import Foundation
 import SecureCore
+import Synchronization
 import Testing
 
 /// Inputs an attacker or a mistaken user controls: errors never echo secrets, and a hostile header
@@ -107,7 +108,32 @@ import Testing
         #expect(try Age.decrypt(file, identities: [identities[identities.count - 1]]) == plaintext)
         let oneMore: [any Age.Recipient] = recipients + [Age.X25519Identity().recipient as any Age.Recipient]
         #expect(try Self.refusal(oneMore)
+            == "more than \(Age.Header.maximumStanzaCount) recipient stanzas (\(Age.Header.maximumStanzaCount + 1) recipients), over the \(Age.Header.maximumStanzaCount) a reader accepts")
+        // One recipient's stanzas past the limit are refused when the header is written.
+        let twoMore: [any Age.Recipient] = Array(recipients.dropLast()) + [FixedStanzaRecipient(arguments: ["custom", "a"], count: 2)]
+        #expect(try Self.refusal(twoMore)
             == "\(Age.Header.maximumStanzaCount + 1) recipient stanzas, over the \(Age.Header.maximumStanzaCount) a reader accepts")
+    }
+
+    /// The stanza count is checked as recipients are wrapped: a recipients file of a million lines
+    /// (each wrap may be a public-key operation) is refused after as many wraps as a reader takes
+    /// stanzas, not after a million.
+    @Test func wrappingStopsAtTheReadersStanzaLimit() throws {
+        final class Wraps: Sendable {
+            let count = Mutex(0)
+        }
+        struct CountingRecipient: Age.Recipient {
+            let wraps: Wraps
+            func wrap(fileKey: SecretBytes) throws(AgeError) -> [Age.Stanza] {
+                wraps.count.withLock { $0 += 1 }
+                return [Age.Stanza(arguments: ["custom", "a"], body: Data(count: 32))]
+            }
+        }
+        let wraps = Wraps()
+        let recipients: [any Age.Recipient] = Array(repeating: CountingRecipient(wraps: wraps), count: 1_000_000)
+        #expect(try Self.refusal(recipients)
+            == "more than \(Age.Header.maximumStanzaCount) recipient stanzas (1000000 recipients), over the \(Age.Header.maximumStanzaCount) a reader accepts")
+        #expect(wraps.count.withLock { $0 } == Age.Header.maximumStanzaCount)
     }
 
     /// An argument must be 1*VCHAR: empty, or with a space, a tab, a line feed or a non-ASCII

@@ -41,6 +41,43 @@ import Testing
         #expect(stanzas[0].body.count == bits / 8)
     }
 
+    /// A key file whose public key spells e with leading zero bytes (`00 00 01 00 01`, which the
+    /// SSH decoder accepts and re-encodes minimally) still opens files encrypted to its `.pub`: the
+    /// identity's key tag is over the minimal encoding, as the recipient's is and as age's is
+    /// (pk.Marshal()). It was over the file's own bytes, so no stanza ever matched.
+    // Live peer: ssh-keygen makes the key.
+    @Test(.requires(.sshKeygen))
+    func aKeyFileWithANonMinimalExponentOpensItsFiles() throws {
+        let dir = try Self.keyPair()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let recipient = try Age.parseRecipient(try Self.text(dir, "id.pub"))
+        let file = try Age.encrypt(Data("to the .pub".utf8), to: [recipient])
+        // The key file's binary form: magic, cipher, KDF, KDF options, key count, public key, private section.
+        let lines = try Self.text(dir, "id").split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        var binary = [UInt8](try #require(Data(base64Encoded: lines.joined())))
+        func string(at offset: Int) -> (value: [UInt8], end: Int) {
+            let length = binary[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            return (Array(binary[offset + 4..<offset + 4 + length]), offset + 4 + length)
+        }
+        var offset = 15  // "openssh-key-v1\0"
+        for _ in 0..<3 { offset = string(at: offset).end }
+        offset += 4
+        let (blob, blobEnd) = string(at: offset)
+        // The blob: string "ssh-rsa", mpint e (3 bytes: 01 00 01), mpint n.
+        let typeEnd = 4 + 7
+        try #require(Array(blob[typeEnd..<typeEnd + 7]) == [0, 0, 0, 3, 1, 0, 1])
+        let padded = Array(blob[..<typeEnd]) + [0, 0, 0, 5, 0, 0, 1, 0, 1] + Array(blob[(typeEnd + 7)...])
+        let length = [UInt8](withUnsafeBytes(of: UInt32(padded.count).bigEndian, Array.init))
+        binary = Array(binary[..<offset]) + length + padded + Array(binary[blobEnd...])
+        let base64 = Data(binary).base64EncodedString()
+        let wrapped = stride(from: 0, to: base64.count, by: 70).map { start in
+            String(base64.dropFirst(start).prefix(70))
+        }
+        let keyFile = (["-----BEGIN OPENSSH PRIVATE KEY-----"] + wrapped + ["-----END OPENSSH PRIVATE KEY-----", ""]).joined(separator: "\n")
+        let identities = try Age.parseIdentities(keyFile)
+        #expect(try Age.decrypt(file, identities: identities) == Data("to the .pub".utf8))
+    }
+
     /// Every byte of the wrapped file key flipped, the stanza truncated or extended, a wrong key
     /// with the same tag, a wrong number of arguments: nothing opens, and each is a typed error.
     // Live peer: ssh-keygen makes the keys.

@@ -37,6 +37,38 @@ import Testing
         #expect(throws: AgeError.noIdentityMatched) { try Age.decrypt(file, identities: Age.parseIdentities(otherKey)) }
     }
 
+    /// age checks the share of every ssh-ed25519 stanza, addressed to this key or not, before its
+    /// tag (agessh's Ed25519Identity.unwrap). A header with another key's stanza whose share is not
+    /// 32 bytes of canonical base64, then a genuine stanza, is refused by age and by us alike.
+    // Live peers: ssh-keygen makes the key, the reference age reads the files.
+    @Test(.requires(.sshKeygen, .age))
+    func everySSHEd25519StanzasShareIsChecked() throws {
+        let age = try PeerTests.require(.age)
+        let (dir, privateKey, publicKey) = try Self.keyPair("ed25519")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let identities = try Age.parseIdentities(privateKey)
+        let recipient = try Age.parseRecipient(publicKey)
+        let path = dir.appendingPathComponent("file.age")
+        let unpadded = { (bytes: Data) in bytes.base64EncodedString().replacingOccurrences(of: "=", with: "") }
+        for share in ["!!!", "AAAA", unpadded(Data(count: 31)), unpadded(Data(count: 33))] {
+            let other = WritableHeaderTests.FixedStanzaRecipient(arguments: ["ssh-ed25519", "AAAAAA", share])
+            let file = try Age.encrypt(Data("x".utf8), to: [other, recipient])
+            #expect(throws: AgeError.malformedHeader("an ssh-ed25519 share is not canonical base64 of 32 bytes"), "\(share)") {
+                try Age.decrypt(file, identities: identities)
+            }
+            try file.write(to: path)
+            let byAge = try TestSupport.run(age, ["-d", "-i", dir.appendingPathComponent("id").path, path.path])
+            #expect(byAge.status != 0, "age opened a header with the share \(share)")
+        }
+        // A well-formed share of another key's stanza is passed over, by both.
+        let other = WritableHeaderTests.FixedStanzaRecipient(arguments: ["ssh-ed25519", "AAAAAA", unpadded(Data(repeating: 9, count: 32))])
+        let file = try Age.encrypt(Data("x".utf8), to: [other, recipient])
+        #expect(try Age.decrypt(file, identities: identities) == Data("x".utf8))
+        try file.write(to: path)
+        let byAge = try TestSupport.run(age, ["-d", "-i", dir.appendingPathComponent("id").path, path.path])
+        #expect(byAge.status == 0 && byAge.stdout == Data("x".utf8), "\(byAge.stderrText)")
+    }
+
     // Live peers: ssh-keygen makes the keys, the reference age reads and writes the files.
     @Test(.requires(.sshKeygen, .age), arguments: [0, 1, 64 * 1024, 64 * 1024 + 1], [false, true])
     func ed25519WithAge(size: Int, armored: Bool) throws {

@@ -91,5 +91,13 @@ import Testing
                     text.lowercased(), text.replacingOccurrences(of: "\n", with: " \n")] {
             #expect(throws: AgeError.self) { try Age.decrypt(Data(bad.utf8), identities: [Self.identity], encoding: .armored) }
         }
+        // At most 1 KiB of whitespace before the block and after it (FORMATS.md), armored or detected.
+        let most = String(repeating: " ", count: 1024)
+        for encoding in [Age.Encoding.armored, .detect] {
+            #expect(try Age.decrypt(Data((most + text + most).utf8), identities: [Self.identity], encoding: encoding) == Data("x".utf8))
+            for bad in [" " + most + text, text + most + " "] {
+                #expect(throws: AgeError.self, "\(encoding)") { try Age.decrypt(Data(bad.utf8), identities: [Self.identity], encoding: encoding) }
+            }
+        }
     }
 }
