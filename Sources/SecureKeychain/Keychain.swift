@@ -55,9 +55,16 @@ public final class Keychain: Sendable {
         var pollNanoseconds: UInt64 { Self.nanoseconds(pollInterval) }
         var busyTimeoutMilliseconds: Int32 { Int32(clamping: Self.nanoseconds(busyTimeout) / 1_000_000) }
 
+        /// `duration` in nanoseconds, from 0 (a negative one) to Int64.max, about 292 years (a
+        /// longer one, such as `.seconds(Int64.max)` for "never", trapped): a monotonic clock's
+        /// reading plus it cannot overflow.
         private static func nanoseconds(_ duration: Duration) -> UInt64 {
             let (seconds, attoseconds) = duration.components
-            return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds / 1_000_000_000))
+            guard seconds >= 0 else { return 0 }
+            let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+            let nanoseconds = whole.addingReportingOverflow(UInt64(max(0, attoseconds / 1_000_000_000)))
+            guard !overflow, !nanoseconds.overflow else { return UInt64(Int64.max) }
+            return min(nanoseconds.partialValue, UInt64(Int64.max))
         }
     }
 

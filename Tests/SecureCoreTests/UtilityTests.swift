@@ -76,6 +76,14 @@ import Testing
         }
         #expect(throws: SecureCoreError.self) { try PEM.decode(text, expectedLabel: "PUBLIC KEY") }
     }
+
+    /// Blank lines around the block were dropped one `removeFirst` at a time, each moving every
+    /// line after it: a million of them meant about 5 × 10^11 moves.
+    @Test(.hangBackstop) func pemAfterAMillionBlankLines() throws {
+        let der = Data((0..<100).map { UInt8($0) })
+        let blank = String(repeating: "\n", count: 1_000_000)
+        #expect(try PEM.decode(blank + PEM.encode(der, label: "X") + blank).der == der)
+    }
 }
 
 @Suite struct HashingTests {

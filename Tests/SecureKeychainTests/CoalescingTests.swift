@@ -73,6 +73,23 @@ import Testing
         }
     }
 
+    /// "Never" spelt as the longest duration, for each of the three: the conversion to
+    /// nanoseconds, and the clock reading plus it, trapped.
+    @Test func theLongestDurationsMeanNever() async throws {
+        try await withKeychainDirectory { _, path in
+            var configuration = Keychain.Configuration()
+            configuration.writeDelay = .seconds(Int64.max)
+            configuration.pollInterval = .seconds(Int64.max)
+            configuration.busyTimeout = .seconds(Int64.max)
+            let keychain = try Keychain(path: path, configuration: configuration)
+            try keychain.setPassword("x", service: "s", account: "a")
+            #expect(try Keychain(path: path).items(matching: KeychainQuery()).isEmpty)  // still coalescing
+            #expect(try keychain.password(service: "s", account: "a") == "x")
+            try keychain.close()
+            #expect(try Keychain(path: path).password(service: "s", account: "a") == "x")
+        }
+    }
+
     @Test func nothingIsWrittenBeforeTheDelayWithoutSynchronize() async throws {
         try await withKeychainDirectory { _, path in
             var configuration = Keychain.Configuration()
