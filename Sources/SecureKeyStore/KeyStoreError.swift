@@ -1,3 +1,4 @@
+import SecureCore
 import SecureKeychain
 import SecureKeys
 
@@ -38,23 +39,23 @@ public enum KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What went wrong, in words for a user; never a secret or an internal detail.
     public var description: String {
         switch self {
-        case .invalidTag(let tag): "invalid key tag \"\(tag)\": it must be non-empty and not end in \".private\""
-        case .duplicateTag(let tag): "a key with tag \"\(tag)\" already exists"
-        case .keyNotFound(let tag): "no key with tag \"\(tag)\""
-        case .noPrivateKey(let tag): "the key \"\(tag)\" is a public (partner) key without a private key"
+        case .invalidTag(let tag): "invalid key tag \"\(PrintableText.escaped(tag))\": it must be non-empty and not end in \".private\""
+        case .duplicateTag(let tag): "a key with tag \"\(PrintableText.escaped(tag))\" already exists"
+        case .keyNotFound(let tag): "no key with tag \"\(PrintableText.escaped(tag))\""
+        case .noPrivateKey(let tag): "the key \"\(PrintableText.escaped(tag))\" is a public (partner) key without a private key"
         case .sealerLocked: "the vault is locked: unlock it to use private keys"
         case .sealedKeyDoesNotOpen(let tag):
-            "the sealed items of key \"\(tag)\" do not open: another vault key or passphrase, or the stored item was modified"
+            "the sealed items of key \"\(PrintableText.escaped(tag))\" do not open: another vault key or passphrase, or the stored item was modified"
         case .publicKeyMismatch(let tag):
-            "the stored public key \"\(tag)\" is not the public half of its sealed private key or the key its sealed record names: "
+            "the stored public key \"\(PrintableText.escaped(tag))\" is not the public half of its sealed private key or the key its sealed record names: "
                 + "the keychain file was modified"
         case .privateKeyMissing(let tag):
-            "the key pair \"\(tag)\" has lost its private key (its sealed record says it is a pair): the keychain file was modified"
+            "the key pair \"\(PrintableText.escaped(tag))\" has lost its private key (its sealed record says it is a pair): the keychain file was modified"
         case .unauthenticatedKey(let tag):
-            "the partner key \"\(tag)\" is not authenticated by the vault (stored without it): "
-                + "check its fingerprint, then store it again with the vault (sf key import --tag \(tag) with --passcode-file)"
+            "the partner key \"\(PrintableText.escaped(tag))\" is not authenticated by the vault (stored without it): "
+                + "check its fingerprint, then store it again with the vault (sf key import --tag \(PrintableText.escaped(tag)) with --passcode-file)"
         case .storedKeyMalformed(let tag, let error):
-            "the stored key \"\(tag)\" does not parse (the keychain file was modified or damaged): \(error.description)"
+            "the stored key \"\(PrintableText.escaped(tag))\" does not parse (the keychain file was modified or damaged): \(error.description)"
         case .key(let error): error.description
         case .keychain(let error): "keychain: \(error.description)"
         }

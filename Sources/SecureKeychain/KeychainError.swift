@@ -44,35 +44,35 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .duplicateItem(let service, let account):
-            return "an item for service '\(service)' and account '\(account)' already exists"
+            return "an item for service '\(PrintableText.escaped(service))' and account '\(PrintableText.escaped(account))' already exists"
         case .itemNotFound(let service, let account):
             switch (service, account) {
-            case let (service?, account?): return "no item for service '\(service)' and account '\(account)'"
-            case let (service?, nil): return "no item for service '\(service)'"
-            case let (nil, account?): return "no item for account '\(account)'"
+            case let (service?, account?): return "no item for service '\(PrintableText.escaped(service))' and account '\(PrintableText.escaped(account))'"
+            case let (service?, nil): return "no item for service '\(PrintableText.escaped(service))'"
+            case let (nil, account?): return "no item for account '\(PrintableText.escaped(account))'"
             case (nil, nil): return "no matching item"
             }
         case .locked:
             return "the keychain's sealer is locked: unlock the vault to read or write secure items"
         case .authenticationFailed(let service, let account):
-            return "the sealed value of service '\(service)' account '\(account)' failed authentication: "
+            return "the sealed value of service '\(PrintableText.escaped(service))' account '\(PrintableText.escaped(account))' failed authentication: "
                 + "it was modified, moved from another item, or sealed under another key"
         case .sealingFailed(let reason):
             return "sealing failed: \(reason.description)"
         case .protectionMismatch(let service, let account, let isSealed):
             return isSealed
-                ? "the item for service '\(service)' and account '\(account)' is sealed; read or replace it with the secure API"
-                : "the item for service '\(service)' and account '\(account)' is not sealed"
+                ? "the item for service '\(PrintableText.escaped(service))' and account '\(PrintableText.escaped(account))' is sealed; read or replace it with the secure API"
+                : "the item for service '\(PrintableText.escaped(service))' and account '\(PrintableText.escaped(account))' is not sealed"
         case .valueNotText(let service, let account):
-            return "the value for service '\(service)' and account '\(account)' is not UTF-8 text"
+            return "the value for service '\(PrintableText.escaped(service))' and account '\(PrintableText.escaped(account))' is not UTF-8 text"
         case .storage(let path, let code, let message):
             return SQLiteError(path: path, code: code, message: message).description
         case .notAKeychain(let path):
-            return "\(path) is a database but not a SecureFoundation keychain"
+            return "\(PrintableText.escaped(path)) is a database but not a SecureFoundation keychain"
         case .unsupportedSchemaVersion(let found, let supported):
             return "keychain schema version \(found) is newer than this library supports (\(supported)); upgrade"
         case .corrupted(let path, let details):
-            return "\(path) failed its integrity check: \(details)"
+            return "\(PrintableText.escaped(path)) failed its integrity check: \(details)"
         case .invalidLegacyFile(let reason):
             return "not a legacy iMAS keychain file: \(reason)"
         case .invalidLocation(let reason):
@@ -80,9 +80,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .closed:
             return "the keychain is closed"
         case .readOnly(let path, let reason):
-            return "\(path) is read-only for this process (a read-only file system, or the file or its directory is not writable): \(reason)"
+            return "\(PrintableText.escaped(path)) is read-only for this process (a read-only file system, or the file or its directory is not writable): \(reason)"
         case .internalItem(let service, let account):
-            return "service '\(service)'\(account.map { " account '\($0)'" } ?? "") is SecureFoundation's internal item; "
+            return "service '\(PrintableText.escaped(service))'\(account.map { " account '\(PrintableText.escaped($0))'" } ?? "") is SecureFoundation's internal item; "
                 + "it cannot be changed or deleted through the password API (use sf vault)"
         }
     }

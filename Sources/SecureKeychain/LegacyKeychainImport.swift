@@ -1,4 +1,5 @@
 import Foundation
+import SecureCore
 
 /// Reading the iMAS keychain file (legacy): a binary or XML property list whose root dictionary maps
 /// service → (account → password data). Passwords stored as strings are taken as UTF-8.
@@ -60,13 +61,13 @@ extension Keychain {
         var entries: [(service: String, account: String, password: Data)] = []
         for (service, value) in services {
             guard case .dictionary(let accounts) = value else {
-                throw .invalidLegacyFile("service '\(service)' is not a dictionary of accounts")
+                throw .invalidLegacyFile("service '\(PrintableText.escaped(service))' is not a dictionary of accounts")
             }
             for (account, password) in accounts {
                 switch password {
                 case .data(let data): entries.append((service, account, data))
                 case .string(let text): entries.append((service, account, Data(text.utf8)))
-                default: throw .invalidLegacyFile("the password of '\(service)'/'\(account)' is neither data nor a string")
+                default: throw .invalidLegacyFile("the password of '\(PrintableText.escaped(service))'/'\(PrintableText.escaped(account))' is neither data nor a string")
                 }
             }
         }

@@ -88,7 +88,7 @@ struct KeyListCommand: ParsableCommand {
             Row(tag: $0.tag, type: $0.type.rawValue, fingerprint: $0.fingerprint.description, kind: $0.hasPrivateKey ? "pair" : "partner")
         }
         if json { return try JSONOutput.print(rows) }
-        for row in rows { print("\(row.tag)\t\(row.type)\t\(row.fingerprint)\t\(row.kind)") }
+        for row in rows { print("\(PrintableText.escaped(row.tag))\t\(row.type)\t\(row.fingerprint)\t\(row.kind)") }
     }
 }
 

@@ -190,7 +190,8 @@ struct KeychainListCommand: ParsableCommand {
             }
             print(String(decoding: try encoder.encode(entries), as: UTF8.self))
         } else {
-            for item in items { print("\(item.identity.service)\t\(item.identity.account)") }
+            // Names come from the file, which anyone who can write it chooses: no control characters reach the terminal.
+            for item in items { print("\(PrintableText.escaped(item.identity.service))\t\(PrintableText.escaped(item.identity.account))") }
         }
     }
 }

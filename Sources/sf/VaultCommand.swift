@@ -232,7 +232,7 @@ struct VaultRotateCommand: ParsableCommand {
         print("current key id: \(rotation.keyId); re-sealed \(rotation.resealed) secure item(s), skipped \(rotation.skipped)")
         // Stores keep their wrapped keys themselves, out of the vault's reach: say which to re-wrap.
         for holder in behind {
-            print("not re-wrapped (outside the keychain): \(holder.location), under key id \(holder.keyIds.map(String.init).joined(separator: ", ")); "
+            print("not re-wrapped (outside the keychain): \(PrintableText.escaped(holder.location)), under key id \(holder.keyIds.map(String.init).joined(separator: ", ")); "
                 + "run sf records rewrap --vault there")
         }
     }
@@ -258,7 +258,7 @@ struct VaultRetireKeyCommand: ParsableCommand {
         try vault.retireKey(keyId, force: force)
         try keychain.close()
         for holder in held {
-            Terminal.writeError("warning: \(holder.location) still wrapped its keys under key id \(keyId): its sealed fields no longer open")
+            Terminal.writeError("warning: \(PrintableText.escaped(holder.location)) still wrapped its keys under key id \(keyId): its sealed fields no longer open")
         }
         print("retired key id \(keyId)")
     }

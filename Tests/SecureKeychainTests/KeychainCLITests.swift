@@ -102,6 +102,30 @@ import Testing
         }
     }
 
+    /// Names come from files anyone who can write them chooses (a legacy file to import, the
+    /// keychain itself): their control characters never reach the terminal, in a listing or in an
+    /// error (an OSC sequence could set the window title or the clipboard, a CR rewrite a line).
+    @Test func namesFromFilesAreEscapedOnTheTerminal() async throws {
+        try await withCLI { cli in
+            let hostile = "\u{1B}]0;pwned\u{07}\r\u{1B}[2K"
+            let escaped = "\\u{1B}]0;pwned\\u{7}\\u{D}\\u{1B}[2K"
+            // An imported file whose service is not a dictionary: the error names the service.
+            let file = URL(fileURLWithPath: cli.path + ".plist")
+            try PropertyListSerialization.data(fromPropertyList: [hostile: 1], format: .binary, options: 0).write(to: file)
+            let bad = try TestSupport.run(cli.sf, ["keychain", "import-legacy", file.path, "--keychain", cli.path])
+            #expect(bad.status == 1)
+            #expect(!bad.stderr.contains(0x1B) && !bad.stderr.contains(0x07) && bad.stderrText.contains(escaped), "\(bad.stderrText)")
+            // An item stored under such names (by the library, or by whoever wrote the file).
+            let keychain = try Keychain(path: cli.path, configuration: .immediate)
+            try keychain.setPassword("x", service: hostile, account: hostile)
+            try keychain.close()
+            let list = try cli.run(["list"])
+            #expect(list.status == 0 && list.stdoutText == "\(escaped)\t\(escaped)\n", "\(list.stdoutText)")
+            let missing = try cli.run(["get", "--service", hostile, "--account", "other"])
+            #expect(missing.status == 1 && !missing.stderr.contains(0x1B) && missing.stderrText.contains(escaped), "\(missing.stderrText)")
+        }
+    }
+
     @Test func defaultLocationIsUnderSFHome() async throws {
         let sf = try FaultTests.sf()
         try await withKeychainDirectory { directory, _ in
