@@ -257,7 +257,7 @@ final class KeychainEngine: Sendable {
             let (reloaded, version) = try withBusyRetry { () throws(KeychainError) in
                 try store.transaction(write: true) { () throws(KeychainError) in
                     let version = try store.dataVersion()
-                    try store.write(batch)
+                    try store.write(batch, fileChanged: version != knownVersion)
                     return (version == knownVersion ? nil : try store.loadItems(), version)
                 }
             }

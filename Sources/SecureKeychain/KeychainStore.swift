@@ -258,6 +258,7 @@ final class KeychainStore {
 
     private func loadItems(_ connection: SQLiteConnection) throws(SQLiteError) -> ItemTable {
         var items = ItemTable()
+        holdsRowsUnderOtherNames = false
         let select = try connection.statement("""
             SELECT class, access_group, service, account, label, comment, generic, created, modified, sealed, value,
                 typeof(class) = 'integer', typeof(access_group) = 'text' AND typeof(service) = 'text' AND typeof(account) = 'text'
@@ -279,24 +280,76 @@ final class KeychainStore {
             // as their NFC form. When one meets the row stored under exactly that form, the exact
             // row wins, whichever comes later in the file, so a row planted beside an item cannot
             // stand in for it.
-            if let earlier = items.updateValue(item, for: identity), !Self.namesStoredExactly(identity, select) {
+            let exact = Self.namesStoredExactly(identity, select, firstNameColumn: 1, textColumn: 12)
+            if !exact { holdsRowsUnderOtherNames = true }
+            if let earlier = items.updateValue(item, for: identity), !exact {
                 items.updateValue(earlier, for: identity)
             }
         }
         return items
     }
 
+    /// Whether the file held, when last loaded, a row whose names are not text of exactly their
+    /// NFC bytes (a row written by another implementation, an older version, or planted): then a
+    /// change to its item must remove it too (see `removeRowsUnderOtherNames`).
+    private var holdsRowsUnderOtherNames = false
+
     /// Whether the row at `select` stores `identity`'s names as text of their very bytes (its
-    /// NFC, UTF-8).
-    private static func namesStoredExactly(_ identity: KeychainItem.Identity, _ select: SQLiteStatement) -> Bool {
-        select.int64(12) != 0 && select.bytes(1).elementsEqual(identity.accessGroup.utf8)
-            && select.bytes(2).elementsEqual(identity.service.utf8) && select.bytes(3).elementsEqual(identity.account.utf8)
+    /// NFC, UTF-8): the names from `firstNameColumn` on (access group, service, account), and
+    /// `textColumn` true when all three are text.
+    private static func namesStoredExactly(
+        _ identity: KeychainItem.Identity, _ select: SQLiteStatement, firstNameColumn: Int32, textColumn: Int32
+    ) -> Bool {
+        select.int64(textColumn) != 0 && select.bytes(firstNameColumn).elementsEqual(identity.accessGroup.utf8)
+            && select.bytes(firstNameColumn + 1).elementsEqual(identity.service.utf8)
+            && select.bytes(firstNameColumn + 2).elementsEqual(identity.account.utf8)
+    }
+
+    /// Deletes the rows that are read as one of `identities` but store its names otherwise (not
+    /// NFC, or a blob): a change writes or deletes the NFC row only, and such a row left behind
+    /// brought a deleted item back when the file was next loaded, and kept a replaced value on
+    /// disk. ASCII names are always NFC, so only rows with another name are looked at.
+    private func removeRowsUnderOtherNames(of identities: Set<KeychainItem.Identity>, _ connection: SQLiteConnection) throws(SQLiteError) {
+        // The table has no rowid: a row is found again by its key columns' types and bytes.
+        let select = try connection.statement("""
+            SELECT class, access_group, service, account,
+                typeof(access_group) = 'text' AND typeof(service) = 'text' AND typeof(account) = 'text',
+                typeof(access_group), hex(access_group), typeof(service), hex(service), typeof(account), hex(account)
+            FROM items
+            WHERE typeof(class) = 'integer' AND (typeof(access_group) != 'text' OR typeof(service) != 'text' OR typeof(account) != 'text'
+                OR access_group GLOB '*[^ -~]*' OR service GLOB '*[^ -~]*' OR account GLOB '*[^ -~]*')
+            """)
+        var stale = [(itemClass: Int64, names: [String])]()
+        while try select.step() {
+            guard let rawClass = UInt8(exactly: select.int64(0)), let itemClass = KeychainItem.Class(rawValue: rawClass) else { continue }
+            let identity = KeychainItem.Identity(itemClass, accessGroup: select.text(1), service: select.text(2), account: select.text(3))
+            if identities.contains(identity), !Self.namesStoredExactly(identity, select, firstNameColumn: 1, textColumn: 4) {
+                stale.append((select.int64(0), (5...10).map { select.text(Int32($0)) }))
+            }
+        }
+        let delete = try connection.statement("""
+            DELETE FROM items WHERE class = ?1 AND typeof(access_group) = ?2 AND hex(access_group) = ?3
+                AND typeof(service) = ?4 AND hex(service) = ?5 AND typeof(account) = ?6 AND hex(account) = ?7
+            """)
+        for row in stale {
+            delete.reset()
+            delete.bind(1, row.itemClass)
+            for (offset, value) in row.names.enumerated() { delete.bind(Int32(offset + 2), value) }
+            try delete.step()
+        }
     }
 
     /// Writes `changes` (oldest first) inside the caller's write transaction. Only the last change
     /// to each item is written (coalescing), in primary-key order so the B-tree fills page by page.
-    func write(_ changes: [KeychainChange]) throws(KeychainError) {
-        try sql { (connection) throws(SQLiteError) in try write(changes, connection) }
+    /// Rows stored under other spellings of a changed item's names go too, when the file held any
+    /// at its last load or `fileChanged` since (another connection wrote it).
+    func write(_ changes: [KeychainChange], fileChanged: Bool) throws(KeychainError) {
+        try sql { (connection) throws(SQLiteError) in
+            if holdsRowsUnderOtherNames || fileChanged {
+                try removeRowsUnderOtherNames(of: Set(changes.map(\.identity)), connection)
+            }
+            try write(changes, connection)
+        }
     }
 
     private func write(_ changes: [KeychainChange], _ connection: SQLiteConnection) throws(SQLiteError) {

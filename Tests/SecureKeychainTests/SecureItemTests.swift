@@ -131,7 +131,48 @@ private struct LockedSealer: ItemSealer {
             try reopened.close()
             // Every later process reads the value written last, not a planted copy of the old one.
             #expect(try Keychain(path: path).securePassword(service: "bank", account: "\u{00C5}", sealer: sealer) == "new")
-            #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "7")
+            // The rows read as the item (its name in another form, or as a blob) went with the
+            // change: the old value is not left on disk. Rows of unknown classes stay untouched.
+            #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "5")
+            #expect(try runSQL(shell, path, "SELECT count(*) FROM items WHERE typeof(class) = 'integer' AND class = 1") == "1")
+        }
+    }
+
+    /// An item stored only under another spelling of its names (NFD, or a blob: what another
+    /// implementation or an older version wrote) is deleted for good: the delete went to the NFC
+    /// row, found none, and the item came back when the file was next loaded.
+    // Live peer: the sqlite3 shell writes the rows.
+    @Test(.requires(.sqlite3)) func anItemStoredUnderAnotherSpellingStaysDeleted() async throws {
+        let shell = try sqliteShell()
+        try await withKeychainDirectory { _, path in
+            let keychain = try Keychain(path: path)
+            try keychain.setPassword("a", service: "mail", account: "caf\u{e9}")
+            try keychain.setPassword("b", service: "mail", account: "b\u{e9}a")
+            try keychain.setPassword("c", service: "mail", account: "cy")
+            try keychain.close()
+            // Each of the first two rows rewritten under its NFD name, and "cy" as a blob.
+            try runSQL(shell, path, """
+                UPDATE items SET account = 'cafe' || char(769) WHERE account = 'caf' || char(233);
+                UPDATE items SET account = 'be' || char(769) || 'a' WHERE account = 'b' || char(233) || 'a';
+                UPDATE items SET account = CAST(account AS BLOB) WHERE account = 'cy';
+                """)
+            // From another process that has the file open, and from this one.
+            let other = try Keychain(path: path)
+            #expect(try other.password(service: "mail", account: "caf\u{e9}") == "a")
+            let reopened = try Keychain(path: path)
+            try reopened.deletePassword(service: "mail", account: "cafe\u{301}")
+            try reopened.setPassword("b2", service: "mail", account: "b\u{e9}a")
+            try reopened.deletePassword(service: "mail", account: "cy")
+            try reopened.close()
+            try other.synchronizeBlocking()
+            #expect(throws: KeychainError.self) { try other.password(service: "mail", account: "caf\u{e9}") }
+            try other.close()
+            let again = try Keychain(path: path)
+            #expect(throws: KeychainError.self) { try again.password(service: "mail", account: "caf\u{e9}") }
+            #expect(throws: KeychainError.self) { try again.password(service: "mail", account: "cy") }
+            #expect(try again.password(service: "mail", account: "be\u{301}a") == "b2")
+            try again.close()
+            #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "1")
         }
     }
 
