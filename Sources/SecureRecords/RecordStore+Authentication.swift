@@ -94,6 +94,16 @@ extension RecordStore {
         }
     }
 
+    /// Throws `recordModified` when `stored` holds a field name both clear and sealed. No writer
+    /// of this library does; a clear value planted beside a sealed one of the same name would be
+    /// read in its place, unchecked (a password record's clear fields are checked only when it is
+    /// opened, and a locked store checks no MAC). Checked on every read, locked or not.
+    func checkFieldNames(of stored: StoredRecord) throws(RecordsError) {
+        if let name = stored.clear.keys.sorted().first(where: { stored.sealed[$0] != nil }) {
+            throw .recordModified(stored.id, reason: "field '\(name)' is stored both clear and sealed")
+        }
+    }
+
     /// Why a store-keyed record with neither key id nor MAC is refused once the store authenticates
     /// its records. Either a store writer added it, or it was added before the store's first key
     /// and the first unlock was cut short before authenticating it; the two cannot be told apart
@@ -123,12 +133,36 @@ extension RecordStore {
             guard let text = stored.clear[field]?.string, text.utf8.starts(with: prefix.utf8) else { throw mismatch("field '\(field)'") }
         }
         for (field, tokens) in query.blindIndexes {
-            guard let keyId = stored.keyId, let token = stored.blindIndexes[field],
+            // Password records have no blind indexes (FORMATS.md): one that claims a token was planted.
+            guard stored.keying == .storeKey, let keyId = stored.keyId, let token = stored.blindIndexes[field],
                 tokens.contains(where: { $0.keyId == keyId && $0.token == token })
             else { throw mismatch("the blind index of '\(field)'") }
         }
         if let fullText, !fullText.matches(FullText.indexedTerms(stored.fullText)) {
             throw mismatch("full text")
+        }
+    }
+
+    /// Throws `fieldProtectionMismatch` when sealing `record`'s fields anew under `schema` (a key
+    /// rotation, an update, a password change) would lower a protection the record has: a field
+    /// it holds sealed that the schema declares clear (its value would be written in clear), or a
+    /// sealed field without a blind index that the schema declares indexed (its equalities would
+    /// be published). The schema row is not authenticated: a store writer who edits it may change
+    /// what a later `add` does (SECURITY.md), but not make a re-seal disclose a stored value.
+    func checkKeepsProtection(of record: StoredRecord, under schema: RecordSchema) throws(RecordsError) {
+        for name in record.sealed.keys.sorted() {
+            switch try schema.protection(of: name, collection: record.collection) {
+            case .clear:
+                throw .fieldProtectionMismatch(
+                    collection: record.collection, field: name,
+                    reason: "the record holds it sealed, but the stored schema declares it clear (the schema row was changed); the record was left as stored")
+            case .sealedIndexed where record.keying == .storeKey && record.blindIndexes[name] == nil:
+                throw .fieldProtectionMismatch(
+                    collection: record.collection, field: name,
+                    reason: "the record holds it sealed without a blind index, but the stored schema declares one (the schema row was changed); the record was left as stored")
+            case .sealed, .sealedIndexed:
+                break
+            }
         }
     }
 }

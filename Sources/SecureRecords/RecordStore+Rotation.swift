@@ -133,6 +133,7 @@ extension RecordStore {
         // Adopted unchecked: a record without MAC under no key or an unflagged one, as an older
         // version or a keyless store wrote it; never one whose key requires a MAC.
         let older = record.keying == .storeKey && record.mac == nil && !(record.keyId.map(ring.authenticating.contains) ?? false)
+        try checkFieldNames(of: record)
         if !(older && adoptingUnkeyed) { try verify(record, ring: ring) }
         guard record.keying == .storeKey else {
             var copy = record
@@ -141,6 +142,7 @@ extension RecordStore {
             return copy
         }
         guard let schema = schemas[record.collection] else { throw .collectionNotFound(record.collection) }
+        try checkKeepsProtection(of: record, under: schema)
         let opened = try openFields(record, password: nil)
         return try seal(
             id: record.id, collection: record.collection, schema: schema, fields: opened.merging(record.clear) { sealed, _ in sealed },

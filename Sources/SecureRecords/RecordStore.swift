@@ -617,6 +617,7 @@ public final class RecordStore: Sendable {
     func stored(_ id: UUID) throws(RecordsError) -> StoredRecord {
         guard let stored = try storage.record(id) else { throw .recordNotFound(id) }
         guard stored.id == id else { throw .recordModified(id, reason: "the store returned record \(stored.id) for it") }
+        try checkFieldNames(of: stored)
         if let ring = keyring.withLock({ $0 }) { try verify(stored, ring: ring) }
         return stored
     }
@@ -721,6 +722,7 @@ public final class RecordStore: Sendable {
                     || (password != nil && !current.bindsItsWrite)
                 {
                     guard let password else { throw .passwordRequired(id) }
+                    try checkKeepsProtection(of: current, under: schema)
                     let opened = try openFields(current, password: password)  // the password must be the record's
                     let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
                     updated = try seal(
@@ -728,6 +730,7 @@ public final class RecordStore: Sendable {
                         sealing: .password(password))
                 }
             case .storeKey where !sealedSetting.isEmpty:
+                try checkKeepsProtection(of: current, under: schema)
                 let opened = try openFields(current, password: nil)
                 let fields = opened.filter { !removing.contains($0.key) }.merging(sealedSetting) { _, new in new }
                 updated = try seal(
@@ -782,8 +785,9 @@ public final class RecordStore: Sendable {
                 throw .fieldProtectionMismatch(
                     collection: current.collection, field: "*", reason: "the record is sealed with the store key, not a password")
             }
-            let opened = try openFields(current, password: oldPassword)
             let schema = try schema(of: current.collection)
+            try checkKeepsProtection(of: current, under: schema)
+            let opened = try openFields(current, password: oldPassword)
             return try seal(
                 id: id, collection: current.collection, schema: schema, fields: opened.merging(current.clear) { sealed, _ in sealed },
                 sealing: .password(newPassword))
@@ -873,6 +877,7 @@ public final class RecordStore: Sendable {
                 guard seen.insert(stored.id).inserted else {
                     throw .recordModified(stored.id, reason: "the store returned it twice for one search")
                 }
+                try checkFieldNames(of: stored)
                 if let ring { try verify(stored, ring: ring) }
                 try check(stored, matches: query, fullText: fullText)
             }

@@ -62,8 +62,12 @@ public enum RecordsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A cryptographic operation failed for a reason other than authentication.
     case crypto(SecureCoreError)
 
-    /// What went wrong, in words for a user; never a secret or a sealed value.
-    public var description: String {
+    /// What went wrong, in words for a user; never a secret or a sealed value. Names and reasons
+    /// come from a store, an import or a server that anyone may have written: their control
+    /// characters are escaped (`PrintableText`), so that none reaches a terminal.
+    public var description: String { PrintableText.escaped(sentence) }
+
+    private var sentence: String {
         switch self {
         case .recordNotFound(let id): "no record with id \(id.uuidString.lowercased())"
         case .duplicateRecord(let id): "a record with id \(id.uuidString.lowercased()) already exists"

@@ -1,3 +1,4 @@
+import SecureCore
 /// Why a record storage backend failed, as values a caller can decide on (retry, reconnect,
 /// check, report) rather than text to match.
 public struct StorageFailure: Error, Equatable, Sendable, CustomStringConvertible {
@@ -51,5 +52,6 @@ public struct StorageFailure: Error, Equatable, Sendable, CustomStringConvertibl
         }
     }
 
-    public var description: String { message }
+    /// `message`, with control characters escaped: it may quote a server (`PrintableText`).
+    public var description: String { PrintableText.escaped(message) }
 }

@@ -239,6 +239,97 @@ import Testing
         #expect(throws: RecordsError.recordModified(a, reason: macMismatch)) { try store.open(a) }
     }
 
+    /// The schema row is not authenticated (SECURITY.md): a store writer may declare a sealed field
+    /// clear, or an unindexed one indexed. That may change what a later `add` does, but no re-seal
+    /// of a stored record (a key rotation, an update setting a sealed field, a password record's
+    /// update or password change) may then write a sealed value in clear or publish its blind index:
+    /// each is refused, and the record stays as stored.
+    @Test(.requires(.sqlite3))
+    func aChangedSchemaRowMakesNoReSealDiscloseAValue() throws {
+        let shell = try TestSupport.path(of: .sqlite3)
+        let scratch = try RecordsScratch()
+        let store = try makeStore(scratch)
+        let password = secret("pw")
+        let keyed = try store.add(["toWhom": "Alice", "description": "bike", "blob": .bytes(Data([1]))], to: "gifts")
+        let own = try store.add(["toWhom": "Bob", "description": "kite"], to: "gifts", sealing: .password(password))
+        func sql(_ statement: String) throws -> String {
+            let result = try TestSupport.run(shell, [scratch.path("store.db"), statement])
+            #expect(result.status == 0, "sqlite3: \(result.stderrText)")
+            return result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let stored = try [keyed, own].map { try #require(try store.storage.record($0)) }
+        func expectLeftAsStored() throws {
+            for (id, before) in zip([keyed, own], stored) {
+                #expect(try store.storage.record(id)?.isIdentical(to: before) == true)
+            }
+        }
+        for (from, to, field, reason) in [
+            ("\"description\":\"sealed\"", "\"description\":\"clear\"", "description",
+             "the record holds it sealed, but the stored schema declares it clear (the schema row was changed); the record was left as stored"),
+            ("\"blob\":\"sealed\"", "\"blob\":\"sealed+blindIndex\"", "blob",
+             "the record holds it sealed without a blind index, but the stored schema declares one (the schema row was changed); the record was left as stored"),
+        ] {
+            #expect(try sql("UPDATE collections SET schema = replace(schema, '\(from)', '\(to)') WHERE name = 'gifts'; SELECT changes();") == "1")
+            let tampered = try scratch.reopen()
+            try tampered.unlock(with: appSealer)
+            let refused = RecordsError.fieldProtectionMismatch(collection: "gifts", field: field, reason: reason)
+            #expect(throws: refused) { try tampered.rotateStoreKey(with: appSealer) }
+            #expect(throws: refused) { try tampered.update(keyed, setting: ["blob": .bytes(Data([2]))]) }
+            if field == "description" {  // a password record has no blind indexes: only the clear one applies
+                #expect(throws: refused) { try tampered.update(own, setting: ["description": "ball"], password: password) }
+                #expect(throws: refused) { try tampered.changePassword(of: own, from: password, to: secret("new")) }
+            }
+            try expectLeftAsStored()
+            #expect(try sql("UPDATE collections SET schema = replace(schema, '\(to)', '\(from)') WHERE name = 'gifts'; SELECT changes();") == "1")
+        }
+        // With the schema as declared, each goes through.
+        let honest = try scratch.reopen()
+        try honest.unlock(with: appSealer)
+        _ = try honest.rotateStoreKey(with: appSealer)
+        try honest.changePassword(of: own, from: password, to: secret("new"))
+        #expect(try honest.open(keyed).fields["description"] == "bike")
+        #expect(try honest.open(own, password: secret("new")).fields["description"] == "kite")
+    }
+
+    /// A field name stored both clear and sealed (no writer of this library does that): a clear
+    /// value planted beside a password record's sealed one was read in its place, without the
+    /// password (`sf records get`), locked or not. Refused on every read, on both backends.
+    @Test(arguments: Backend.enabled)
+    func aClearValuePlantedBesideASealedOneIsRefused(_ backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let password = secret("pw")
+        let own = try store.add(["toWhom": "Bob", "description": "kite"], to: "gifts", sealing: .password(password))
+        var row = try #require(try store.storage.record(own))
+        row.clear["description"] = "planted"
+        try store.storage.replace([row])
+        let refused = RecordsError.recordModified(own, reason: "field 'description' is stored both clear and sealed")
+        let locked = try scratch.reopen()
+        #expect(throws: refused) { try locked.record(own) }
+        #expect(throws: refused) { try locked.search(in: "gifts", [.equals(field: "toWhom", value: "Bob")]) }
+        #expect(throws: refused) { try store.open(own, password: password) }
+        #expect(throws: refused) { try store.search(in: "gifts", [.fullText("planted")]) }
+    }
+
+    /// Password records have no blind indexes (FORMATS.md). One planted with another record's
+    /// token (and its index row) answered an equality search on a sealed field, the store
+    /// unlocked; it is refused as a record the index disagrees with.
+    @Test(arguments: Backend.enabled)
+    func aPasswordRecordWithABlindIndexIsNotASearchResult(_ backend: Backend) throws {
+        let scratch = try RecordsScratch(backend)
+        let store = try makeStore(scratch)
+        let alice = try store.add(["toWhom": "Alice", "ssn": "111"], to: "gifts")
+        let own = try store.add(["toWhom": "Bob", "description": "kite"], to: "gifts", sealing: .password(secret("pw")))
+        let aliceRow = try #require(try store.storage.record(alice))
+        var row = try #require(try store.storage.record(own))
+        row.keyId = aliceRow.keyId
+        row.blindIndexes = aliceRow.blindIndexes
+        try store.storage.replace([row])
+        #expect(throws: RecordsError.recordModified(own, reason: "the store's search index disagrees with the record (the blind index of 'ssn')")) {
+            try store.search(in: "gifts", [.equals(field: "ssn", value: "111")])
+        }
+    }
+
     /// On SQLite the search tables are rows apart from the record's own: a value or token changed
     /// there alone (the record and its MAC intact) makes a search return a record that does not
     /// match, which is refused too.

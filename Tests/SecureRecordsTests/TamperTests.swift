@@ -149,6 +149,25 @@ let macMismatch = "its MAC does not match: a clear field, blind-index token, sea
         }
     }
 
+    /// Error descriptions quote names and reasons from a store, an import or a server that anyone
+    /// may have written (a schema's field name, an import's type, a server's message): `sf` prints
+    /// them, so their control characters are escaped.
+    @Test func errorDescriptionsEscapeControlCharacters() {
+        let hostile = "\u{1B}]0;pwned\u{07}\u{1B}[2K"
+        let errors: [RecordsError] = [
+            .unknownField(collection: hostile, field: hostile),
+            .invalidSchema("field \(hostile)"),
+            .recordModified(UUID(), reason: hostile),
+            .invalidImport(line: 1, reason: hostile),
+            .storage(StorageFailure(.server(sqlState: "XX000"), "the server said: \(hostile)")),
+        ]
+        for error in errors {
+            #expect(!error.description.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(error.description)")
+            #expect(error.description.contains("\\u{1B}]0;pwned\\u{7}"), "\(error.description)")
+        }
+        #expect(!StorageFailure(.server(sqlState: "XX000"), hostile).description.contains("\u{1B}"))
+    }
+
     @Test func contextEncodingIsUnambiguous() {
         let id = UUID()
         let a = RecordContext.sealedValue(storeId: Data([1]), collection: "ab", record: id, field: "c")
