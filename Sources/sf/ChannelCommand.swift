@@ -33,6 +33,15 @@ struct ChannelPeerOptions: ParsableArguments {
         }
     }
 
+    /// The line naming the peer of `connection`: `peer verified: FP`, or, for the first contact
+    /// under trust on first use (nothing verified the key), that its key was stored under `tag`.
+    static func peerLine(_ connection: SecureChannel.Connection, trustOnFirstUse tag: String?) -> String {
+        let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
+        guard connection.isPeerKeyNewlyTrusted, let tag else { return "sf channel: peer verified: \(fingerprint)" }
+        return "sf channel: new peer key stored under \"\(PrintableText.escaped(tag))\" (trust on first use: not verified, "
+            + "compare it with the peer's `sf key fingerprint`): \(fingerprint)"
+    }
+
     /// The trust policy, stored keys authenticated through `sealer`; `anyPeer` when none was
     /// given and the caller allows it.
     func trust(store: KeyStore, sealer: any ItemSealer, anyPeer: Bool) throws -> SecureChannel.PeerTrust {
@@ -123,7 +132,8 @@ struct ChannelServeCommand: AsyncParsableCommand {
         abstract: "Accept one secure connection (or more with --keep-serving): standard input to the peer, the peer to standard output.",
         discussion: """
             Prints `listening on HOST:PORT` (the bound port, useful with port 0) and, per connection, \
-            `peer verified: sha256-spki:<hex>` on standard error. With --advertise, the instance is \
+            `peer verified: sha256-spki:<hex>` on standard error (on first contact under \
+            --trust-on-first-use, `new peer key stored under "TAG" …` instead). With --advertise, the instance is \
             advertised as _sf-channel._tcp on --interface with TXT fp, proto and v=2 while serving. \
             When standard input ends, the end of the stream is sent (authenticated) and reading goes \
             on until the peer's end of stream; the connection is complete when both have ended. With \
@@ -200,7 +210,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
             for await connection in server.connections {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
-                log.say("sf channel: peer verified: \(fingerprint)")
+                log.say(ChannelPeerOptions.peerLine(connection, trustOnFirstUse: peer.trustOnFirstUse))
                 let idleTimeout = idle.map(ChannelEndpoint.duration)
                 guard keepServing else {
                     try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idleTimeout)
@@ -248,7 +258,8 @@ struct ChannelConnectCommand: AsyncParsableCommand {
             With --browse, the instance is resolved on --interface; its TXT fingerprint is shown but \
             never trusted: only the handshake, checked against --peer-tag, --expect-fingerprint or \
             --trust-on-first-use, authenticates the server. Prints `peer verified: sha256-spki:<hex>` \
-            on standard error. When standard input ends, the end of the stream is sent (authenticated) \
+            on standard error (on first contact under --trust-on-first-use, `new peer key stored under \
+            "TAG" …` instead: nothing verified that key). When standard input ends, the end of the stream is sent (authenticated) \
             and reading goes on until the server's end of stream: exit 0 only when both directions \
             completed; a connection closed without the server's end of stream is an error \
             ("connection closed before the end of the stream", exit 1).
@@ -298,7 +309,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
         } catch {
             throw CLIError("cannot connect to \(target): \(error)")
         }
-        Terminal.writeError("sf channel: peer verified: \(connection.peerFingerprint.map(\.description) ?? "none")")
+        Terminal.writeError(ChannelPeerOptions.peerLine(connection, trustOnFirstUse: peer.trustOnFirstUse))
         try await ChannelSession.run(connection, input: ChannelInput(), completion: .bothDirections, idleTimeout: idleTimeout.map(ChannelEndpoint.duration))
     }
 }

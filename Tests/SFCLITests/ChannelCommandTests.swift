@@ -248,9 +248,19 @@ struct ChannelCommandTests {
         #expect(server.wait { $0.outputLines.contains("hello from carol") }, "\(server.standardError) \(first.standardError)")
         first.closeInput()
         #expect(first.waitForExit() == 0, "\(first.standardError)")
-        #expect(first.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(first.standardError)")
+        // First contact: the key was stored, not verified, and the line says so.
+        #expect(first.standardError.contains("new peer key stored under \"alice-seen\" (trust on first use: not verified"), "\(first.standardError)")
+        #expect(first.standardError.contains(parties.aliceFingerprint) && !first.standardError.contains("peer verified"), "\(first.standardError)")
         let stored = try sf(["key", "list", "--json", "--keychain", parties.scratch.path("carol.db")])
         #expect(stored.stdoutText.contains("alice-seen") && stored.stdoutText.contains(parties.aliceFingerprint), "\(stored.stdoutText)")
+        // The next time, the same key is verified against the stored one.
+        let again = try parties.spawn(["channel", "connect", "--tag", "carol", "--trust-on-first-use", "alice-seen", "127.0.0.1:\(port)"] + carol)
+        defer { again.kill() }
+        again.write(Data("carol again\n".utf8))
+        #expect(server.wait { $0.outputLines.contains("carol again") }, "\(server.standardError) \(again.standardError)")
+        again.closeInput()
+        #expect(again.waitForExit() == 0, "\(again.standardError)")
+        #expect(again.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(again.standardError)")
         #expect(server.isRunning, "--keep-serving: the server waits for the next connection")
 
         // Bob, a second client with another key, is served too; the server names each verified key.

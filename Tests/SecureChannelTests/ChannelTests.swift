@@ -383,10 +383,15 @@ import Testing
                 peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer, confirm: { _ in false }))
         }
         #expect(throws: KeyStoreError.keyNotFound(tag: "server")) { try store.publicKey(tag: "server") }
-        // First use: accepted and stored.
-        _ = try await SecureChannel.Client.connect(
+        // First use: accepted and stored, and the connection says so (nothing verified the key).
+        let first = try await SecureChannel.Client.connect(
             host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer))
+        #expect(first.isPeerKeyNewlyTrusted)
         #expect(try store.publicKey(tag: "server").fingerprint == SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))
+        // The next connection under the same tag checks the key against the stored one.
+        let second = try await SecureChannel.Client.connect(
+            host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer))
+        #expect(!second.isPeerKeyNewlyTrusted)
         // Later uses are pinned: the same tag now refuses another server.
         let impostor = try await SecureChannel.Server.bind(
             host: "127.0.0.1", port: 0, staticKey: Curve25519.KeyAgreement.PrivateKey(), peer: .anyAuthenticatedKey)
@@ -395,8 +400,9 @@ import Testing
             _ = try await SecureChannel.Client.connect(
                 host: "127.0.0.1", port: impostor.port, staticKey: myKey, peer: .trustOnFirstUse(tag: "server", in: store, sealer: sealer))
         }
-        _ = try await SecureChannel.Client.connect(
+        let pinned = try await SecureChannel.Client.connect(
             host: "127.0.0.1", port: echo.port, staticKey: myKey, peer: try .pinned(tag: "server", in: store, sealer: sealer))
+        #expect(!pinned.isPeerKeyNewlyTrusted)
         // The stored key is sealed: the vault authenticates it.
         #expect(try store.verifiedPublicKey(tag: "server", sealer: sealer).fingerprint == SecureChannel.fingerprint(of: Fixtures.serverKey.publicKey))
     }

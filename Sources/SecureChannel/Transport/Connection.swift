@@ -24,6 +24,11 @@ extension SecureChannel {
         let streamEnd: StreamEnd
         /// How long `executeThenClose` waits for its end of stream to be written.
         let closeTimeout: TimeAmount
+        /// True when the trust policy is trust on first use and this connection was the first
+        /// contact: the peer's key was not checked against anything, only stored for the next
+        /// connections (tell the user, as ssh's "Permanently added" does, so that they can compare
+        /// its fingerprint). False when the key matched a stored, pinned or expected one.
+        public let isPeerKeyNewlyTrusted: Bool
 
         /// The SHA-256 SPKI fingerprint of `peerStaticKey` (what `sf key fingerprint` shows).
         public var peerFingerprint: KeyFingerprint? { peerStaticKey.map(SecureChannel.fingerprint(of:)) }
@@ -32,6 +37,7 @@ extension SecureChannel {
         /// inbound message is lost.
         init(wrapping channel: Channel, _ established: Established, closeTimeout: TimeAmount) throws {
             peerStaticKey = established.peerStaticKey
+            isPeerKeyNewlyTrusted = established.isPeerKeyNewlyTrusted
             handshakeHash = established.handshakeHash
             pacing = established.pacing
             streamEnd = established.streamEnd

@@ -9,6 +9,8 @@ extension SecureChannel {
     /// What a completed, trusted handshake established; the promise value of `HandshakeHandler`.
     struct Established: Sendable {
         let peerStaticKey: Curve25519.KeyAgreement.PublicKey?
+        /// The trust policy stored the peer's key now (trust on first use, first contact).
+        let isPeerKeyNewlyTrusted: Bool
         let handshakeHash: Data
         let pacing: OutboundPacing
         let streamEnd: StreamEnd
@@ -179,7 +181,11 @@ extension SecureChannel {
                 storeAfterHandshake = try trust.evaluate(peerKey)
             }
             let transport = try state.transportState()
-            if let storeAfterHandshake, let key = peerKey { try storeAfterHandshake.save(key) }
+            var newlyTrusted = false
+            if let storeAfterHandshake, let key = peerKey {
+                try storeAfterHandshake.save(key)
+                newlyTrusted = true
+            }
             timeout?.cancel()
             firstMessageTimeout?.cancel()
             let pacing = OutboundPacing(limit: configuration.maxBufferedOutboundBytes)
@@ -192,8 +198,8 @@ extension SecureChannel {
             phase = .established
             established.succeed(
                 Established(
-                    peerStaticKey: peerKey, handshakeHash: transport.handshakeHash, pacing: pacing,
-                    streamEnd: streamEnd))
+                    peerStaticKey: peerKey, isPeerKeyNewlyTrusted: newlyTrusted, handshakeHash: transport.handshakeHash,
+                    pacing: pacing, streamEnd: streamEnd))
         }
 
         private func fail(context: ChannelHandlerContext, error: SecureChannelError) {
