@@ -34,13 +34,13 @@ extension Age {
             let fileKey = Age.generateFileKey()
             var stanzas = [Stanza]()
             for recipient in recipients {
-                // Refused before the next wrap, which may cost a public-key operation: a recipients
-                // file of a million lines fails after at most the stanzas a reader accepts.
-                guard stanzas.count < Header.maximumStanzaCount else {
+                stanzas += try recipient.wrap(fileKey: fileKey)
+                // Refused at once, not after the other wraps, each of which may cost a public-key
+                // operation: a recipients file of a million lines stops after the stanzas a reader accepts.
+                guard stanzas.count <= Header.maximumStanzaCount else {
                     throw AgeError.invalidRecipientSet(
                         "more than \(Header.maximumStanzaCount) recipient stanzas (\(recipients.count) recipients), over the \(Header.maximumStanzaCount) a reader accepts")
                 }
-                stanzas += try recipient.wrap(fileKey: fileKey)
             }
             var start = try Header.encodedForWriting(stanzas, fileKey: fileKey)
             let armor = armored ? try ArmorWriter(sink: sink) : nil

@@ -310,31 +310,41 @@ final class KeychainStore {
     /// brought a deleted item back when the file was next loaded, and kept a replaced value on
     /// disk. ASCII names are always NFC, so only rows with another name are looked at.
     private func removeRowsUnderOtherNames(of identities: Set<KeychainItem.Identity>, _ connection: SQLiteConnection) throws(SQLiteError) {
-        // The table has no rowid: a row is found again by its key columns' types and bytes.
+        // GLOB stops at a NUL byte, so names holding one are looked at too.
         let select = try connection.statement("""
             SELECT class, access_group, service, account,
                 typeof(access_group) = 'text' AND typeof(service) = 'text' AND typeof(account) = 'text',
-                typeof(access_group), hex(access_group), typeof(service), hex(service), typeof(account), hex(account)
+                typeof(access_group) = 'text', typeof(service) = 'text', typeof(account) = 'text'
             FROM items
             WHERE typeof(class) = 'integer' AND (typeof(access_group) != 'text' OR typeof(service) != 'text' OR typeof(account) != 'text'
-                OR access_group GLOB '*[^ -~]*' OR service GLOB '*[^ -~]*' OR account GLOB '*[^ -~]*')
+                OR access_group GLOB '*[^ -~]*' OR service GLOB '*[^ -~]*' OR account GLOB '*[^ -~]*'
+                OR instr(CAST(access_group AS BLOB), x'00') > 0 OR instr(CAST(service AS BLOB), x'00') > 0
+                OR instr(CAST(account AS BLOB), x'00') > 0)
             """)
-        var stale = [(itemClass: Int64, names: [String])]()
+        var stale = [(itemClass: Int64, names: [(isText: Bool, bytes: [UInt8])])]()
         while try select.step() {
             guard let rawClass = UInt8(exactly: select.int64(0)), let itemClass = KeychainItem.Class(rawValue: rawClass) else { continue }
             let identity = KeychainItem.Identity(itemClass, accessGroup: select.text(1), service: select.text(2), account: select.text(3))
             if identities.contains(identity), !Self.namesStoredExactly(identity, select, firstNameColumn: 1, textColumn: 4) {
-                stale.append((select.int64(0), (5...10).map { select.text(Int32($0)) }))
+                stale.append((select.int64(0), (1...3).map { (select.int64(Int32($0) + 4) != 0, select.bytes(Int32($0))) }))
             }
         }
+        // The table has no rowid: a row is found again by its key, each name compared as the type
+        // it is stored as (text never equals a blob in SQLite), so the primary key serves the
+        // lookup and only that row goes.
         let delete = try connection.statement("""
-            DELETE FROM items WHERE class = ?1 AND typeof(access_group) = ?2 AND hex(access_group) = ?3
-                AND typeof(service) = ?4 AND hex(service) = ?5 AND typeof(account) = ?6 AND hex(account) = ?7
+            DELETE FROM items WHERE class = ?1
+                AND access_group = (CASE ?2 WHEN 1 THEN CAST(?3 AS TEXT) ELSE ?3 END)
+                AND service = (CASE ?4 WHEN 1 THEN CAST(?5 AS TEXT) ELSE ?5 END)
+                AND account = (CASE ?6 WHEN 1 THEN CAST(?7 AS TEXT) ELSE ?7 END)
             """)
         for row in stale {
             delete.reset()
             delete.bind(1, row.itemClass)
-            for (offset, value) in row.names.enumerated() { delete.bind(Int32(offset + 2), value) }
+            for (offset, name) in row.names.enumerated() {
+                delete.bind(Int32(2 * offset + 2), Int64(name.isText ? 1 : 0))
+                delete.bind(Int32(2 * offset + 3), name.bytes)
+            }
             try delete.step()
         }
     }

@@ -133,7 +133,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
         discussion: """
             Prints `listening on HOST:PORT` (the bound port, useful with port 0) and, per connection, \
             `peer verified: sha256-spki:<hex>` on standard error (on first contact under \
-            --trust-on-first-use, `new peer key stored under "TAG" …` instead). With --advertise, the instance is \
+            --trust-on-first-use, `new peer key stored under "TAG" ...` instead). With --advertise, the instance is \
             advertised as _sf-channel._tcp on --interface with TXT fp, proto and v=2 while serving. \
             When standard input ends, the end of the stream is sent (authenticated) and reading goes \
             on until the peer's end of stream; the connection is complete when both have ended. With \
@@ -259,7 +259,7 @@ struct ChannelConnectCommand: AsyncParsableCommand {
             never trusted: only the handshake, checked against --peer-tag, --expect-fingerprint or \
             --trust-on-first-use, authenticates the server. Prints `peer verified: sha256-spki:<hex>` \
             on standard error (on first contact under --trust-on-first-use, `new peer key stored under \
-            "TAG" …` instead: nothing verified that key). When standard input ends, the end of the stream is sent (authenticated) \
+            "TAG" ...` instead: nothing verified that key). When standard input ends, the end of the stream is sent (authenticated) \
             and reading goes on until the server's end of stream: exit 0 only when both directions \
             completed; a connection closed without the server's end of stream is an error \
             ("connection closed before the end of the stream", exit 1).

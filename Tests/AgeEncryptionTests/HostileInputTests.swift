@@ -109,14 +109,15 @@ import Testing
         let oneMore: [any Age.Recipient] = recipients + [Age.X25519Identity().recipient as any Age.Recipient]
         #expect(try Self.refusal(oneMore)
             == "more than \(Age.Header.maximumStanzaCount) recipient stanzas (\(Age.Header.maximumStanzaCount + 1) recipients), over the \(Age.Header.maximumStanzaCount) a reader accepts")
-        // One recipient's stanzas past the limit are refused when the header is written.
+        // One recipient's stanzas past the limit are refused alike; one that adds none is not.
         let twoMore: [any Age.Recipient] = Array(recipients.dropLast()) + [FixedStanzaRecipient(arguments: ["custom", "a"], count: 2)]
         #expect(try Self.refusal(twoMore)
-            == "\(Age.Header.maximumStanzaCount + 1) recipient stanzas, over the \(Age.Header.maximumStanzaCount) a reader accepts")
+            == "more than \(Age.Header.maximumStanzaCount) recipient stanzas (\(Age.Header.maximumStanzaCount) recipients), over the \(Age.Header.maximumStanzaCount) a reader accepts")
+        #expect(try Self.refusal(recipients.map { _ in FixedStanzaRecipient(arguments: ["custom", "a"]) } + [FixedStanzaRecipient(arguments: ["custom", "a"], count: 0)]) == nil)
     }
 
     /// The stanza count is checked as recipients are wrapped: a recipients file of a million lines
-    /// (each wrap may be a public-key operation) is refused after as many wraps as a reader takes
+    /// (each wrap may be a public-key operation) is refused after one wrap more than a reader takes
     /// stanzas, not after a million.
     @Test func wrappingStopsAtTheReadersStanzaLimit() throws {
         final class Wraps: Sendable {
@@ -133,7 +134,7 @@ import Testing
         let recipients: [any Age.Recipient] = Array(repeating: CountingRecipient(wraps: wraps), count: 1_000_000)
         #expect(try Self.refusal(recipients)
             == "more than \(Age.Header.maximumStanzaCount) recipient stanzas (1000000 recipients), over the \(Age.Header.maximumStanzaCount) a reader accepts")
-        #expect(wraps.count.withLock { $0 } == Age.Header.maximumStanzaCount)
+        #expect(wraps.count.withLock { $0 } == Age.Header.maximumStanzaCount + 1)
     }
 
     /// An argument must be 1*VCHAR: empty, or with a space, a tab, a line feed or a non-ASCII

@@ -149,13 +149,17 @@ private struct LockedSealer: ItemSealer {
             try keychain.setPassword("a", service: "mail", account: "caf\u{e9}")
             try keychain.setPassword("b", service: "mail", account: "b\u{e9}a")
             try keychain.setPassword("c", service: "mail", account: "cy")
+            try keychain.setPassword("d", service: "mail", account: "n\u{0}\u{e9}")
             try keychain.close()
-            // Each of the first two rows rewritten under its NFD name, and "cy" as a blob.
+            // Each of the first two rows rewritten under its NFD name, "cy" as a blob, and a name
+            // holding a NUL (where SQLite's GLOB stops) under its NFD form.
             try runSQL(shell, path, """
                 UPDATE items SET account = 'cafe' || char(769) WHERE account = 'caf' || char(233);
                 UPDATE items SET account = 'be' || char(769) || 'a' WHERE account = 'b' || char(233) || 'a';
                 UPDATE items SET account = CAST(account AS BLOB) WHERE account = 'cy';
+                UPDATE items SET account = CAST(x'6e0065cc81' AS TEXT) WHERE account = CAST(x'6e00c3a9' AS TEXT);
                 """)
+            #expect(try runSQL(shell, path, "SELECT count(*) FROM items WHERE account = CAST(x'6e0065cc81' AS TEXT)") == "1")
             // From another process that has the file open, and from this one.
             let other = try Keychain(path: path)
             #expect(try other.password(service: "mail", account: "caf\u{e9}") == "a")
@@ -163,6 +167,7 @@ private struct LockedSealer: ItemSealer {
             try reopened.deletePassword(service: "mail", account: "cafe\u{301}")
             try reopened.setPassword("b2", service: "mail", account: "b\u{e9}a")
             try reopened.deletePassword(service: "mail", account: "cy")
+            try reopened.deletePassword(service: "mail", account: "n\u{0}\u{e9}")
             try reopened.close()
             try other.synchronizeBlocking()
             #expect(throws: KeychainError.self) { try other.password(service: "mail", account: "caf\u{e9}") }
@@ -170,6 +175,7 @@ private struct LockedSealer: ItemSealer {
             let again = try Keychain(path: path)
             #expect(throws: KeychainError.self) { try again.password(service: "mail", account: "caf\u{e9}") }
             #expect(throws: KeychainError.self) { try again.password(service: "mail", account: "cy") }
+            #expect(throws: KeychainError.self) { try again.password(service: "mail", account: "n\u{0}\u{e9}") }
             #expect(try again.password(service: "mail", account: "be\u{301}a") == "b2")
             try again.close()
             #expect(try runSQL(shell, path, "SELECT count(*) FROM items") == "1")
