@@ -193,7 +193,8 @@ extension SecureChannel {
             try context.pipeline.syncOperations.addHandler(
                 TransportHandler(
                     transport: transport, maxMessageLength: configuration.maxMessageLength,
-                    messageTimeout: configuration.messageTimeout, pacing: pacing, streamEnd: streamEnd),
+                    messageTimeout: configuration.messageTimeout, sendTimeout: configuration.sendTimeout, pacing: pacing,
+                    streamEnd: streamEnd),
                 position: .after(self))
             phase = .established
             established.succeed(

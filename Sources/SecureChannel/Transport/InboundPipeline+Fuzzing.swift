@@ -13,7 +13,7 @@ extension SecureChannel {
         try pipeline.addHandler(
             TransportHandler(
                 transport: transport, maxMessageLength: maxMessageLength,
-                messageTimeout: Configuration().messageTimeout, pacing: OutboundPacing(limit: 1 << 20),
+                messageTimeout: Configuration().messageTimeout, sendTimeout: Configuration().sendTimeout, pacing: OutboundPacing(limit: 1 << 20),
                 streamEnd: StreamEnd()))
     }
 }

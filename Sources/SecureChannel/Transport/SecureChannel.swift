@@ -40,6 +40,12 @@ public enum SecureChannel {
         /// again when they resume); then `messageTimeout`. (A
         /// message left unfinished holds up to `maxMessageLength` bytes.)
         public var messageTimeout: TimeAmount
+        /// While bytes we sent wait to be taken by the socket, the time the peer has to take each
+        /// buffer of them (up to 15 full frames, about 1 MiB, per buffer); then `sendTimeout`. A
+        /// peer that reads nothing fills the sockets' buffers and stops taking any, and keepalive
+        /// probes, which its kernel answers, never end the connection; this does, so a writer
+        /// (and `executeThenClose`) never waits for it without a deadline.
+        public var sendTimeout: TimeAmount
         /// Server only: the time a client has to send its first handshake message
         /// (`handshakeTimeout` then), so an idle socket holds a handshake slot only briefly. (A
         /// client waits for the server's answer as long as `handshakeTimeout` allows.)
@@ -66,14 +72,15 @@ public enum SecureChannel {
 
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
         /// timeout (3 seconds for a server's client to send its first message), 65,535-byte frames, 16 MiB messages
-        /// with 60 seconds for each frame of one begun, 64 handshakes, 128 pending connections,
+        /// with 60 seconds for each frame of one begun, 60 seconds for the peer to take each buffer sent, 64 handshakes, 128 pending connections,
         /// 1 MiB of buffered outbound bytes, a 10-second close timeout, and keepalive probes after
         /// 60 seconds of silence (an idle peer that vanished is noticed within two minutes).
         public init(
             protocolName: Noise.ProtocolName = try! Noise.ProtocolName(parsing: "Noise_XX_25519_ChaChaPoly_SHA256"),
             prologue: Data = defaultPrologue, presharedKeys: [SymmetricKey] = [],
             handshakeTimeout: TimeAmount = .seconds(10), firstMessageTimeout: TimeAmount = .seconds(3), maxFrameLength: Int = Noise.maxMessageLength,
-            maxMessageLength: Int = 16 << 20, messageTimeout: TimeAmount = .seconds(60), maxHandshakesInProgress: Int = 64,
+            maxMessageLength: Int = 16 << 20, messageTimeout: TimeAmount = .seconds(60), sendTimeout: TimeAmount = .seconds(60),
+            maxHandshakesInProgress: Int = 64,
             maxPendingConnections: Int = 128,
             maxBufferedOutboundBytes: Int = 1 << 20, closeTimeout: TimeAmount = .seconds(10),
             keepalive: Keepalive? = Keepalive()
@@ -86,6 +93,7 @@ public enum SecureChannel {
             self.maxFrameLength = min(maxFrameLength, Noise.maxMessageLength)
             self.maxMessageLength = maxMessageLength
             self.messageTimeout = messageTimeout
+            self.sendTimeout = sendTimeout
             self.maxHandshakesInProgress = maxHandshakesInProgress
             self.maxPendingConnections = maxPendingConnections
             self.maxBufferedOutboundBytes = max(1, maxBufferedOutboundBytes)

@@ -43,6 +43,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     /// The peer began a frame or a message and sent no whole frame of it within
     /// `Configuration.messageTimeout` (while this side was reading).
     case messageTimeout
+    /// Bytes we sent waited in this process and the socket for `Configuration.sendTimeout` with
+    /// none of them taken (the peer reads nothing, while its kernel keeps the connection alive).
+    case sendTimeout
     /// A reassembled application message would exceed the configured maximum.
     case messageTooLarge(limit: Int)
     /// A transport message's plaintext does not follow the application framing (empty, an
@@ -81,6 +84,7 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
         case .closeTimeout: "the end of the stream could not be sent in time (the peer is not reading)"
         case .endOfStreamNotSent: "the connection closed before our end of the stream was sent (the peer may not have received everything)"
         case .messageTimeout: "the peer began a message and did not go on with it in time"
+        case .sendTimeout: "the peer took nothing we sent in time (it is not reading)"
         case .messageTooLarge(let limit): "application message exceeds the limit of \(limit) bytes"
         case .malformedApplicationFrame: "malformed application frame"
         case .noise(let error): error.description

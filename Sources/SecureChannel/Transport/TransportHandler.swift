@@ -28,6 +28,11 @@ extension SecureChannel {
     /// again once they resume, as the peer could not go on meanwhile: a
     /// message left unfinished would otherwise hold its buffer, up to `maxMessageLength`, as long
     /// as the connection lives, and keepalive probes, which the peer's kernel answers, never end it.
+    ///
+    /// Outbound, the peer must take at least one buffer of frames (up to 15 full ones) every
+    /// `sendTimeout` while any is waiting for the socket (`sendTimeout` then): a peer that reads
+    /// nothing would otherwise hold the writer, its paced bytes and the end of stream for as long
+    /// as its kernel answers keepalive probes.
     final class TransportHandler: ChannelDuplexHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -65,13 +70,19 @@ extension SecureChannel {
         private var unfinishedDeadline: Scheduled<Void>?
         /// The deadline came while this side held back its reads: it starts over when they resume.
         private var deadlineHeld = false
+        /// The time the peer has to take each buffer of frames written to the socket.
+        private let sendTimeout: TimeAmount
+        /// Buffers of frames written to the socket and not yet taken by it.
+        private var buffersInFlight = 0
+        private var sendDeadline: Scheduled<Void>?
 
         init(
-            transport: Noise.TransportState, maxMessageLength: Int, messageTimeout: TimeAmount, pacing: OutboundPacing,
-            streamEnd: StreamEnd
+            transport: Noise.TransportState, maxMessageLength: Int, messageTimeout: TimeAmount, sendTimeout: TimeAmount,
+            pacing: OutboundPacing, streamEnd: StreamEnd
         ) {
             self.transport = transport
             self.messageTimeout = messageTimeout
+            self.sendTimeout = sendTimeout
             self.pacing = pacing
             self.streamEnd = streamEnd
             reassembler = ApplicationFraming.Reassembler(limit: maxMessageLength)
@@ -178,6 +189,8 @@ extension SecureChannel {
             streamEnd.settle(.failure(error))
             unfinishedDeadline?.cancel()
             unfinishedDeadline = nil
+            sendDeadline?.cancel()
+            sendDeadline = nil
             context.fireErrorCaught(error)
             context.close(promise: nil)
         }
@@ -248,6 +261,8 @@ extension SecureChannel {
         func handlerRemoved(context: ChannelHandlerContext) {
             unfinishedDeadline?.cancel()
             unfinishedDeadline = nil
+            sendDeadline?.cancel()
+            sendDeadline = nil
             failQueued(ChannelError.ioOnClosedChannel)
             pacing.close(because: failure ?? .connectionClosed)
             streamEnd.settle(.failure(SecureChannelError.endOfStreamNotSent))
@@ -292,7 +307,14 @@ extension SecureChannel {
                 try ApplicationFraming.seal(
                     message, with: transport, buffers: &sendBuffers, allocator: context.channel.allocator
                 ) { frames, isLast in
-                    context.write(wrapOutboundOut(frames), promise: isLast ? written : nil)
+                    let taken = isLast ? written : context.eventLoop.makePromise(of: Void.self)
+                    buffersInFlight += 1
+                    taken.futureResult.assumeIsolated().whenComplete { [self] _ in
+                        buffersInFlight -= 1
+                        watchSending(context: context, progressed: true)
+                    }
+                    context.write(wrapOutboundOut(frames), promise: taken)
+                    watchSending(context: context, progressed: false)
                 }
             } catch {
                 written.fail(HandshakeHandler.channelError(error))
@@ -300,6 +322,22 @@ extension SecureChannel {
             if !sendBuffers.isEmpty {
                 lastWrite = .now()
                 if releaseSendBuffers == nil { scheduleRelease(context: context, in: Self.sendBufferIdleTime) }
+            }
+        }
+
+        /// Keeps the deadline for the peer to take what was sent: none while nothing waits for the
+        /// socket; a new one when the socket took a buffer (`progressed`); else the running one.
+        private func watchSending(context: ChannelHandlerContext, progressed: Bool) {
+            guard buffersInFlight > 0, !failed else {
+                sendDeadline?.cancel()
+                sendDeadline = nil
+                return
+            }
+            guard progressed || sendDeadline == nil else { return }
+            sendDeadline?.cancel()
+            sendDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) { [self] in
+                sendDeadline = nil
+                fail(context: context, error: .sendTimeout)
             }
         }
 
