@@ -52,6 +52,6 @@ extension Vault {
                 throw .corruptState("application key \(wrapped.id) failed to open: \(error)")
             }
         }
-        return Keys(vaultKey: vaultKey, applicationKeys: keys, currentKeyId: state.currentKeyId)
+        return Keys(vaultId: state.vaultId, vaultKey: vaultKey, applicationKeys: keys, currentKeyId: state.currentKeyId)
     }
 }

@@ -9,9 +9,11 @@ extension Vault {
     /// cannot both start from the same state and have the later write drop the other's change
     /// (for example a key added by a concurrent rotation).
     /// A read-only keychain cannot change, so there is nothing to serialize: no lock file is made.
+    /// The lock file is named after the keychain file itself (`lockPath`), so two processes that
+    /// reach one file through different paths (a symbolic link) still take the same lock.
     func withStateFileLock<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         if keychain.isReadOnly { return try body() }
-        let lockPath = keychain.path + ".vault-lock"
+        let lockPath = lockPath(".vault-lock")
         let fd = openLockFile(lockPath)
         guard fd >= 0 else { throw .stateLock(path: lockPath, reason: String(cString: strerror(errno))) }
         defer { close(fd) }  // closing releases the lock
@@ -19,6 +21,15 @@ extension Vault {
             guard errno == EINTR else { throw .stateLock(path: lockPath, reason: String(cString: strerror(errno))) }
         }
         return try body()
+    }
+
+    /// `<keychain>` + `suffix`, where `<keychain>` is the keychain's path with its symbolic links
+    /// resolved (the file's, or its directory's while the file does not exist yet).
+    func lockPath(_ suffix: String) -> String {
+        if let resolved = realPath(keychain.path) { return resolved + suffix }
+        let url = URL(fileURLWithPath: keychain.path)
+        guard let directory = realPath(url.deletingLastPathComponent().path) else { return keychain.path + suffix }
+        return directory + "/" + url.lastPathComponent + suffix
     }
 
     func sync() throws(VaultError) {
@@ -50,9 +61,32 @@ extension Vault {
         }
     }
 
+    /// The failure counter; an unreadable one (`storedAttempts()` nil) counts as the most
+    /// restrictive value.
     func loadAttempts() -> VaultAttempts {
-        guard let data = try? keychain.passwordData(service: Self.attemptsService, account: name) else { return .none }
-        return VaultAttempts.decode(data)
+        storedAttempts() ?? VaultAttempts(failures: Int(Int32.max), lastFailure: configuration.now().timeIntervalSince1970)
+    }
+
+    /// The stored failure counter: `.none` when there is none, nil when it is there and cannot be
+    /// read (damaged, of another version, or not stored as a counter is).
+    func storedAttempts() -> VaultAttempts? {
+        do {
+            return VaultAttempts.decode(try keychain.passwordData(service: Self.attemptsService, account: name))
+        } catch .itemNotFound {
+            return VaultAttempts.none
+        } catch {
+            return nil
+        }
+    }
+
+    /// Replaces an unreadable counter (the caller holds the state file lock) by a readable one at
+    /// the most restrictive value short of erasing the vault: the longest wait, counted from now
+    /// once, or one failure below the wipe limit. (Read afresh each time, as `loadAttempts` does,
+    /// it would make every attempt wait the longest delay from that moment, for ever.)
+    func repairDamagedAttempts() throws(VaultError) {
+        guard configuration.countsFailures, !keychain.isReadOnly, storedAttempts() == nil else { return }
+        let failures = configuration.wipeAfterFailures.map { max($0 - 1, 0) } ?? Int(Int32.max)
+        try storeAttempts(VaultAttempts(failures: min(failures, Int(Int32.max)), lastFailure: configuration.now().timeIntervalSince1970))
     }
 
     private func storeAttempts(_ attempts: VaultAttempts) throws(VaultError) {
@@ -77,24 +111,35 @@ extension Vault {
     }
 
     /// Counts an attempt as a failure, durably, before its KDF work (the caller holds the state
-    /// file lock); returns the new count (0 when failures are not counted). When a previous
-    /// attempt already reached the wipe limit (its process ended before wiping), erases the vault
-    /// and throws `wiped`. On a read-only keychain nothing is counted (see `attempt`).
-    func countAttempt() throws(VaultError) -> Int {
-        guard configuration.countsFailures, !keychain.isReadOnly else { return 0 }
+    /// file lock), and marks it in progress until its outcome is settled (nil when failures are
+    /// not counted). When the count already reached the wipe limit: if an attempt is still in
+    /// progress, it is the one that reached it, and settles it itself (this one is `throttled`
+    /// for a second); if none is, a previous attempt reached it and its process ended before
+    /// wiping, so this erases the vault and throws `wiped`. On a read-only keychain nothing is
+    /// counted (see `attempt`).
+    func countAttempt() throws(VaultError) -> AttemptInProgress? {
+        guard configuration.countsFailures, !keychain.isReadOnly else { return nil }
         var attempts = loadAttempts()
-        if let limit = configuration.wipeAfterFailures, attempts.failures >= limit { try wipe() }
+        if let limit = configuration.wipeAfterFailures, attempts.failures >= limit {
+            if AttemptInProgress.anyRunning(lockPath: lockPath(Self.attemptsLockSuffix)) {
+                throw .throttled(retryAfter: .seconds(1))
+            }
+            try wipe()
+        }
         // Saturating, and safe against a tampered stored count.
         attempts.failures = attempts.failures < Int(Int32.max) ? max(attempts.failures, 0) + 1 : Int(Int32.max)
         attempts.lastFailure = configuration.now().timeIntervalSince1970
         try storeAttempts(attempts)
-        return attempts.failures
+        return try AttemptInProgress(lockPath: lockPath(Self.attemptsLockSuffix))
     }
 
-    /// After a failed attempt counted as number `failures`: erases the vault when that reached the
-    /// configured wipe limit.
-    func wipeIfLimitReached(failures: Int) throws(VaultError) {
-        guard let limit = configuration.wipeAfterFailures, failures >= limit else { return }
+    /// The lock file every attempt holds shared from its count until its outcome.
+    static let attemptsLockSuffix = ".vault-attempts"
+
+    /// After a failed attempt: erases the vault when the stored count (read again now: a success
+    /// meanwhile reset it) reached the configured wipe limit.
+    func wipeIfLimitReached() throws(VaultError) {
+        guard let limit = configuration.wipeAfterFailures, loadAttempts().failures >= limit else { return }
         try wipe()
     }
 
@@ -115,6 +160,46 @@ extension Vault {
         guard configuration.countsFailures, !keychain.isReadOnly, loadAttempts() != .none else { return }
         try storeAttempts(.none)
     }
+}
+
+/// An attempt counted and not yet settled: a shared lock on the attempts lock file, which the
+/// system releases if the process dies, so an attempt in progress is told from one whose process
+/// ended without settling it.
+struct AttemptInProgress {
+    private let fd: Int32
+
+    init(lockPath: String) throws(VaultError) {
+        fd = openLockFile(lockPath)
+        guard fd >= 0 else { throw .stateLock(path: lockPath, reason: String(cString: strerror(errno))) }
+        while flock(fd, LOCK_SH) != 0 {
+            guard errno == EINTR else {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                throw .stateLock(path: lockPath, reason: reason)
+            }
+        }
+    }
+
+    /// The attempt is settled.
+    func end() { close(fd) }
+
+    /// Whether any attempt (in any process) holds the lock at `lockPath`.
+    static func anyRunning(lockPath: String) -> Bool {
+        let fd = openLockFile(lockPath)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EINTR else { return errno == EWOULDBLOCK }
+        }
+        return false
+    }
+}
+
+/// The canonical path of an existing file or directory, nil when it does not exist.
+private func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
 }
 
 /// Opens (creating) a lock file; a free function because `Vault.open` shadows the system call.

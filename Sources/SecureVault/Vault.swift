@@ -26,6 +26,8 @@ public final class Vault: ItemSealer, Sendable {
     public let configuration: Configuration
 
     struct Keys {
+        /// The vault these keys open (a vault set up again under the same name has another).
+        let vaultId: Data
         let vaultKey: SecretBytes
         var applicationKeys: [UInt32: SecretBytes]
         var currentKeyId: UInt32
@@ -147,6 +149,9 @@ public final class Vault: ItemSealer, Sendable {
             let vaultKey = SecretBytes.random(count: Envelope.keyByteCount)
             let applicationKey = SecretBytes.random(count: Envelope.keyByteCount)
             let kdf = try checkedWrapKDF(configuration.kdf ?? .default)
+            // A counter left by an erased vault (a wipe that could not delete it, or a state
+            // removed by hand) must not throttle or erase the new one.
+            try resetFailures()
             let state = VaultState(
                 version: VaultState.formatVersion, vaultId: vaultId,
                 passcodeWrap: try Self.wrap(vaultKey, passphrase: passcode, kdf: kdf, context: VaultState.passcodeContext(vaultId: vaultId)),
@@ -159,7 +164,7 @@ public final class Vault: ItemSealer, Sendable {
             try store(state)
             inMemory.withLock {
                 $0.temporary = Temporary()
-                $0.unlocked = Keys(vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
+                $0.unlocked = Keys(vaultId: vaultId, vaultKey: vaultKey, applicationKeys: [1: applicationKey], currentKeyId: 1)
             }
         }
     }
@@ -177,7 +182,7 @@ public final class Vault: ItemSealer, Sendable {
     /// `wrongPasscode` (counted) for a wrong passcode, `wiped` when that failure reached the limit.
     /// A failure leaves an unlocked vault unlocked.
     public func unlock(passcode: SecretBytes) throws(VaultError) {
-        try attempt(failure: .wrongPasscode) { state in
+        try attempt(failure: .wrongPasscode, wrap: "passcode") { state in
             (state.passcodeWrap, Array(VaultState.passcodeContext(vaultId: state.vaultId)), passcode)
         }
     }
@@ -186,7 +191,7 @@ public final class Vault: ItemSealer, Sendable {
     /// Same throttling and failure rules as `unlock(passcode:)`.
     public func unlock(answers: [String]) throws(VaultError) {
         let passphrase = SecretBytes(try SecurityAnswers.passphrase(answers))
-        try attempt(failure: .wrongAnswers) { state in
+        try attempt(failure: .wrongAnswers, wrap: "recovery") { state in
             (state.recoveryWrap, Array(VaultState.recoveryContext(vaultId: state.vaultId, questions: state.questions)), passphrase)
         }
     }
@@ -212,19 +217,32 @@ public final class Vault: ItemSealer, Sendable {
     /// the counter. The KDF runs with no lock held; the application keys are then opened from the
     /// state as it is at that moment (a rotation meanwhile keeps its new key).
     ///
+    /// Only a guess is counted: a wrap that cannot be opened whatever the secret (damaged, of a
+    /// newer version, its cost above this vault's ceilings) throws before the count, so a damaged
+    /// file never throttles or erases a vault; and a right secret resets the count before the
+    /// application keys are opened, so a damaged application key is reported without counting.
+    ///
     /// On a read-only keychain (`Keychain.isReadOnly`) nothing can be recorded: the throttle is
     /// checked but the attempt is not counted. Whoever can run it can read the file, and so can run
     /// the KDF against its wraps offline anyway; counting protects an app whose user cannot read
     /// its files.
     private func attempt(
-        failure: VaultError, _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
+        failure: VaultError, wrap wrapName: String,
+        _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
     ) throws(VaultError) {
-        let (state, failures) = try withStateFileLock { () throws(VaultError) -> (VaultState, Int) in
+        let (state, inProgress) = try withStateFileLock { () throws(VaultError) -> (VaultState, AttemptInProgress?) in
             try sync()
             let state = try loadState()
+            do throws(SecureCoreError) {
+                try Envelope.checkPassphraseEnvelope(select(state).wrap, limits: configuration.kdfLimits)
+            } catch {
+                throw .crypto(error)
+            }
+            try repairDamagedAttempts()
             try checkThrottle()
             return (state, try countAttempt())
         }
+        defer { inProgress?.end() }
         let (wrap, context, passphrase) = select(state)
         let vaultKey: SecretBytes
         do {
@@ -232,14 +250,17 @@ public final class Vault: ItemSealer, Sendable {
         } catch .crypto(.authenticationFailed) {
             try withStateFileLock { () throws(VaultError) in
                 try sync()
-                try wipeIfLimitReached(failures: failures)
+                try wipeIfLimitReached()
             }
             throw failure
         }
         try withStateFileLock { () throws(VaultError) in
             try sync()
-            let keys = try Self.openKeys(try loadState(), vaultKey: vaultKey)
+            let current = try loadState()
+            // Set up again during the KDF: the key opened belongs to the vault that was replaced.
+            guard current.vaultId == state.vaultId else { throw .replaced }
             try resetFailures()
+            let keys = try Self.openKeys(current, vaultKey: vaultKey)
             inMemory.withLock { $0.unlocked = keys }
         }
     }
@@ -279,6 +300,12 @@ public final class Vault: ItemSealer, Sendable {
             guard var keys = inMemory.withLock({ $0.unlocked }) else { throw .locked }
             try sync()
             var state = try loadState()
+            // Set up again since this object unlocked: its keys would seal the new vault's state
+            // under the old vault key, and no secret would open it again.
+            guard state.vaultId == keys.vaultId else {
+                inMemory.withLock { if $0.unlocked?.vaultId == keys.vaultId { $0.unlocked = nil } }
+                throw .replaced
+            }
             try body(&state, &keys)
             try store(state)
             inMemory.withLock { if $0.unlocked != nil { $0.unlocked = keys } }

@@ -34,6 +34,10 @@ public enum VaultError: Error, Equatable, Sendable, CustomStringConvertible {
     case stateLock(path: String, reason: String)
     /// `retireKey` refused: the application key is current or still seals keychain items.
     case keyInUse(UInt32, reason: String)
+    /// The vault was set up again (a new vault, under a new vault key) since this object
+    /// unlocked it or read it for this attempt: its keys belong to the vault that was replaced.
+    /// Nothing was written; it is locked now. Unlock the new vault.
+    case replaced
 
     /// What went wrong, in words for a user; never a secret.
     public var description: String {
@@ -55,6 +59,7 @@ public enum VaultError: Error, Equatable, Sendable, CustomStringConvertible {
         case .crypto(let error): return error.description
         case .stateLock(let path, let reason): return "\(path): cannot lock the vault state: \(reason)"
         case .keyInUse(let id, let reason): return "application key \(id) cannot be retired: \(reason)"
+        case .replaced: return "the vault was set up again since it was unlocked: its keys are gone; unlock the new vault"
         }
     }
 }

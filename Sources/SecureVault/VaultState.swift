@@ -70,9 +70,10 @@ struct VaultAttempts: Codable, Equatable, Sendable {
 
     static let none = VaultAttempts(failures: 0, lastFailure: 0)
 
-    /// A damaged counter counts as the most restrictive value rather than as zero failures.
-    static func decode(_ data: Data) -> VaultAttempts {
-        (try? JSONDecoder().decode(VaultAttempts.self, from: data)) ?? VaultAttempts(failures: Int(Int32.max), lastFailure: Date().timeIntervalSince1970)
+    /// The counter stored as `data`, nil when it is damaged (the vault counts that as the most
+    /// restrictive value rather than as zero failures).
+    static func decode(_ data: Data) -> VaultAttempts? {
+        try? JSONDecoder().decode(VaultAttempts.self, from: data)
     }
 }
 

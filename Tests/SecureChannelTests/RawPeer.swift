@@ -15,8 +15,9 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
 
     /// Connects to `port`; each read gives up after `readTimeout` seconds. A test that waits for
     /// the echo server's replies (Swift tasks, which the loaded test run's busy cooperative threads
-    /// can delay for a long time) passes a longer one.
-    init(port: Int, readTimeout: Int = 10) throws {
+    /// can delay for a long time) passes a longer one. `receiveBuffer` fixes the socket's receive
+    /// buffer (the kernel's autotuning off), so the peer's reading paces the sender closely.
+    init(port: Int, readTimeout: Int = 10, receiveBuffer: Int32? = nil) throws {
         #if canImport(Glibc)
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -24,6 +25,7 @@ final class RawPeer: @unchecked Sendable {  // each test uses one from one threa
         #endif
         var timeout = timeval(tv_sec: readTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -40,11 +40,12 @@ public enum SecureChannel {
         /// again when they resume); then `messageTimeout`. (A
         /// message left unfinished holds up to `maxMessageLength` bytes.)
         public var messageTimeout: TimeAmount
-        /// While bytes we sent wait to be taken by the socket, the time the peer has to take each
-        /// buffer of them (up to 15 full frames, about 1 MiB, per buffer); then `sendTimeout`. A
-        /// peer that reads nothing fills the sockets' buffers and stops taking any, and keepalive
-        /// probes, which its kernel answers, never end the connection; this does, so a writer
-        /// (and `executeThenClose`) never waits for it without a deadline.
+        /// While bytes we sent wait for the socket, the time in which it must take some of them;
+        /// then `sendTimeout`. A peer that reads nothing fills the sockets' buffers and then takes
+        /// nothing, and keepalive probes, which its kernel answers, never end the connection; this
+        /// does, so a writer (and `executeThenClose`) never waits for it without a deadline. (A
+        /// server reads nothing from a connection until the application takes it: a client that
+        /// sends more than the sockets hold to a server that takes it later than this fails.)
         public var sendTimeout: TimeAmount
         /// Server only: the time a client has to send its first handshake message
         /// (`handshakeTimeout` then), so an idle socket holds a handshake slot only briefly. (A
@@ -72,7 +73,7 @@ public enum SecureChannel {
 
         /// Defaults: XX with ChaChaPoly and SHA-256, the default prologue, a 10-second handshake
         /// timeout (3 seconds for a server's client to send its first message), 65,535-byte frames, 16 MiB messages
-        /// with 60 seconds for each frame of one begun, 60 seconds for the peer to take each buffer sent, 64 handshakes, 128 pending connections,
+        /// with 60 seconds for each frame of one begun, 60 seconds for the socket to take some of what waits for it, 64 handshakes, 128 pending connections,
         /// 1 MiB of buffered outbound bytes, a 10-second close timeout, and keepalive probes after
         /// 60 seconds of silence (an idle peer that vanished is noticed within two minutes).
         public init(

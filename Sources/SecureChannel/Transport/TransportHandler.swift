@@ -29,10 +29,11 @@ extension SecureChannel {
     /// message left unfinished would otherwise hold its buffer, up to `maxMessageLength`, as long
     /// as the connection lives, and keepalive probes, which the peer's kernel answers, never end it.
     ///
-    /// Outbound, the peer must take at least one buffer of frames (up to 15 full ones) every
-    /// `sendTimeout` while any is waiting for the socket (`sendTimeout` then): a peer that reads
-    /// nothing would otherwise hold the writer, its paced bytes and the end of stream for as long
-    /// as its kernel answers keepalive probes.
+    /// Outbound, while bytes handed to the channel wait for the socket, the socket must take some
+    /// of them every `sendTimeout` (`sendTimeout` then): a peer that reads nothing would
+    /// otherwise hold the writer, its paced bytes and the end of stream for as long as its kernel
+    /// answers keepalive probes. Progress is counted in bytes (what was handed to the channel less
+    /// what it still holds), so a slow reader is never taken for a stalled one.
     final class TransportHandler: ChannelDuplexHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
@@ -70,10 +71,12 @@ extension SecureChannel {
         private var unfinishedDeadline: Scheduled<Void>?
         /// The deadline came while this side held back its reads: it starts over when they resume.
         private var deadlineHeld = false
-        /// The time the peer has to take each buffer of frames written to the socket.
+        /// The time the socket has to take some of the bytes waiting for it.
         private let sendTimeout: TimeAmount
-        /// Buffers of frames written to the socket and not yet taken by it.
-        private var buffersInFlight = 0
+        /// Bytes handed to the channel since the connection began.
+        private var bytesHanded = 0
+        /// Bytes the socket had taken when the running send deadline was set.
+        private var bytesTakenAtDeadline = 0
         private var sendDeadline: Scheduled<Void>?
 
         init(
@@ -242,9 +245,10 @@ extension SecureChannel {
                 context.close(mode: .output, promise: promise)
             }
             do {
-                context.writeAndFlush(
-                    wrapOutboundOut(try ApplicationFraming.sealEndOfStream(with: transport, allocator: context.channel.allocator)),
-                    promise: written)
+                let endOfStream = try ApplicationFraming.sealEndOfStream(with: transport, allocator: context.channel.allocator)
+                bytesHanded &+= endOfStream.readableBytes
+                context.writeAndFlush(wrapOutboundOut(endOfStream), promise: written)
+                watchSending(context: context)
             } catch {
                 written.fail(HandshakeHandler.channelError(error))
             }
@@ -307,15 +311,10 @@ extension SecureChannel {
                 try ApplicationFraming.seal(
                     message, with: transport, buffers: &sendBuffers, allocator: context.channel.allocator
                 ) { frames, isLast in
-                    let taken = isLast ? written : context.eventLoop.makePromise(of: Void.self)
-                    buffersInFlight += 1
-                    taken.futureResult.assumeIsolated().whenComplete { [self] _ in
-                        buffersInFlight -= 1
-                        watchSending(context: context, progressed: true)
-                    }
-                    context.write(wrapOutboundOut(frames), promise: taken)
-                    watchSending(context: context, progressed: false)
+                    bytesHanded &+= frames.readableBytes
+                    context.write(wrapOutboundOut(frames), promise: isLast ? written : nil)
                 }
+                watchSending(context: context)
             } catch {
                 written.fail(HandshakeHandler.channelError(error))
             }
@@ -325,20 +324,24 @@ extension SecureChannel {
             }
         }
 
-        /// Keeps the deadline for the peer to take what was sent: none while nothing waits for the
-        /// socket; a new one when the socket took a buffer (`progressed`); else the running one.
-        private func watchSending(context: ChannelHandlerContext, progressed: Bool) {
-            guard buffersInFlight > 0, !failed else {
-                sendDeadline?.cancel()
-                sendDeadline = nil
-                return
-            }
-            guard progressed || sendDeadline == nil else { return }
-            sendDeadline?.cancel()
+        /// Sets the deadline for the socket to take some of what was sent, unless one is running.
+        /// When it comes: nothing waiting, it ends; bytes taken since it was set, it is set again;
+        /// else the connection fails with `sendTimeout`.
+        private func watchSending(context: ChannelHandlerContext) {
+            guard sendDeadline == nil, !failed, let unsent = unsentBytes(context) else { return }
+            bytesTakenAtDeadline = bytesHanded &- unsent
             sendDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) { [self] in
                 sendDeadline = nil
+                guard !failed, let unsent = unsentBytes(context), unsent > 0 else { return }
+                guard bytesHanded &- unsent == bytesTakenAtDeadline else { return watchSending(context: context) }
                 fail(context: context, error: .sendTimeout)
             }
+        }
+
+        /// The bytes handed to the channel that the socket has not taken; nil for a channel that
+        /// does not tell (not a socket).
+        private func unsentBytes(_ context: ChannelHandlerContext) -> Int? {
+            try? context.channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)
         }
 
         private func failQueued(_ error: any Error) {

@@ -130,6 +130,20 @@ public enum Envelope {
         _ envelope: E, passphrase: S, context: some DataProtocol = Data(), limits: KDFLimits = .default
     ) throws(SecureCoreError) -> Data {
         let bytes = contiguous(envelope)
+        let (header, kdf) = try passphraseHeader(bytes, limits: limits)
+        let key = try kdf.deriveKey(from: passphrase, salt: header.salt, limits: limits)
+        return try open(bytes, header: header, key: key.symmetricKey, context: context)
+    }
+
+    /// Checks everything `open(_:passphrase:context:limits:)` checks before its KDF work (the
+    /// header, that a passphrase seals it, the cost against `limits`, the length), so that a
+    /// caller who counts attempts can tell a damaged envelope from a wrong passphrase without
+    /// spending one. Throws as that `open` does, except `authenticationFailed`.
+    public static func checkPassphraseEnvelope<E: DataProtocol>(_ envelope: E, limits: KDFLimits = .default) throws(SecureCoreError) {
+        _ = try passphraseHeader(contiguous(envelope), limits: limits)
+    }
+
+    private static func passphraseHeader(_ bytes: Data, limits: KDFLimits) throws(SecureCoreError) -> (Header, PasswordKDF) {
         let header = try parseHeader(bytes)
         guard let kdf = header.kdf else {
             throw SecureCoreError.secretKindMismatch(sealedWith: .rawKey)
@@ -138,8 +152,7 @@ public enum Envelope {
         guard bytes.count >= header.encoded.count + AEAD.nonceByteCount + AEAD.tagByteCount else {
             throw SecureCoreError.truncated
         }
-        let key = try kdf.deriveKey(from: passphrase, salt: header.salt, limits: limits)
-        return try open(bytes, header: header, key: key.symmetricKey, context: context)
+        return (header, kdf)
     }
 
     /// Reads the header of `envelope` without a key (to show what it needs, or to choose a key).
