@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import SecureChannel
 import SFTestSupport
@@ -92,6 +93,40 @@ struct NonReadingPeerTests {
             for try await message in inbound { try await outbound.write(message) }
         }
         #expect(try await next.value == ByteBuffer(string: "next"))
+    }
+
+    /// A bad frame ends the connection with its reason on both sides of the application: a write
+    /// after it threw `connectionClosed` ("ended without a failure of the stream") before.
+    @Test("a writer learns the reason a bad frame from the peer ended the connection", .hangBackstop)
+    func writerLearnsTheFramingError() async throws {
+        var configuration = SecureChannel.Configuration()
+        configuration.maxFrameLength = 1000
+        let server = try await SecureChannel.Server.bind(
+            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+        defer { Task { await server.close() } }
+        let port = server.port
+        let peer = BackgroundCall { () throws -> Bool in
+            let peer = try RawPeer(port: port, readTimeout: 600)
+            let transport = try peer.handshake(staticKey: Fixtures.clientKey)
+            guard let ready = peer.receiveFrame(), try transport.readMessage(ready) == Data([0x01]) + Data("ready".utf8) else { return false }
+            peer.send(Data([0xFF, 0xFF]))
+            return peer.waitForClose()
+        }
+        var connections = server.connections.makeAsyncIterator()
+        let connection = try #require(await connections.next())
+        // The body's errors, kept apart from executeThenClose's own (its end of stream, which
+        // cannot be sent on a failed connection).
+        let seen = NIOLockedValueBox<(inbound: (any Error)?, write: (any Error)?)>((nil, nil))
+        _ = try? await connection.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "ready"))
+            do { for try await _ in inbound {} } catch { seen.withLockedValue { $0.inbound = error } }
+            try? await connection.channel.channel.closeFuture.get()
+            do { try await outbound.write(ByteBuffer(string: "after")) } catch { seen.withLockedValue { $0.write = error } }
+        }
+        let (inboundError, writeError) = seen.withLockedValue { $0 }
+        #expect(inboundError as? SecureChannelError == .frameTooLarge(length: 65_535, limit: 1000))
+        #expect(writeError as? SecureChannelError == .frameTooLarge(length: 65_535, limit: 1000), "\(String(describing: writeError))")
+        #expect(try await peer.value())
     }
 
     /// Progress is counted in bytes, not in messages or in the megabyte buffers the frames are

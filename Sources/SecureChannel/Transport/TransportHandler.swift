@@ -159,6 +159,9 @@ extension SecureChannel {
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            // The frame decoder's own errors (a frame too large, ...) end the stream as ours do,
+            // so a writer learns the same reason as the inbound sequence.
+            if let typed = error as? SecureChannelError { return fail(context: context, error: typed) }
             if let typed = streamError(for: error) { return fail(context: context, error: typed) }
             failed = true  // any other socket error: the inbound sequence throws it
             context.fireErrorCaught(error)
