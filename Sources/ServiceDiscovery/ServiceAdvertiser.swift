@@ -76,6 +76,10 @@ public final class ServiceAdvertiser: Sendable {
         /// Corrections multicast because another host multicast one of our records with less than
         /// half its TTL, a goodbye (TTL 0) included (RFC 6762 §6.6); not counted in `answered`.
         public var defended = 0
+        /// Responses sent to our address while we had asked for none (RFC 6762 §6: only probes ask
+        /// for unicast answers), ignored: they reached no other host, so a claim among them would
+        /// make us rename where no other host sees why.
+        public var unsolicitedUnicast = 0
     }
 
     /// Where the advertiser is in its life: answering happens only while `announced`.
@@ -129,6 +133,12 @@ public final class ServiceAdvertiser: Sendable {
             }
             // No multicast DNS message (RFC 6762 §6, §18): whatever it claims disputes nothing.
             if message.mustBeIgnored(fromPort: origin.port) { return nil }
+            // RFC 6762 §6: a unicast response is accepted only as the answer to a question that
+            // asked for one, and ours do only while probing (QU probes).
+            if message.isResponse, !origin.toGroup, phase != .probing {
+                statistics.unsolicitedUnicast += 1
+                return nil
+            }
             switch phase {
             case .probing:
                 let found = records.conflicts(with: message, alsoOurs: ourAddresses(interfaceAddresses, now: now))
@@ -318,11 +328,15 @@ public final class ServiceAdvertiser: Sendable {
         }
 
         /// RFC 6762 §7.4: an answer waiting to be sent on `family` is dropped when another
-        /// responder multicasts the same record there with at least the TTL we would give.
+        /// responder multicasts the same record there (name, type, class and data) with at least
+        /// the TTL we would give. (A copy of another class, which no cache keeps for ours, would
+        /// otherwise hide our answer from every browser.)
         private mutating func suppressDuplicates(seen message: DNSMessage, family: IPFamilies) {
             guard var waiting = pending, let due = waiting.answers[family] else { return }
             let kept = due.filter { ours in
-                !message.answers.contains { $0.name == ours.name && $0.data == ours.data && $0.effectiveTTL >= ours.ttl }
+                !message.answers.contains {
+                    $0.name == ours.name && $0.recordClass == ours.recordClass && $0.data == ours.data && $0.effectiveTTL >= ours.ttl
+                }
             }
             statistics.duplicatesSuppressed += due.count - kept.count
             waiting.answers[family] = kept

@@ -87,11 +87,12 @@ public final class ServiceBrowser: Sendable {
         for await datagram in socket.datagrams {
             // The datagrams still queued when the socket closes are not read: the timeout holds.
             guard ContinuousClock.now < deadline else { break }
-            // RFC 6762 §11: a response sent to the group came over the link; one sent to our
-            // address only if its source is on the link (from anywhere else, it could fill the cache).
+            // RFC 6762 §6: the browser asks for no unicast answer (no QU question), so a response
+            // sent to our address alone is unsolicited and silently ignored: it reached no other
+            // host, so no responder could defend its records against a goodbye or a flush in it.
             // RFC 6762 §6, §18: a response from a port other than 5353, or with a non-zero
             // opcode or response code, is no multicast DNS response.
-            guard datagram.toGroup || socket.isOnLink(datagram.source), let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse,
+            guard datagram.toGroup, let message = try? DNSMessage(parsing: datagram.bytes), message.isResponse,
                 !message.mustBeIgnored(fromPort: datagram.source.port ?? 0)
             else { continue }
             let finished = cache.mutex.withLock { cache in

@@ -147,6 +147,16 @@ struct AdvertiserStateTests {
         #expect(state.statistics.duplicatesSuppressed == 2)
         #expect(state.takePending(now: latest + .milliseconds(120)).map { $0.family } == [.ipv4])
         #expect(state.statistics.rateLimited == 0)
+
+        // Our PTR in another class (CHAOS), which no cache keeps for ours, is no duplicate: one
+        // such packet after each query hid us from every browser.
+        var chaos = records.pointer
+        chaos.recordClass = DNSClass(rawValue: 3)
+        let afterAll = start + .seconds(6)
+        #expect(receive(ptr, from: Self.origin("192.0.2.2"), at: afterAll) == .pending)
+        #expect(receive(DNSMessage(flags: DNSMessage.responseFlags, answers: [chaos]), from: Self.origin("192.0.2.3"), at: afterAll) == .nothing)
+        #expect(state.statistics.duplicatesSuppressed == 2)
+        #expect(state.takePending(now: afterAll + .milliseconds(120)).map { $0.family } == [.ipv4])
     }
 
     /// RFC 6762 §6 and §18: a response not sent from port 5353, or with a non-zero opcode or
@@ -187,6 +197,36 @@ struct AdvertiserStateTests {
         probing.phase = .probing
         _ = probing.receive(claim, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: start)
         #expect(probing.instanceConflict)
+    }
+
+    /// RFC 6762 §6: a unicast response is accepted only as the answer to a question that asked
+    /// for one; the advertiser asks only in its probes. A claim sent from the link to our address
+    /// alone, once announced, made it probe again and rename where no other host saw why.
+    @Test("a response to our address alone disputes our name only while we probe (RFC 6762 §6)")
+    func unsolicitedUnicastResponsesDisputeNothing() throws {
+        let records = try ResponderTests.records()
+        let start = ContinuousClock.now
+        var rival = records.service
+        rival.data = .srv(SRVData(port: 9, target: try DNSName("mallory.local")))
+        let claim = DNSMessage(flags: DNSMessage.responseFlags, answers: [rival])
+        let unicast = Self.origin("192.0.2.2", toGroup: false)
+
+        var announced = try Self.announced()
+        #expect(Self.sent(announced.receive(claim, from: unicast, interfaceAddresses: records.addresses, now: start)) == .nothing)
+        #expect(announced.phase == .announced && announced.statistics.lateConflicts == 0)
+        #expect(announced.statistics.unsolicitedUnicast == 1)
+        // A unicast goodbye for our PTR is not corrected either: it reached no cache.
+        #expect(Self.sent(announced.receive(Self.response(records.pointer, ttl: 0), from: unicast, interfaceAddresses: records.addresses, now: start)) == .nothing)
+        #expect(announced.statistics.unsolicitedUnicast == 2 && announced.statistics.defended == 0)
+        // A query sent to our address is no response: it is answered as before.
+        let query = DNSMessage(questions: [DNSQuestion(name: records.instanceName, type: .srv)])
+        #expect(Self.sent(announced.receive(query, from: unicast, interfaceAddresses: records.addresses, now: start)) != .nothing)
+
+        // While probing, our QU probes ask for unicast answers: such a claim is a conflict.
+        var probing = ServiceAdvertiser.State(records: records)
+        probing.phase = .probing
+        _ = probing.receive(claim, from: unicast, interfaceAddresses: records.addresses, now: start)
+        #expect(probing.instanceConflict && probing.statistics.unsolicitedUnicast == 0)
     }
 
     /// The records of the multicast `action` sends, and the families it goes to (nil when it

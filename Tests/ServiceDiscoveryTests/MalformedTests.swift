@@ -120,6 +120,28 @@ struct MalformedTests {
         #expect(throws: DNSError.self) { try DNSMessage(parsing: Self.pointerChain(3_000)) }
     }
 
+    /// A query of `questions` questions: the first a name of 127 one-byte labels (255 bytes),
+    /// every other one only a pointer to it.
+    static func questionsPointingAtALongName(_ questions: Int) -> [UInt8] {
+        var bytes: [UInt8] = [0, 0, 0, 0, UInt8(questions >> 8), UInt8(questions & 0xFF), 0, 0, 0, 0, 0, 0]
+        for _ in 0..<127 { bytes += [1, 0x61] }
+        bytes += [0, 0, 12, 0, 1]
+        for _ in 1..<questions { bytes += [0xC0, 12, 0, 12, 0, 1] }
+        return bytes
+    }
+
+    /// Every name of this 9,000-byte query is within the limits, but the names it asks for hold
+    /// 185,000 labels in all: each one a copy, about 20 ms of one core for one datagram.
+    @Test("names that hold more labels in all than the message could spell out twice are refused")
+    func labelsInAllAreBounded() throws {
+        let hostile = Self.questionsPointingAtALongName(1_455)
+        #expect(hostile.count <= DNSMessage.maximumSize)
+        #expect(throws: DNSError.tooManyLabels(limit: DNSMessage.maximumDecodedLabels)) { try DNSMessage(parsing: hostile) }
+        // Up to the limit, such a message is read (70 of these names hold 8,890 labels).
+        let within = try DNSMessage(parsing: Self.questionsPointingAtALongName(70))
+        #expect(within.questions.count == 70 && within.questions.allSatisfy { $0.name.labels.count == 127 })
+    }
+
     @Test("a name longer than 255 bytes through backward pointers is refused")
     func longNameThroughPointers() {
         // Answer 1 owns a 64-byte name at 12; answers 2..5 each prepend 63 bytes with a pointer back.

@@ -329,7 +329,7 @@ struct NetworkTests {
         #expect(stopped["conflicts"] as? Int == 0 && (stopped["offLink"] as? Int ?? 0) > 0, "\(stopped)")
     }
 
-    @Test("a response to our address from another subnet is discarded; one from the link, or sent to the group from any subnet, is a conflict (RFC 6762 §11)",
+    @Test("a response to our address is discarded, from another subnet (RFC 6762 §11) or unsolicited from the link (§6); one sent to the group from any subnet is a conflict",
           .enabled(if: canRun, Comment(rawValue: reason)))
     func offLinkResponsesAreDiscarded() throws {
         let probe = try requirements()
@@ -362,10 +362,13 @@ struct NetworkTests {
         #expect(offLink["lateConflicts"] as? Int == 0, "an off-link response disputed our name: \(offLink)")
         #expect((offLink["offLink"] as? Int ?? 0) >= 3, "\(offLink)")
         #expect(offLink["name"] as? String == "Guarded")
-        // The same claim from the link is a conflict: the advertiser probes again.
+        // The same claim from the link, sent to our address alone, answers no question of ours
+        // (RFC 6762 §6) and reached no other host: ignored, where it made the advertiser rename.
         let onLink = try claimed(from: pair.addressB, to: pair.addressA)
-        #expect((onLink["lateConflicts"] as? Int ?? 0) >= 1, "\(onLink)")
-        // So is one sent to the group from the other subnet: it came over the link.
+        #expect(onLink["lateConflicts"] as? Int == 0, "an unsolicited unicast response disputed our name: \(onLink)")
+        #expect((onLink["unsolicitedUnicast"] as? Int ?? 0) >= 3, "\(onLink)")
+        #expect(onLink["name"] as? String == "Guarded")
+        // One sent to the group from the other subnet is a conflict: it came over the link.
         let toGroup = try claimed(from: "198.18.77.2", to: "group")
         #expect((toGroup["lateConflicts"] as? Int ?? 0) >= 1, "a multicast response from another subnet on the link was ignored: \(toGroup)")
     }
@@ -373,7 +376,7 @@ struct NetworkTests {
     /// RFC 6762 §6 and §18: a response not sent from port 5353, or with a non-zero response
     /// code, is silently ignored. Such a claim on our name made the advertiser probe again, and a
     /// browser cached such records from any port.
-    @Test("responses from a port other than 5353 or with a non-zero rcode dispute no name and are not cached",
+    @Test("responses from a port other than 5353, with a non-zero rcode, or unsolicited to our address dispute no name and are not cached",
           .enabled(if: canRun, Comment(rawValue: reason)))
     func nonMulticastDNSResponsesAreIgnored() throws {
         let probe = try requirements()
@@ -399,10 +402,10 @@ struct NetworkTests {
 
         /// The instances a browser in A resolves "Phantom" to while B multicasts claims of it
         /// (every 100 ms) sent with `options`.
-        func browsed(_ options: [String]) throws -> [[String: Any]] {
+        func browsed(_ options: [String], to target: String = "group") throws -> [[String: Any]] {
             let claimer = try pair.spawn(
                 in: pair.b,
-                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", pair.addressB, "--target", "group",
+                [DiscoveryPeers.python, DiscoveryPeers.peerScript("mdns_raw.py"), "unicast-claim", "--interface-ip", pair.addressB, "--target", target,
                  "--name", "Phantom", "--port", "9", "--host", "phantom", "--samples", "100", "--interval", "0.1"] + options)
             defer { claimer.kill() }
             _ = try #require(claimer.waitForEvent("sending", timeout: 20), "\(claimer.standardError)")
@@ -414,6 +417,9 @@ struct NetworkTests {
         for options in ignored {
             #expect(try browsed(options).isEmpty, "a browser kept a response sent with \(options)")
         }
+        // Sent to the browser's address alone, from the link: it asked for no unicast answer
+        // (RFC 6762 §6), and no responder could defend against what only it received.
+        #expect(try browsed([], to: pair.addressA).isEmpty, "a browser kept an unsolicited unicast response")
         // The same claims from port 5353 with rcode 0 resolve: port and rcode alone kept them out.
         #expect(try browsed([]).first?["port"] as? Int == 9)
     }

@@ -21,6 +21,10 @@ public enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A compression pointer at `offset` does not point strictly before the labels that use it
     /// (forward pointers and loops are refused).
     case invalidCompressionPointer(offset: Int, target: Int)
+    /// The message's names, their compression pointers followed, hold more than `limit` labels in
+    /// all (`DNSMessage.maximumDecodedLabels`): a small message whose names all point into one
+    /// long name would otherwise cost a copy of its labels for each.
+    case tooManyLabels(limit: Int)
     /// A record's data length does not match the data its type requires.
     case invalidRecordData(type: UInt16, reason: String)
     /// A name in presentation form (`a.b.local.`) is malformed (bad escape, empty label).
@@ -41,6 +45,7 @@ public enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedLabelType(let byte): "unsupported DNS label type 0x\(String(byte, radix: 16))"
         case .invalidCompressionPointer(let offset, let target):
             "DNS compression pointer at byte \(offset) to byte \(target) does not point backwards"
+        case .tooManyLabels(let limit): "the DNS message's names hold more than \(limit) labels in all"
         case .invalidRecordData(let type, let reason): "invalid data in DNS record of type \(type): \(reason)"
         case .invalidName(let reason): "invalid DNS name: \(reason)"
         case .invalidTXT(let reason): "invalid TXT record: \(reason)"

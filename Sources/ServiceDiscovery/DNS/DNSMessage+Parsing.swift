@@ -3,8 +3,9 @@ extension DNSMessage {
     ///
     /// Guarantees: no read outside `bytes`; a message larger than `maximumSize`, header counts that
     /// cannot fit, a label over 63 bytes, a name over 255 bytes, a compression pointer that does not
-    /// point strictly before the labels using it, record data of the wrong length, and bytes after
-    /// the last record are each a `DNSError`. Unknown record types are kept as `.opaque`.
+    /// point strictly before the labels using it, names holding more than `maximumDecodedLabels`
+    /// labels in all, record data of the wrong length, and bytes after the last record are each a
+    /// `DNSError`. Unknown record types are kept as `.opaque`.
     public init(parsing bytes: [UInt8]) throws(DNSError) {
         guard bytes.count <= Self.maximumSize else { throw .messageTooLarge(size: bytes.count) }
         var reader = DNSReader(bytes: bytes)
@@ -38,6 +39,16 @@ extension DNSMessage {
     }
 }
 
+extension DNSMessage {
+    /// The most labels the names of one message may hold in all, compression pointers followed:
+    /// twice what the largest message could spell out without compression (every label at least
+    /// two bytes), above what compression lets an honest message of that size hold (a record
+    /// whose name is a pointer takes 12 bytes, so about 750 records of four-label names, 3,000
+    /// labels), and a bound on the work a hostile one can ask for (1,455 questions each pointing
+    /// at a name of 127 labels asked for 185,000 copies).
+    public static let maximumDecodedLabels = maximumSize
+}
+
 /// A bounds-checked cursor over a DNS message.
 struct DNSReader {
     /// The most compression pointers followed in one name.
@@ -45,6 +56,8 @@ struct DNSReader {
 
     let bytes: [UInt8]
     var offset = 0
+    /// Labels decoded so far, in all the names read.
+    private var labelsDecoded = 0
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -100,6 +113,8 @@ struct DNSReader {
                 guard bytes.count - start >= Int(length) else { throw .truncated(offset: start) }
                 wireLength += Int(length) + 1
                 guard wireLength <= DNSName.maximumWireLength else { throw .nameTooLong(length: wireLength) }
+                labelsDecoded += 1
+                guard labelsDecoded <= DNSMessage.maximumDecodedLabels else { throw .tooManyLabels(limit: DNSMessage.maximumDecodedLabels) }
                 labels.append(Array(bytes[start..<(start + Int(length))]))
                 position = start + Int(length)
             case 0xC0:
