@@ -42,9 +42,23 @@ public final class CommitCuttingRelay: @unchecked Sendable {
         /// Client sockets whose bytes, both ways, are dropped.
         var silenced: Set<Int32> = []
         var clients: [Int32] = []
+        /// Bytes to send the client, in the server's stead, right after the server's next
+        /// CopyInResponse.
+        var copyLie: Data?
+        var copyLies = 0
     }
     private let state = Locked(State())
     private let done = DispatchGroup()
+
+    /// Lies told after a CopyInResponse so far.
+    public var copyLies: Int { state.withLock { $0.copyLies } }
+
+    /// Sends `lie` to the client, as if from the server, right after the server's next
+    /// CopyInResponse ("the copy may begin"), before anything else from it: a ReadyForQuery, say,
+    /// which no server sends while a copy's data comes.
+    public func lieAfterCopyStarts(_ lie: Data) {
+        state.withLock { $0.copyLie = lie }
+    }
 
     /// COMMITs lost so far.
     public var cuts: Int { state.withLock { $0.cuts } }
@@ -178,9 +192,43 @@ public final class CommitCuttingRelay: @unchecked Sendable {
 
     private func serverToClient(_ server: Int32, _ client: Int32, _ cutOnAnswer: Locked<Cut?>) {
         var buffer = [UInt8](repeating: 0, count: 65536)
+        // Where the server's messages end (type, 4-byte length counting itself, body): the header
+        // bytes of the current one read so far, and how much of its body is still to come.
+        var header: [UInt8] = []
+        var type: UInt8 = 0
+        var remaining = 0
         while true {
-            let count = read(server, &buffer, buffer.count)
+            var count = read(server, &buffer, buffer.count)
             guard count > 0 else { break }
+            var offset = 0
+            while offset < count {
+                if remaining > 0 {
+                    let step = min(remaining, count - offset)
+                    remaining -= step
+                    offset += step
+                } else {
+                    header.append(buffer[offset])
+                    offset += 1
+                    guard header.count == 5 else { continue }
+                    type = header[0]
+                    remaining = max(0, Int(header[1..<5].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }) - 4)
+                    header = []
+                }
+                guard remaining == 0, header.isEmpty, type == UInt8(ascii: "G") else { continue }
+                let lie: Data? = state.withLock { state in
+                    defer { state.copyLie = nil }
+                    if state.copyLie != nil { state.copyLies += 1 }
+                    return state.copyLie
+                }
+                guard let lie else { continue }
+                // The bytes up to the CopyInResponse's end, the lie, then the rest as usual.
+                guard Self.writeAll(client, Data(buffer[0..<offset]) + lie) else { break }
+                buffer.removeFirst(offset)
+                buffer.append(contentsOf: [UInt8](repeating: 0, count: offset))
+                count -= offset
+                offset = 0
+            }
+            guard count > 0 else { continue }
             if state.withLock({ $0.silenced.contains(client) }) { continue }
             if let cut = cutOnAnswer.withLock({ $0 }) {
                 if cut == .errorAnswerKeepingTheSession || cut == .serializationFailureKeepingTheSession {

@@ -189,59 +189,59 @@ final class PostgresSession: Sendable {
         } catch {
             throw PostgresFailure(error: RecordsError.storage(StorageFailure(.cannotConnect, "\(c.displayName): TLS setup failed: \(error)")))
         }
-        var password: String?
-        if let secret = c.password { password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
-        var pgConfiguration = PostgresConnection.Configuration(
-            host: loopback?.first ?? c.host, port: c.port, username: c.user, password: password, database: c.database ?? c.user, tls: tls)
-        password = nil
-        pgConfiguration.options.connectTimeout = max(.milliseconds(1), deadline - .now())
-        // No explicit TLS server name: postgres-nio sends the host as SNI unless it is an IP address,
-        // and NIOSSL then checks the certificate against the host name or the peer's IP address.
+        let password = c.password.map { secret in secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
         let id = Self.ids.withLock { value -> Int in
             value += 1
             return value
         }
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let connecting: EventLoopFuture<PostgresConnection>
-        if plain {
-            // Without TLS the login is watched (`PasswordLoginGuard`), so the connection is made
-            // here, with the guard first in its pipeline, and handed to postgres-nio.
-            // A name that resolved to several loopback addresses (`localhost`: often `::1`, then
-            // `127.0.0.1`) is tried at each in turn, until one takes the connection.
-            // Each step has what is left of the deadline.
-            let options = pgConfiguration.options, password = pgConfiguration.password
-            let requiresSCRAM = !(password ?? "").isEmpty
-            @Sendable func remaining() -> TimeAmount { max(.milliseconds(1), deadline - .now()) }
-            @Sendable func channel(at addresses: ArraySlice<String>) -> EventLoopFuture<any Channel> {
-                ClientBootstrap(group: eventLoop)
-                    .connectTimeout(remaining())
-                    .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(PasswordLoginGuard(requiresSCRAM: requiresSCRAM))
+        // The connection is made here, and handed to postgres-nio: without TLS, with the login
+        // watched (`PasswordLoginGuard`, first in its pipeline); and in both cases so that the
+        // messages of a `COPY` can be held (`CopyResponseHold`, added once it is established).
+        // A name that resolved to several loopback addresses (`localhost`: often `::1`, then
+        // `127.0.0.1`) is tried at each in turn, until one takes the connection.
+        // Each step has what is left of the deadline.
+        let watchesLogin = plain, requiresSCRAM = plain && !(password ?? "").isEmpty
+        // The name a certificate is checked against (and sent as SNI), as postgres-nio does for a
+        // connection it makes itself: the host as given, unless it is an IP address (NIOSSL then
+        // checks the peer's address).
+        let serverName = (try? SocketAddress(ipAddress: c.host, port: 0)) == nil ? c.host : nil
+        @Sendable func remaining() -> TimeAmount { max(.milliseconds(1), deadline - .now()) }
+        @Sendable func channel(at addresses: ArraySlice<String>) -> EventLoopFuture<any Channel> {
+            ClientBootstrap(group: eventLoop)
+                .connectTimeout(remaining())
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if watchesLogin { try channel.pipeline.syncOperations.addHandler(PasswordLoginGuard(requiresSCRAM: requiresSCRAM)) }
+                    }
+                }
+                .connect(host: addresses.first ?? c.host, port: c.port)
+                .flatMapError { error in
+                    addresses.count > 1 && deadline > .now()
+                        ? channel(at: addresses.dropFirst()) : eventLoop.makeFailedFuture(ConnectFailure(underlying: error))
+                }
+        }
+        let connecting = channel(at: ArraySlice(loopback ?? [c.host]))
+            .flatMap { channel in
+                var established = PostgresConnection.Configuration(
+                    establishedChannel: channel, tls: tls, username: c.user, password: password, database: c.database ?? c.user)
+                established.options.tlsServerName = serverName
+                established.options.connectTimeout = remaining()
+                return PostgresConnection.connect(on: channel.eventLoop, configuration: established, id: id, logger: self.logger)
+                    .flatMap { connection in
+                        do {
+                            try CopyResponseHold.install(on: channel)
+                            return channel.eventLoop.makeSucceededFuture(connection)
+                        } catch {
+                            return connection.close().flatMapThrowing { throw error }
                         }
                     }
-                    .connect(host: addresses.first ?? c.host, port: c.port)
                     .flatMapError { error in
-                        addresses.count > 1 && deadline > .now()
-                            ? channel(at: addresses.dropFirst()) : eventLoop.makeFailedFuture(ConnectFailure(underlying: error))
+                        channel.close(promise: nil)
+                        return channel.eventLoop.makeFailedFuture(error)
                     }
             }
-            connecting = channel(at: ArraySlice(loopback ?? [c.host]))
-                .flatMap { channel in
-                    var established = PostgresConnection.Configuration(
-                        establishedChannel: channel, tls: .disable, username: c.user, password: password,
-                        database: c.database ?? c.user)
-                    established.options = options
-                    established.options.connectTimeout = remaining()
-                    return PostgresConnection.connect(on: channel.eventLoop, configuration: established, id: id, logger: self.logger)
-                        .flatMapError { error in
-                            channel.close(promise: nil)
-                            return channel.eventLoop.makeFailedFuture(error)
-                        }
-                }
-        } else {
-            connecting = PostgresConnection.connect(on: eventLoop, configuration: pgConfiguration, id: id, logger: logger)
-        }
+
         do {
             return try Self.wait(for: connecting, until: deadline, doing: "connecting")
         } catch {
@@ -254,7 +254,7 @@ final class PostgresSession: Sendable {
         }
     }
 
-    /// The TCP connection of a connection without TLS could not be made (postgres-nio reports the
+    /// The TCP connection could not be made (postgres-nio reports the
     /// same as its `connectionError`): like a refused connection, tried again until the deadline.
     struct ConnectFailure: Error, CustomStringConvertible {
         let underlying: any Error
