@@ -33,10 +33,12 @@ struct ChannelPeerOptions: ParsableArguments {
         }
     }
 
-    /// The line naming the peer of `connection`: `peer verified: FP`, or, for the first contact
-    /// under trust on first use (nothing verified the key), that its key was stored under `tag`.
-    static func peerLine(_ connection: SecureChannel.Connection, trustOnFirstUse tag: String?) -> String {
+    /// The line naming the peer of `connection`: `peer verified: FP`; or, for the first contact
+    /// under trust on first use (nothing verified the key), that its key was stored under `tag`;
+    /// or, with `--any-peer` (`anyKey`), that its key was accepted unverified.
+    static func peerLine(_ connection: SecureChannel.Connection, trustOnFirstUse tag: String?, anyKey: Bool = false) -> String {
         let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
+        if anyKey { return "sf channel: peer key accepted (--any-peer: any key, not verified): \(fingerprint)" }
         guard connection.isPeerKeyNewlyTrusted, let tag else { return "sf channel: peer verified: \(fingerprint)" }
         return "sf channel: new peer key stored under \"\(PrintableText.escaped(tag))\" (trust on first use: not verified, "
             + "compare it with the peer's `sf key fingerprint`): \(fingerprint)"
@@ -133,7 +135,8 @@ struct ChannelServeCommand: AsyncParsableCommand {
         discussion: """
             Prints `listening on HOST:PORT` (the bound port, useful with port 0) and, per connection, \
             `peer verified: sha256-spki:<hex>` on standard error (on first contact under \
-            --trust-on-first-use, `new peer key stored under "TAG" ...` instead). With --advertise, the instance is \
+            --trust-on-first-use, `new peer key stored under "TAG" ...` instead; with --any-peer, `peer key \
+            accepted (--any-peer: any key, not verified): ...`). With --advertise, the instance is \
             advertised as _sf-channel._tcp on --interface with TXT fp, proto and v=2 while serving. \
             When standard input ends, the end of the stream is sent (authenticated) and reading goes \
             on until the peer's end of stream; the connection is complete when both have ended. With \
@@ -210,7 +213,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
             for await connection in server.connections {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
-                log.say(ChannelPeerOptions.peerLine(connection, trustOnFirstUse: peer.trustOnFirstUse))
+                log.report(ChannelPeerOptions.peerLine(connection, trustOnFirstUse: peer.trustOnFirstUse, anyKey: anyPeer))
                 let idleTimeout = idle.map(ChannelEndpoint.duration)
                 guard keepServing else {
                     try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idleTimeout)
@@ -221,7 +224,7 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 } catch {
                     // A forged, replayed or malformed frame, an over-long message, a cut stream
                     // or a reset ends that connection only: the server says so and serves the next.
-                    log.say("sf channel: connection from \(fingerprint) failed: \(error)")
+                    log.report("sf channel: connection from \(fingerprint) failed: \(error)")
                 }
             }
         } catch {

@@ -3,12 +3,13 @@ import Synchronization
 
 /// What `sf channel serve` says on standard error, written by a thread of the log's own, so that
 /// a standard error nobody reads (a full pipe) blocks that thread alone, never the network event
-/// loops nor the serving. Reports of rejected connections come from the event loops, and any
-/// peer can cause as many as it likes: at most `capacity` of them wait to be written, and those
-/// beyond are counted, and the count said instead. The server's own lines (one or two per
-/// connection served) are always kept, in order.
+/// loops nor the serving. Lines about connections (rejected ones, from the event loops; served
+/// or failed ones) come as often as peers connect, and any peer can make as many as it likes (with
+/// `--any-peer`, even served ones): at most `capacity` of them wait to be written, and those beyond
+/// are counted, and the count said instead. The server's own lines (listening, advertising,
+/// deadlines) are always kept, in order.
 final class ServeLog: Sendable {
-    /// Reports of rejected connections waiting to be written; more are counted instead.
+    /// Lines about connections waiting to be written; more are counted instead.
     static let capacity = 64
 
     private enum Entry {
@@ -29,14 +30,14 @@ final class ServeLog: Sendable {
         Thread { [self] in writeForever() }.start()
     }
 
-    /// Queues one of the server's own lines.
+    /// Queues one of the server's own lines (not about one connection).
     func say(_ line: String) {
         state.withLock { $0.entries.append(.line(line)) }
         waiting.signal()
     }
 
-    /// Queues the report of a rejected connection without waiting (it comes from an event loop);
-    /// counts it instead when `capacity` reports wait already.
+    /// Queues a line about one connection without waiting (it may come from an event loop);
+    /// counts it instead when `capacity` such lines wait already.
     func report(_ line: String) {
         let queued = state.withLock { state -> Bool in
             guard state.reportsQueued < Self.capacity else {
@@ -68,7 +69,7 @@ final class ServeLog: Sendable {
                 defer { state = State() }
                 return (state.entries, state.reportsDropped)
             }
-            if dropped > 0 { Terminal.writeError("sf channel: \(dropped) more rejected connections not shown") }
+            if dropped > 0 { Terminal.writeError("sf channel: \(dropped) more lines about connections not shown") }
             for entry in entries {
                 switch entry {
                 case .line(let line): Terminal.writeError(line)

@@ -150,33 +150,48 @@ struct ChannelCommandTests {
     /// pipe), the write blocked them, and the server served no one. Now everything the server says
     /// goes through a queue and a thread of its own, the reports bounded (what does not fit is
     /// counted), so a full standard error holds up neither the network threads nor the serving.
+    /// `sf channel serve --keep-serving` with `arguments`, its standard error a FIFO of one page
+    /// read up to the listening line and then never; its port. The caller keeps the reader open.
+    static func serverWithAFullStandardError(_ parties: Parties, _ arguments: [String]) throws -> (server: BackgroundProcess, reader: Int32, port: Int) {
+        let fifo = parties.scratch.path("stderr.fifo")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let server = try BackgroundProcess(["/bin/sh", "-c", "exec \"$@\" 2>\"$0\"", fifo, parties.binary,
+            "channel", "serve", "--keep-serving", "--tag", "alice", "--listen", "127.0.0.1:0"] + arguments + parties.alice)
+        // Read and write: the open does not wait for the writer, and a read never sees its end.
+        let reader = open(fifo, O_RDWR)
+        guard reader >= 0 else {
+            server.kill()
+            throw POSIXError(.EIO)
+        }
+        let setPipeSize: Int32 = 1031  // F_SETPIPE_SZ (Linux <fcntl.h>, which Glibc does not export)
+        try #require(fcntl(reader, setPipeSize, 4096) >= 0, "the pipe's size cannot be set")
+        let said = Self.read(reader, until: { $0.contains("sf channel: listening on ") }, while: { server.isRunning })
+        let line = try #require(said.split(separator: "\n").first { $0.contains("listening on ") }, "the server did not start: \(said)")
+        let port = try #require(line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
+        return (server, reader, port)
+    }
+
+    /// What `reader` gives until `done` holds for all of it, `going` stops holding, or 300 s pass.
+    static func read(_ reader: Int32, until done: (String) -> Bool, while going: () -> Bool = { true }) -> String {
+        var said = ""
+        let deadline = Date().addingTimeInterval(300)
+        while !done(said), going(), Date() < deadline {
+            var ready = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 1000) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = Glibc.read(reader, &chunk, chunk.count)
+            if count > 0 { said += String(decoding: chunk[..<count], as: UTF8.self) }
+        }
+        return said
+    }
+
     @Test("a server whose standard error nobody reads still serves after a flood of rejected connections",
           .requiresSFBinary, .hangBackstop)
     func rejectionsWithAFullStandardError() throws {
         let parties = try Parties()
-        // Standard error is a FIFO of one page, read up to the listening line and then never.
-        let fifo = parties.scratch.path("stderr.fifo")
-        try #require(mkfifo(fifo, 0o600) == 0)
-        let server = try BackgroundProcess(["/bin/sh", "-c", "exec \"$@\" 2>\"$0\"", fifo, parties.binary,
-            "channel", "serve", "--keep-serving", "--tag", "alice", "--peer-tag", "bob", "--listen", "127.0.0.1:0"] + parties.alice)
+        let (server, reader, port) = try Self.serverWithAFullStandardError(parties, ["--peer-tag", "bob"])
         defer { server.kill() }
-        // Read and write: the open does not wait for the writer, and a read never sees its end.
-        let reader = open(fifo, O_RDWR)
-        try #require(reader >= 0)
         defer { close(reader) }
-        let setPipeSize: Int32 = 1031  // F_SETPIPE_SZ (Linux <fcntl.h>, which Glibc does not export)
-        try #require(fcntl(reader, setPipeSize, 4096) >= 0, "the pipe's size cannot be set")
-        var said = ""
-        let deadline = Date().addingTimeInterval(300)
-        while !said.contains("sf channel: listening on "), server.isRunning, Date() < deadline {
-            var ready = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
-            guard poll(&ready, 1, 1000) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 512)
-            let count = read(reader, &chunk, chunk.count)
-            if count > 0 { said += String(decoding: chunk[..<count], as: UTF8.self) }
-        }
-        let line = try #require(said.split(separator: "\n").first { $0.contains("listening on ") }, "the server did not start: \(said)")
-        let port = try #require(line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
 
         // 300 connections that each send an empty frame: about 15,000 bytes of reports, more
         // than the page the pipe holds.
@@ -193,6 +208,31 @@ struct ChannelCommandTests {
         #expect(client.waitForExit() == 0, "\(client.standardError)")
         #expect(server.wait { $0.standardOutput.contains("after the flood\n") }, "server output: \(server.standardOutput)")
         #expect(server.isRunning)
+    }
+
+    /// With `--any-peer`, any client can be served, as often as it likes: each served connection
+    /// queued a line for standard error, kept without bound while nobody read it (about 300 bytes a
+    /// connection). Lines about connections are bounded as rejections are, and counted beyond.
+    @Test("a server whose standard error nobody reads keeps a bounded log of the connections it serves",
+          .requiresSFBinary, .hangBackstop)
+    func servedConnectionsWithAFullStandardError() async throws {
+        let parties = try Parties()
+        let (server, reader, port) = try Self.serverWithAFullStandardError(parties, ["--any-peer"])
+        defer { server.kill() }
+        defer { close(reader) }
+        // 300 clients, each with a new key, served one after another: some 25,000 bytes of lines,
+        // more than the page the pipe holds and the lines the log keeps.
+        for _ in 0..<300 {
+            let connection = try await SecureChannel.Client.connect(
+                host: "127.0.0.1", port: port, staticKey: Curve25519.KeyAgreement.PrivateKey(), peer: .anyAuthenticatedKey)
+            try await connection.executeThenClose { _, _ in }  // our end of stream: the server ends this one
+        }
+        #expect(server.isRunning)
+        // Read now: what was kept, then the count of what was not.
+        let said = Self.read(reader, until: { $0.contains("more lines about connections not shown") })
+        #expect(said.contains("more lines about connections not shown"), "\(said.suffix(2000))")
+        // At most what the pipe took, the batch being written and the 64 lines kept: not all 300.
+        #expect(said.split(separator: "\n").count < 250, "\(said.count) bytes said")
     }
 
     @Test("usage errors exit 2; a silent server is a handshake timeout; unknown keys fail before connecting",
@@ -258,6 +298,9 @@ struct ChannelCommandTests {
         defer { again.kill() }
         again.write(Data("carol again\n".utf8))
         #expect(server.wait { $0.outputLines.contains("carol again") }, "\(server.standardError) \(again.standardError)")
+        // The server accepted Carol's key without verifying it, and says so: not "peer verified".
+        #expect(server.standardError.contains("peer key accepted (--any-peer: any key, not verified): \(carolFingerprint)"), "\(server.standardError)")
+        #expect(!server.standardError.contains("peer verified"), "\(server.standardError)")
         again.closeInput()
         #expect(again.waitForExit() == 0, "\(again.standardError)")
         #expect(again.standardError.contains("peer verified: \(parties.aliceFingerprint)"), "\(again.standardError)")
@@ -369,7 +412,7 @@ struct ChannelCommandTests {
         let client = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(port)"] + parties.bob)
         defer { client.kill() }
         // Written after the line that would have said so.
-        #expect(once.wait(timeout: 120) { $0.standardError.contains("peer verified") }, "\(once.standardError)")
+        #expect(once.wait(timeout: 120) { $0.standardError.contains("peer key accepted (--any-peer: any key, not verified): ") }, "\(once.standardError)")
         #expect(!once.standardError.contains("nothing moves"), "\(once.standardError)")
         // --no-idle-timeout keeps quiet connections for good, and excludes --idle-timeout.
         let unbounded = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--keep-serving", "--no-idle-timeout", "--listen", "127.0.0.1:0"] + parties.alice)
@@ -377,7 +420,7 @@ struct ChannelCommandTests {
         let unboundedPort = try Parties.port(of: unbounded)
         let quiet = try parties.spawn(["channel", "connect", "--tag", "bob", "--peer-tag", "alice", "127.0.0.1:\(unboundedPort)"] + parties.bob)
         defer { quiet.kill() }
-        #expect(unbounded.wait(timeout: 120) { $0.standardError.contains("peer verified") }, "\(unbounded.standardError)")
+        #expect(unbounded.wait(timeout: 120) { $0.standardError.contains("peer key accepted (--any-peer: any key, not verified): ") }, "\(unbounded.standardError)")
         #expect(!unbounded.standardError.contains("nothing moves"), "\(unbounded.standardError)")
         let both = try parties.spawn(["channel", "serve", "--tag", "alice", "--any-peer", "--no-idle-timeout", "--idle-timeout", "5"] + parties.alice)
         #expect(both.waitForExit(timeout: 120) != 0 && both.standardError.contains("--no-idle-timeout excludes --idle-timeout"), "\(both.standardError)")
