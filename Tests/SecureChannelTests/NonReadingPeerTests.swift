@@ -16,6 +16,14 @@ struct NonReadingPeerTests {
 
     static let megabyte = ByteBuffer(repeating: 0x5A, count: 1 << 20)
 
+    /// A server on loopback that accepts any client key, its configuration changed by `configure`.
+    static func server(_ configure: (inout SecureChannel.Configuration) -> Void) async throws -> SecureChannel.Server {
+        var configuration = SecureChannel.Configuration()
+        configure(&configuration)
+        return try await SecureChannel.Server.bind(
+            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+    }
+
     /// Writes megabyte messages on `connection` until a write fails, and returns its error. A
     /// backstop closes the connection after two minutes, so without a deadline the error is not
     /// `sendTimeout` and the test fails instead of hanging.
@@ -66,10 +74,7 @@ struct NonReadingPeerTests {
 
     @Test("a server's connection to a client that reads nothing fails with sendTimeout; the server serves on", .hangBackstop)
     func serverToANonReadingClient() async throws {
-        var configuration = SecureChannel.Configuration()
-        configuration.sendTimeout = .seconds(1)
-        let server = try await SecureChannel.Server.bind(
-            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+        let server = try await Self.server { $0.sendTimeout = .seconds(1) }
         defer { Task { await server.close() } }
         let port = server.port
         let release = DispatchSemaphore(value: 0)
@@ -99,10 +104,7 @@ struct NonReadingPeerTests {
     /// after it threw `connectionClosed` ("ended without a failure of the stream") before.
     @Test("a writer learns the reason a bad frame from the peer ended the connection", .hangBackstop)
     func writerLearnsTheFramingError() async throws {
-        var configuration = SecureChannel.Configuration()
-        configuration.maxFrameLength = 1000
-        let server = try await SecureChannel.Server.bind(
-            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+        let server = try await Self.server { $0.maxFrameLength = 1000 }
         defer { Task { await server.close() } }
         let port = server.port
         let peer = BackgroundCall { () throws -> Bool in
@@ -136,10 +138,7 @@ struct NonReadingPeerTests {
     /// and opens a full window again only after much of it was read.)
     @Test("a slow reader that keeps taking is never timed out", .hangBackstop)
     func slowSteadyReader() async throws {
-        var configuration = SecureChannel.Configuration()
-        configuration.sendTimeout = .seconds(1)
-        let server = try await SecureChannel.Server.bind(
-            host: "127.0.0.1", port: 0, staticKey: Fixtures.serverKey, peer: .anyAuthenticatedKey, configuration: configuration)
+        let server = try await Self.server { $0.sendTimeout = .seconds(1) }
         defer { Task { await server.close() } }
         let port = server.port
         let messageCount = 8

@@ -34,6 +34,17 @@ struct AttemptIntegrityTests {
             in: scratch)
     }
 
+    /// A vault set up with `configuration` (closed), its failure counter then set to `counter`.
+    static func vault(_ configuration: Vault.Configuration, withCounter counter: Data) throws -> VaultScratch {
+        let scratch = try VaultScratch()
+        let vault = try scratch.setUpVault(configuration)
+        // One failure, so that the counter's item exists to be edited.
+        #expect(vaultError { try vault.unlock(passcode: secret("a guess")) } == .wrongPasscode)
+        try vault.keychain.close()
+        try plant(counter, service: Vault.attemptsService, in: scratch)
+        return scratch
+    }
+
     static func noThrottling(wipeAfter limit: Int?) -> Vault.Configuration {
         var configuration = configuration(throttling: nil)
         configuration.wipeAfterFailures = limit
@@ -151,12 +162,8 @@ struct AttemptIntegrityTests {
         try reopened.unlock(passcode: secret("old passcode"))
         #expect(reopened.failedAttempts == 0)
 
-        let wiping = try VaultScratch()
         let limited = Self.noThrottling(wipeAfter: 3)
-        let first = try wiping.setUpVault(limited)
-        #expect(vaultError { try first.unlock(passcode: secret("a guess")) } == .wrongPasscode)
-        try first.keychain.close()
-        try Self.plant(Data("{\"failures\":".utf8), service: Vault.attemptsService, in: wiping)
+        let wiping = try Self.vault(limited, withCounter: Data("{\"failures\":".utf8))
         let second = Vault(keychain: try wiping.keychain(), configuration: limited)
         try second.unlock(passcode: secret("old passcode"))
         #expect(second.hasPasscode)
@@ -168,12 +175,8 @@ struct AttemptIntegrityTests {
     /// running, the attempt that reached the limit ended without settling it (its process died),
     /// and the vault is erased as before.
     @Test(.requires(.sqlite3)) func anAttemptInProgressAtTheLimitIsNotTakenForACrashedOne() throws {
-        let scratch = try VaultScratch()
         let configuration = Self.noThrottling(wipeAfter: 2)
-        let vault = try scratch.setUpVault(configuration)
-        #expect(vaultError { try vault.unlock(passcode: secret("a guess")) } == .wrongPasscode)
-        try vault.keychain.close()
-        try Self.plant(Data("{\"failures\":2,\"lastFailure\":0}".utf8), service: Vault.attemptsService, in: scratch)
+        let scratch = try Self.vault(configuration, withCounter: Data("{\"failures\":2,\"lastFailure\":0}".utf8))
 
         let other = Vault(keychain: try scratch.keychain(), configuration: configuration)
         let running = try AttemptInProgress(lockPath: other.lockPath(Vault.attemptsLockSuffix))
@@ -185,12 +188,8 @@ struct AttemptIntegrityTests {
 
     /// A counter left behind by an erased vault throttled, or erased, the vault set up after it.
     @Test(.requires(.sqlite3)) func aNewVaultStartsWithNoFailures() throws {
-        let scratch = try VaultScratch()
         let configuration = Self.noThrottling(wipeAfter: 3)
-        let vault = try scratch.setUpVault(configuration)
-        #expect(vaultError { try vault.unlock(passcode: secret("a guess")) } == .wrongPasscode)
-        try vault.keychain.close()
-        try Self.plant(Data("{\"failures\":100,\"lastFailure\":0}".utf8), service: Vault.attemptsService, in: scratch)
+        let scratch = try Self.vault(configuration, withCounter: Data("{\"failures\":100,\"lastFailure\":0}".utf8))
         let shell = try TestSupport.path(of: .sqlite3)
         let delete = try TestSupport.run(
             shell, [scratch.keychainPath, "DELETE FROM items WHERE service = '\(Vault.stateService)' AND account = 'default'"])

@@ -159,6 +159,13 @@ struct AdvertiserStateTests {
         #expect(state.takePending(now: afterAll + .milliseconds(120)).map { $0.family } == [.ipv4])
     }
 
+    /// Another host's response claiming our instance name for its own SRV (another port and host).
+    static func rivalClaim(of records: ServiceRecords) throws -> DNSMessage {
+        var rival = records.service
+        rival.data = .srv(SRVData(port: 9, target: try DNSName("mallory.local")))
+        return DNSMessage(flags: DNSMessage.responseFlags, answers: [rival])
+    }
+
     /// RFC 6762 §6 and §18: a response not sent from port 5353, or with a non-zero opcode or
     /// response code, is silently ignored. Such a claim on our name made the advertiser probe
     /// again (and rename while probing).
@@ -166,9 +173,7 @@ struct AdvertiserStateTests {
     func ignoredResponsesDisputeNothing() throws {
         let records = try ResponderTests.records()
         let start = ContinuousClock.now
-        var rival = records.service
-        rival.data = .srv(SRVData(port: 9, target: try DNSName("mallory.local")))
-        let claim = DNSMessage(flags: DNSMessage.responseFlags, answers: [rival])
+        let claim = try Self.rivalClaim(of: records)
         var refused = claim
         refused.flags |= 3  // NXDOMAIN
         var update = claim
@@ -206,9 +211,7 @@ struct AdvertiserStateTests {
     func unsolicitedUnicastResponsesDisputeNothing() throws {
         let records = try ResponderTests.records()
         let start = ContinuousClock.now
-        var rival = records.service
-        rival.data = .srv(SRVData(port: 9, target: try DNSName("mallory.local")))
-        let claim = DNSMessage(flags: DNSMessage.responseFlags, answers: [rival])
+        let claim = try Self.rivalClaim(of: records)
         let unicast = Self.origin("192.0.2.2", toGroup: false)
 
         var announced = try Self.announced()
