@@ -120,7 +120,7 @@ func advertise(_ options: Options) async throws {
     await advertiser.stop()
     emit([
         "event": "stopped", "received": statistics.received, "malformed": statistics.malformed,
-        "answered": statistics.answered, "rateLimited": statistics.rateLimited, "conflicts": statistics.conflicts, "offLink": statistics.offLink, "unsolicitedUnicast": statistics.unsolicitedUnicast,
+        "answered": statistics.answered, "rateLimited": statistics.rateLimited, "conflicts": statistics.conflicts, "offLink": statistics.offLink, "unsolicitedUnicast": statistics.unsolicitedUnicast, "tieBreaksLost": statistics.tieBreaksLost,
         "delayed": statistics.delayed, "aggregated": statistics.aggregated, "lateConflicts": statistics.lateConflicts, "renumbered": statistics.renumbered,
         "name": String(decoding: advertiser.records.instanceName.labels[0], as: UTF8.self),
     ])

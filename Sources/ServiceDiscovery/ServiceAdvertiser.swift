@@ -60,8 +60,8 @@ public final class ServiceAdvertiser: Sendable {
         /// Conflicts found after announcing (RFC 6762 §9): another responder's answer claimed one of
         /// our unique names with different data, and the advertiser went back to probing.
         public var lateConflicts = 0
-        /// Datagrams from off the link (RFC 6762 §11): unicast replies not sent because the querier
-        /// was not on the interface's link, and responses discarded.
+        /// Datagrams from off the link (RFC 6762 §11): legacy unicast replies not sent because the
+        /// querier was not on the interface's link, and datagrams sent to our address discarded.
         public var offLink = 0
         /// Multicast responses sent after the random delay of RFC 6762 §6 (answers holding a
         /// shared record); each is also counted in `answered`.
@@ -80,6 +80,9 @@ public final class ServiceAdvertiser: Sendable {
         /// for unicast answers), ignored: they reached no other host, so a claim among them would
         /// make us rename where no other host sees why.
         public var unsolicitedUnicast = 0
+        /// Probing rounds deferred because another host probing for one of our names at the same
+        /// time had the later data (RFC 6762 §8.2): probed again a second later, under the same name.
+        public var tieBreaksLost = 0
     }
 
     /// Where the advertiser is in its life: answering happens only while `announced`.
@@ -96,6 +99,12 @@ public final class ServiceAdvertiser: Sendable {
         var instanceConflict = false
         /// Set while probing when another host disputes the host name.
         var hostConflict = false
+        /// Set while probing when another host probing for the instance name at the same time won
+        /// the tie-break (RFC 6762 §8.2): we wait a second and probe for it again, not renaming,
+        /// as that host announces, if it is real, and its answer is then a conflict.
+        var instanceTieLost = false
+        /// The same for the host name.
+        var hostTieLost = false
         /// The instance's rename counter: 1 is the name as given, N > 1 adds ` (N)`.
         var instanceAttempt = 1
         /// The host's rename counter: 1 is the label as given, N > 1 adds `-N`.
@@ -142,8 +151,13 @@ public final class ServiceAdvertiser: Sendable {
             switch phase {
             case .probing:
                 let found = records.conflicts(with: message, alsoOurs: ourAddresses(interfaceAddresses, now: now))
-                if found.instance { instanceConflict = true }
-                if found.host { hostConflict = true }
+                if message.isResponse {
+                    if found.instance { instanceConflict = true }
+                    if found.host { hostConflict = true }
+                } else {
+                    if found.instance { instanceTieLost = true }
+                    if found.host { hostTieLost = true }
+                }
                 return nil
             case .announced:
                 if message.isResponse { return receiveResponse(message, from: origin, interfaceAddresses: interfaceAddresses, now: now) }
@@ -219,13 +233,16 @@ public final class ServiceAdvertiser: Sendable {
         /// The answer to query `message` from `origin` (RFC 6762 §6): a unicast reply within the
         /// unicast budget; else, for a multicast question or a QU one (§5.4: a responder may
         /// answer it by multicast), a multicast answer; a legacy query past the budget gets none.
+        /// A QU question sent to the group from beyond the interface's subnets (it came over the
+        /// link) is answered by multicast (§11: a unicast reply might not reach it), and a legacy
+        /// one from there not at all.
         private mutating func answer(_ message: DNSMessage, from origin: Origin, now: ContinuousClock.Instant) -> ReplyAction? {
             guard let response = records.response(to: message, sourcePort: origin.port) else { return nil }
-            guard response.delivery == .multicast || origin.onLink else {
+            guard response.delivery != .legacyUnicast || origin.onLink else {
                 statistics.offLink += 1
                 return nil
             }
-            if response.delivery != .multicast {
+            if response.delivery != .multicast, origin.onLink {
                 if budget.takeUnicast(from: origin.address, now: now) {
                     guard let bytes = try? response.message.serialized() else { return nil }
                     statistics.answered += 1
@@ -238,6 +255,14 @@ public final class ServiceAdvertiser: Sendable {
                 }
             }
             return answerByMulticast(response.message, to: message, family: origin.family, now: now)
+        }
+
+        /// The least time between two multicasts of one record on one family in answer to
+        /// `query` (RFC 6762 §6): a second, or, for a probe (a query with proposed records in its
+        /// authority section, §8.1), 250 ms, so that a host probing for one of our names hears our
+        /// answer before its probes end (three 250 ms apart), whatever we multicast just before.
+        static func multicastInterval(answering query: DNSMessage) -> Duration {
+            query.authorities.isEmpty ? .seconds(1) : .milliseconds(250)
         }
 
         /// Multicasts `response` to `query`, which came on `family`: at once, or, when it holds a
@@ -255,7 +280,8 @@ public final class ServiceAdvertiser: Sendable {
                 return nil
             }
             // Queries repeated faster than once a second must not use the budget up for everyone else.
-            guard response.answers.contains(where: { !multicastRecently($0, family: family, now: now) }) else {
+            let interval = Self.multicastInterval(answering: query)
+            guard response.answers.contains(where: { !multicastRecently($0, family: family, now: now, within: interval) }) else {
                 statistics.rateLimited += 1
                 return nil
             }
@@ -270,7 +296,7 @@ public final class ServiceAdvertiser: Sendable {
                 return .sendPending(after: ServiceAdvertiser.randomDuration(in: delay))
             }
             var sent = response
-            guard dropRecentlyMulticast(&sent.answers, family: family, now: now) else { return nil }
+            guard dropRecentlyMulticast(&sent.answers, family: family, now: now, within: interval) else { return nil }
             guard let bytes = try? sent.serialized() else { return nil }
             statistics.answered += 1
             return .multicast(bytes, families: family)
@@ -308,11 +334,13 @@ public final class ServiceAdvertiser: Sendable {
             return Set(interfaceAddresses).union(formerAddresses.keys)
         }
 
-        /// RFC 6762 §6: a record is multicast at most once per second on each family. Removes the
-        /// others from `answers`, marks the rest as multicast now; false (and counted as
-        /// rate-limited) when none is left.
-        private mutating func dropRecentlyMulticast(_ answers: inout [DNSResourceRecord], family: IPFamilies, now: ContinuousClock.Instant) -> Bool {
-            answers.removeAll { multicastRecently($0, family: family, now: now) }
+        /// RFC 6762 §6: a record is multicast at most once per second on each family (once per
+        /// `interval`: 250 ms when answering a probe). Removes the others from `answers`, marks the
+        /// rest as multicast now; false (and counted as rate-limited) when none is left.
+        private mutating func dropRecentlyMulticast(
+            _ answers: inout [DNSResourceRecord], family: IPFamilies, now: ContinuousClock.Instant, within interval: Duration = .seconds(1)
+        ) -> Bool {
+            answers.removeAll { multicastRecently($0, family: family, now: now, within: interval) }
             guard !answers.isEmpty else {
                 statistics.rateLimited += 1
                 return false
@@ -321,10 +349,12 @@ public final class ServiceAdvertiser: Sendable {
             return true
         }
 
-        /// Whether `record` was multicast on `family` less than a second before `now`.
-        private func multicastRecently(_ record: DNSResourceRecord, family: IPFamilies, now: ContinuousClock.Instant) -> Bool {
+        /// Whether `record` was multicast on `family` less than `interval` (a second) before `now`.
+        private func multicastRecently(
+            _ record: DNSResourceRecord, family: IPFamilies, now: ContinuousClock.Instant, within interval: Duration = .seconds(1)
+        ) -> Bool {
             guard let last = lastMulticast[MulticastKey(record: record, family: family)] else { return false }
-            return now - last < .seconds(1)
+            return now - last < interval
         }
 
         /// RFC 6762 §7.4: an answer waiting to be sent on `family` is dropped when another
@@ -508,17 +538,21 @@ public final class ServiceAdvertiser: Sendable {
                 state.records = records
                 state.instanceConflict = false
                 state.hostConflict = false
+                state.instanceTieLost = false
+                state.hostTieLost = false
             }
-            var conflict = (instance: false, host: false)
+            var conflict = (instance: false, host: false), tieLost = false
             for _ in 0..<3 {
                 try await socket.send(try encode(records.probe()))
                 try? await Task.sleep(for: .milliseconds(250))
-                conflict = state.withLock { ($0.instanceConflict, $0.hostConflict) }
-                if conflict.instance || conflict.host { break }
+                (conflict, tieLost) = state.withLock { ((instance: $0.instanceConflict, host: $0.hostConflict), $0.instanceTieLost || $0.hostTieLost) }
+                if conflict.instance || conflict.host || tieLost { break }
             }
-            if !conflict.instance && !conflict.host { break }
+            if !conflict.instance && !conflict.host && !tieLost { break }
             state.withLock { state in
-                state.statistics.conflicts += 1
+                // A lost tie-break alone defers (§8.2: probe again a second later); an answer
+                // that disputes a name renames it.
+                if conflict.instance || conflict.host { state.statistics.conflicts += 1 } else { state.statistics.tieBreaksLost += 1 }
                 if conflict.instance { state.instanceAttempt += 1 }
                 if conflict.host { state.hostAttempt += 1 }
             }

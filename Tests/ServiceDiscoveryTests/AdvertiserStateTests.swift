@@ -232,6 +232,58 @@ struct AdvertiserStateTests {
         #expect(probing.instanceConflict && probing.statistics.unsolicitedUnicast == 0)
     }
 
+    /// A host probing for one of our names must hear our answer before its three probes (250 ms
+    /// apart) end, or it takes the name and, announcing, makes us rename: a QU probe sent to the
+    /// group from beyond our subnets went unanswered (RFC 6762 §11: answer it by multicast), and
+    /// a probe less than a second after we multicast the records was rate-limited (§6: answers to
+    /// probes may go every 250 ms).
+    @Test("probes for our names are answered by multicast: from beyond our subnets, and 250 ms after the last answer (RFC 6762 §6, §11)")
+    func probesForOurNamesAreAnswered() throws {
+        var state = try Self.announced()
+        let records = state.records
+        let start = ContinuousClock.now
+        let probe = DNSMessage(
+            questions: [DNSQuestion(name: records.instanceName, type: .any, unicastResponse: true)], authorities: [records.service])
+        let offSubnet = ServiceAdvertiser.Origin(family: .ipv4, address: "198.18.77.2", port: 5353, toGroup: true, onLink: false, fromUs: false)
+        let answer = try Self.multicast(state.receive(probe, from: offSubnet, interfaceAddresses: records.addresses, now: start))
+        #expect(answer?.answers.contains(records.service) == true)
+        #expect(state.statistics.offLink == 0)
+
+        // 300 ms later: a query is held back by the once-a-second rule, a probe (asking for a
+        // multicast answer, QM) is answered.
+        let later = start + .milliseconds(300)
+        let query = DNSMessage(questions: [DNSQuestion(name: records.instanceName, type: .srv)])
+        #expect(Self.sent(state.receive(query, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: later)) == .nothing)
+        let multicastProbe = DNSMessage(questions: [DNSQuestion(name: records.instanceName, type: .any)], authorities: [records.service])
+        let again = try Self.multicast(state.receive(multicastProbe, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: later))
+        #expect(again?.answers.contains(records.service) == true)
+        // But not more often than every 250 ms.
+        let soon = later + .milliseconds(100)
+        #expect(Self.sent(state.receive(multicastProbe, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: soon)) == .nothing)
+        // A legacy query from beyond our subnets still gets nothing.
+        let legacy = ServiceAdvertiser.Origin(family: .ipv4, address: "198.18.77.2", port: 40000, toGroup: true, onLink: false, fromUs: false)
+        #expect(Self.sent(state.receive(query, from: legacy, interfaceAddresses: records.addresses, now: start + .seconds(5))) == .nothing)
+        #expect(state.statistics.offLink == 1)
+    }
+
+    /// RFC 6762 §8.2: the loser of a simultaneous probe waits a second and probes again, under
+    /// the same name; it renames only when an answer disputes the name. It renamed at once, so one
+    /// forged probe with later data renamed us.
+    @Test("a lost tie-break defers probing; only an answer that disputes the name is a conflict (RFC 6762 §8.2, §9)")
+    func aLostTieBreakIsNoConflict() throws {
+        let records = try ResponderTests.records()
+        var probing = ServiceAdvertiser.State(records: records)
+        probing.phase = .probing
+        var later = records.service
+        later.data = .srv(SRVData(port: 9000, target: records.host))
+        let rivalProbe = DNSMessage(
+            questions: [DNSQuestion(name: records.instanceName, type: .any, unicastResponse: true)], authorities: [records.text, later])
+        _ = probing.receive(rivalProbe, from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: .now)
+        #expect(probing.instanceTieLost && !probing.instanceConflict)
+        _ = probing.receive(try Self.rivalClaim(of: records), from: Self.origin("192.0.2.2"), interfaceAddresses: records.addresses, now: .now)
+        #expect(probing.instanceConflict)
+    }
+
     /// The records of the multicast `action` sends, and the families it goes to (nil when it
     /// sends no multicast).
     static func multicast(_ action: ServiceAdvertiser.ReplyAction?) throws -> (answers: [DNSResourceRecord], families: IPFamilies)? {

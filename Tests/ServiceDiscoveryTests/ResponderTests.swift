@@ -178,6 +178,28 @@ struct ResponderTests {
         #expect(records.conflicts(with: DNSMessage(questions: question, authorities: [records.text, higher])).instance == true)
     }
 
+    /// RFC 6762 §8.2: class, type, then the data byte by byte, without its length; §8.2.1: the
+    /// sorted lists record by record, the longer list winning where one is a prefix of the other.
+    /// The length was compared before the data, so a longer target name won over a higher port.
+    @Test("simultaneous probes are decided by the data, record by record, never by its length (RFC 6762 §8.2)")
+    func tieBreakComparesDataNotLength() throws {
+        let records = try Self.records()  // SRV 0 0 4433 alice.local
+        let question = [DNSQuestion(name: records.instanceName, type: .any, unicastResponse: true)]
+        func probe(_ authorities: [DNSResourceRecord]) -> DNSMessage { DNSMessage(questions: question, authorities: authorities) }
+        func srv(port: UInt16, target: String) throws -> DNSResourceRecord {
+            DNSResourceRecord(name: records.instanceName, cacheFlush: true, ttl: 120, data: .srv(SRVData(port: port, target: try DNSName(target))))
+        }
+        // A lower port with a longer target loses; a higher port with a shorter one wins.
+        #expect(records.conflicts(with: probe([records.text, try srv(port: 80, target: "a-much-longer-host-name.local")])).instance == false)
+        #expect(records.conflicts(with: probe([records.text, try srv(port: 9000, target: "b.local")])).instance == true)
+        // The same records and one more, sorted after them: the longer list wins; ours alone are
+        // no rival.
+        #expect(records.conflicts(with: probe([records.text, records.service, try srv(port: 9000, target: "b.local")])).instance == true)
+        #expect(records.conflicts(with: probe([records.service, records.text])).instance == false)
+        // The order they come in does not matter: they are sorted first.
+        #expect(records.conflicts(with: probe([try srv(port: 9000, target: "b.local"), records.text])).instance == true)
+    }
+
     @Test("a crafted probe that repeats its question hundreds of times is decided as the single question is")
     func repeatedProbeQuestions() throws {
         let records = try Self.records()

@@ -218,9 +218,11 @@ public struct ServiceRecords: Hashable, Sendable {
             let theirs = message.authorities.filter { $0.name == name }
             let mine = uniqueRecords.filter { $0.name == name }
             guard !theirs.isEmpty, !mine.isEmpty else { continue }
-            let (theirKey, myKey) = (Self.tieBreakKey(theirs), Self.tieBreakKey(mine))
-            // The lexicographically later data wins; identical data (our own probe) is no rival.
-            guard theirKey != myKey, myKey.lexicographicallyPrecedes(theirKey) else { continue }
+            let (theirKeys, myKeys) = (Self.tieBreakKeys(theirs), Self.tieBreakKeys(mine))
+            // §8.2.1: the sorted lists compared record by record, the lexicographically later
+            // record winning; where one list runs out first, the other wins; identical lists
+            // (our own probe) are no rival.
+            guard myKeys.lexicographicallyPrecedes(theirKeys, by: { $0.lexicographicallyPrecedes($1) }) else { continue }
             if name == instanceName { instance = true }
             if name == host { hostConflict = true }
         }
@@ -236,17 +238,18 @@ public struct ServiceRecords: Hashable, Sendable {
         }
     }
 
-    /// Records sorted and flattened as RFC 6762 §8.2 compares them: class, type, then the record
-    /// data in uncompressed wire form.
-    static func tieBreakKey(_ records: [DNSResourceRecord]) -> [UInt8] {
-        let keyed = records.map { record -> [UInt8] in
+    /// Each record as RFC 6762 §8.2 compares it, in the order §8.2.1 sorts them: its class
+    /// (without the cache-flush bit), its type, then its data in uncompressed wire form, without
+    /// its length (the longer of two data, one a prefix of the other, is the later); compared
+    /// byte by byte, these keys order records as §8.2 does.
+    static func tieBreakKeys(_ records: [DNSResourceRecord]) -> [[UInt8]] {
+        records.map { record -> [UInt8] in
             var writer = DNSWriter(compressing: false)
             try? writer.writeRecord(DNSResourceRecord(name: .root, recordClass: record.recordClass, ttl: 0, data: record.data))
             let bytes = writer.bytes
-            // Drop the root name byte and TTL; keep class, type, length and data.
-            return Array(bytes[3...4]) + Array(bytes[1...2]) + Array(bytes[9...])
-        }
-        return keyed.sorted { $0.lexicographicallyPrecedes($1) }.flatMap { $0 }
+            // The root name (1 byte), type (2), class (2), TTL (4), data length (2), data.
+            return Array(bytes[3...4]) + Array(bytes[1...2]) + Array(bytes[11...])
+        }.sorted { $0.lexicographicallyPrecedes($1) }
     }
 }
 
