@@ -104,14 +104,23 @@ extension Noise {
         /// initiator of NX1 or XX1, finishes without such proof. False when the other party has
         /// no static key in the pattern at all.
         public func provesPeerStaticKey(to role: Noise.Role) -> Bool {
+            messageProvingPeerStaticKey(to: role) != nil
+        }
+
+        /// The index (from 0) of the message whose reading gives `role` that proof
+        /// (`provesPeerStaticKey`): the first message from the other party at or after the first
+        /// DH with its static key. Before it, a static key the other party sent is only a claim
+        /// (the deferred patterns, I1X say, send it in the first message and prove it in the third).
+        /// Nil when the pattern gives no such proof.
+        public func messageProvingPeerStaticKey(to role: Noise.Role) -> Int? {
             let peer = role.peer
             let peerKeyTokens: Set<Token> = peer == .initiator ? [.se, .ss] : [.es, .ss]
             var mixed = false
-            for message in messages {
+            for (index, message) in messages.enumerated() {
                 if message.tokens.contains(where: peerKeyTokens.contains) { mixed = true }
-                if message.sender == peer && mixed { return true }
+                if message.sender == peer && mixed { return index }
             }
-            return false
+            return nil
         }
 
         /// True for the one-way patterns (`N`, `K`, `X` and their psk variants): one message, after

@@ -83,6 +83,9 @@ extension Noise {
         /// True once every handshake message has been written or read.
         public var isComplete: Bool { messageIndex == protocolName.pattern.messages.count }
 
+        /// The handshake messages written or read so far.
+        public var messagesProcessed: Int { messageIndex }
+
         /// True when the next handshake message is this party's to write.
         public var isMyTurn: Bool { !isComplete && protocolName.pattern.messages[messageIndex].sender == role }
 

@@ -146,6 +146,50 @@ struct PeerKeyProofTests {
         }
     }
 
+    @Test("the message that proves the peer's static key: the first from it at or after a DH with that key")
+    func messageProvingThePeerKey() throws {
+        let cases: [(String, Int?, Int?)] = [
+            ("XX", 1, 2), ("IK", 1, 0), ("I1X", 1, 2), ("IX1", nil, 2), ("I1X1", nil, 2), ("IX", 1, nil), ("KK", 1, 0), ("NN", nil, nil),
+        ]
+        for (name, initiator, responder) in cases {
+            let pattern = try Noise.HandshakePattern(named: name)
+            #expect(pattern.messageProvingPeerStaticKey(to: .initiator) == initiator, "\(name), initiator")
+            #expect(pattern.messageProvingPeerStaticKey(to: .responder) == responder, "\(name), responder")
+        }
+    }
+
+    /// In I1X the client's static key comes in the clear in the first message and is proven in
+    /// the third. The server refused an untrusted key as soon as the first came, so anyone could
+    /// learn whether a key it does not hold is trusted; it now goes on to the proof, and refuses
+    /// the key then.
+    @Test("a deferred pattern's claimed key is judged only once proven: no answer tells whether a key is trusted")
+    func aClaimedKeyIsJudgedOnceProven() async throws {
+        var configuration = SecureChannel.Configuration()
+        configuration.protocolName = try Noise.ProtocolName(parsing: "Noise_I1X_25519_ChaChaPoly_SHA256")
+        // The server trusts another key than the one the client claims.
+        let echo = try await ChannelFixtures.EchoServer(configuration: configuration, peer: .pinned(Curve25519.KeyAgreement.PrivateKey().publicKey))
+        defer { Task { await echo.close() } }
+        let (port, protocolName, prologue) = (echo.port, configuration.protocolName, configuration.prologue)
+        let (answered, closedAfterProof) = try await TestSupport.onOwnThread { () throws -> (Bool, Bool) in
+            let peer = try RawPeer(port: port, readTimeout: 300)
+            let initiator = try Noise.HandshakeState(
+                protocolName: protocolName, role: .initiator, prologue: prologue, staticKey: ChannelFixtures.clientKey)
+            peer.sendFrame(try initiator.writeMessage())
+            // The server answers the claim as it would any: the key is not judged yet.
+            guard let second = peer.receiveFrame() else { return (false, false) }
+            _ = try initiator.readMessage(second)
+            peer.sendFrame(try initiator.writeMessage())
+            return (true, peer.waitForClose())
+        }
+        #expect(answered, "the server ended the handshake on the unproven key")
+        #expect(closedAfterProof)
+        await echo.waitUntil { !echo.failures.withLockedValue { $0.isEmpty } }
+        guard case .peerKeyMismatch? = echo.failures.withLockedValue({ $0.first }) else {
+            Issue.record("expected peerKeyMismatch, got \(echo.failures.withLockedValue { $0 })")
+            return
+        }
+    }
+
     /// The responder of a one-way pattern adds nothing fresh to the handshake: a recorded
     /// session would replay in full to it (and it could not send its own end of stream).
     @Test("one-way patterns (N, K, X) are refused on both sides, whatever the policy")

@@ -40,13 +40,17 @@ extension SecureChannel {
         /// Whether the peer's static key counts as the peer's: whether it proves it holds it
         /// (`provesPeerStaticKey`).
         private let provesPeerKey: Bool
+        /// The message after which the peer has proven it holds its static key, if it ever does
+        /// (`messageProvingPeerStaticKey`).
+        private let peerKeyProof: Int?
 
         init(
             role: Noise.Role, staticKey: Curve25519.KeyAgreement.PrivateKey?, trust: PeerTrust, configuration: Configuration,
             established: EventLoopPromise<Established>
         ) throws {
             state = try Self.makeHandshakeState(role: role, staticKey: staticKey, trust: trust, configuration: configuration)
-            provesPeerKey = configuration.protocolName.pattern.provesPeerStaticKey(to: role)
+            peerKeyProof = configuration.protocolName.pattern.messageProvingPeerStaticKey(to: role)
+            provesPeerKey = peerKeyProof != nil
             self.trust = trust
             self.configuration = configuration
             self.established = established
@@ -165,10 +169,13 @@ extension SecureChannel {
             if state.isComplete { try finish(context: context) }
         }
 
-        /// Checks the peer's key once the handshake has authenticated it, before this party
-        /// sends anything more (so a wrong responder never sees the initiator's identity in XX).
+        /// Checks the peer's key once the handshake has authenticated it (the peer proved it holds
+        /// it), before this party sends anything more (so a wrong responder never sees the
+        /// initiator's identity in XX). Not before: in the deferred patterns (I1X, ...) the key
+        /// comes in the clear two messages before its proof, and refusing it at once would tell
+        /// anyone who sends a key it does not hold whether it is trusted.
         private func checkPeer() throws {
-            guard !peerChecked, let key = state.remoteStaticKey else { return }
+            guard !peerChecked, let key = state.remoteStaticKey, let proof = peerKeyProof, state.messagesProcessed > proof else { return }
             peerChecked = true
             storeAfterHandshake = try trust.evaluate(key)
         }
