@@ -191,12 +191,33 @@ struct CLIError: Error, CustomStringConvertible {
 }
 
 /// `--json` output: one JSON document on standard output, keys sorted, snake_case member names.
+/// Text from others (advertised names, stored names) is in it as it is, but every character that
+/// could act on a terminal (`PrintableText.isUnsafe`: DEL, C1 controls, bidirectional overrides,
+/// line separators, which JSON allows raw) is written as a `\uXXXX` escape, so the document is
+/// safe to show and decodes to the same values.
 enum JSONOutput {
     /// Prints `value` as JSON followed by a newline.
     static func print(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        Swift.print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        Swift.print(terminalSafe(String(decoding: try encoder.encode(value), as: UTF8.self)))
+    }
+
+    /// `json` with every unsafe character written as a JSON escape (they can stand only inside
+    /// strings, where the escape means the same character).
+    static func terminalSafe(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: PrintableText.isUnsafe) else { return json }
+        var result = ""
+        for scalar in json.unicodeScalars {
+            if PrintableText.isUnsafe(scalar) {
+                // Every unsafe character is in the Basic Multilingual Plane: one escape each.
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }

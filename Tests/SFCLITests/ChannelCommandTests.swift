@@ -767,6 +767,21 @@ struct ChannelCommandTests {
         }
         #expect(listed.contains("Evil\\u{202E}lenif\\u{2028}x") && listed.contains("\tinvalid"), "\(listed)")
         #expect(isClean(listed), "\(listed.debugDescription)")
+        // --json gives the names exactly, every unsafe character as a JSON escape.
+        var json = ""
+        for _ in 0..<20 where !json.contains("Evil") {
+            json = try pair.run(in: pair.b, [parties.binary, "channel", "browse", "--json", "--interface", pair.interfaceB, "--timeout", "3"]).stdoutText
+        }
+        #expect(isClean(json), "\(json.debugDescription)")
+        #expect(json.contains("Evil\\u202elenif\\u2028x"), "\(json)")
+        func strings(in value: Any) -> [String] {
+            if let text = value as? String { return [text] }
+            if let array = value as? [Any] { return array.flatMap(strings(in:)) }
+            if let object = value as? [String: Any] { return object.values.flatMap(strings(in:)) }
+            return []
+        }
+        let decoded = strings(in: try JSONSerialization.jsonObject(with: Data(json.utf8)))
+        #expect(decoded.contains("Evil\u{202E}lenif\u{2028}x"), "the escapes decode to the name as advertised: \(decoded)")
         let connect = try pair.run(in: pair.b, [
             parties.binary, "channel", "connect", "--tag", "bob", "--peer-tag", "alice", "--browse", "Evil\u{202E}lenif\u{2028}x", "--interface",
             pair.interfaceB, "--timeout", "10", "--handshake-timeout", "5",

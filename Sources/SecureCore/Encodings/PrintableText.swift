@@ -8,15 +8,23 @@ public enum PrintableText {
     public static func escaped(_ text: String) -> String {
         var result = ""
         for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x5C:
+            if scalar == "\\" {
                 result += "\\\\"
-            case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+            } else if isUnsafe(scalar) {
                 result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-            default:
+            } else {
                 result.unicodeScalars.append(scalar)
             }
         }
         return result
+    }
+
+    /// Whether `scalar` is one that `escaped` writes as `\u{XX}`: a C0 or C1 control character,
+    /// DEL, a line or paragraph separator, or a bidirectional mark, override or isolate.
+    public static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 }
