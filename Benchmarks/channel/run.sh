@@ -104,6 +104,8 @@ for who in alice bob; do
     "$sf" key generate --type x25519 --tag "$who" --keychain "$scratch/$who.db" --key-passphrase-file "$scratch/passphrase" >/dev/null
     "$sf" key export --tag "$who" --keychain "$scratch/$who.db" --format spki-pem -o "$scratch/$who.pub"
 done
-"$sf" key import --tag bob --keychain "$scratch/alice.db" "$scratch/bob.pub" >/dev/null
-"$sf" key import --tag alice --keychain "$scratch/bob.db" "$scratch/alice.pub" >/dev/null
+# Each partner key is imported authenticated (sealed with the passphrase that unlocks the key
+# store): a partner key stored without it is refused wherever a passphrase is given.
+"$sf" key import --tag bob --keychain "$scratch/alice.db" --key-passphrase-file "$scratch/passphrase" "$scratch/bob.pub" >/dev/null
+"$sf" key import --tag alice --keychain "$scratch/bob.db" --key-passphrase-file "$scratch/passphrase" "$scratch/alice.pub" >/dev/null
 python3 pipes.py "$sf" "$scratch" $((1 << 30)) 3
