@@ -165,6 +165,7 @@ let package = Package(
             dependencies: [
                 "SecureRecords", "SecureRecordsPostgres", "SecureCore", "SecureKeychain", "SecureVault", "SFTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strict),
         .testTarget(

@@ -197,7 +197,7 @@ final class PostgresSession: Sendable {
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         // The connection is made here, and handed to postgres-nio: without TLS, with the login
         // watched (`PasswordLoginGuard`, first in its pipeline); and in both cases so that the
-        // messages of a `COPY` can be held (`CopyResponseHold`, added once it is established).
+        // messages of a `COPY` can be held (`CopyResponseHold`, reading from the first byte).
         // A name that resolved to several loopback addresses (`localhost`: often `::1`, then
         // `127.0.0.1`) is tried at each in turn, until one takes the connection.
         // Each step has what is left of the deadline.
@@ -212,7 +212,9 @@ final class PostgresSession: Sendable {
                 .connectTimeout(remaining())
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        if watchesLogin { try channel.pipeline.syncOperations.addHandler(PasswordLoginGuard(requiresSCRAM: requiresSCRAM)) }
+                        let pipeline = channel.pipeline.syncOperations
+                        if watchesLogin { try pipeline.addHandler(PasswordLoginGuard(requiresSCRAM: requiresSCRAM)) }
+                        try CopyResponseHold.install(in: pipeline, tls: !watchesLogin)
                     }
                 }
                 .connect(host: addresses.first ?? c.host, port: c.port)
@@ -228,14 +230,6 @@ final class PostgresSession: Sendable {
                 established.options.tlsServerName = serverName
                 established.options.connectTimeout = remaining()
                 return PostgresConnection.connect(on: channel.eventLoop, configuration: established, id: id, logger: self.logger)
-                    .flatMap { connection in
-                        do {
-                            try CopyResponseHold.install(on: channel)
-                            return channel.eventLoop.makeSucceededFuture(connection)
-                        } catch {
-                            return connection.close().flatMapThrowing { throw error }
-                        }
-                    }
                     .flatMapError { error in
                         channel.close(promise: nil)
                         return channel.eventLoop.makeFailedFuture(error)

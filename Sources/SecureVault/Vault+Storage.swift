@@ -137,9 +137,10 @@ extension Vault {
     static let attemptsLockSuffix = ".vault-attempts"
 
     /// After a failed attempt: erases the vault when the stored count (read again now: a success
-    /// meanwhile reset it) reached the configured wipe limit.
+    /// meanwhile reset it) reached the configured wipe limit; never for a count that cannot be
+    /// read (the next attempt repairs it).
     func wipeIfLimitReached() throws(VaultError) {
-        guard let limit = configuration.wipeAfterFailures, loadAttempts().failures >= limit else { return }
+        guard let limit = configuration.wipeAfterFailures, let attempts = storedAttempts(), attempts.failures >= limit else { return }
         try wipe()
     }
 

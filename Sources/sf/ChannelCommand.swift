@@ -213,7 +213,11 @@ struct ChannelServeCommand: AsyncParsableCommand {
             for await connection in server.connections {
                 served += 1
                 let fingerprint = connection.peerFingerprint.map(\.description) ?? "none"
-                log.report(ChannelPeerOptions.peerLine(connection, trustOnFirstUse: peer.trustOnFirstUse, anyKey: anyPeer))
+                // With a trust policy only trusted peers are served (and the first-use notice must
+                // be seen): those lines are the server's own. With --any-peer anyone can be, as
+                // often as it likes: those lines are bounded as rejections are.
+                let line = ChannelPeerOptions.peerLine(connection, trustOnFirstUse: peer.trustOnFirstUse, anyKey: anyPeer)
+                if anyPeer { log.report(line) } else { log.say(line) }
                 let idleTimeout = idle.map(ChannelEndpoint.duration)
                 guard keepServing else {
                     try await ChannelSession.run(connection, input: input, completion: .bothDirections, idleTimeout: idleTimeout)
@@ -224,7 +228,8 @@ struct ChannelServeCommand: AsyncParsableCommand {
                 } catch {
                     // A forged, replayed or malformed frame, an over-long message, a cut stream
                     // or a reset ends that connection only: the server says so and serves the next.
-                    log.report("sf channel: connection from \(fingerprint) failed: \(error)")
+                    let line = "sf channel: connection from \(fingerprint) failed: \(error)"
+                    if anyPeer { log.report(line) } else { log.say(line) }
                 }
             }
         } catch {

@@ -188,7 +188,7 @@ struct KeychainListCommand: ParsableCommand {
                     label: $0.attributes.label, comment: $0.attributes.comment, created: $0.creationDate,
                     modified: $0.modificationDate, sealed: $0.isSealed)
             }
-            print(String(decoding: try encoder.encode(entries), as: UTF8.self))
+            print(JSONOutput.terminalSafe(String(decoding: try encoder.encode(entries), as: UTF8.self)))
         } else {
             // Names come from the file, which anyone who can write it chooses: no control characters reach the terminal.
             for item in items { print("\(PrintableText.escaped(item.identity.service))\t\(PrintableText.escaped(item.identity.account))") }

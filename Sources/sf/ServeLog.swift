@@ -3,13 +3,13 @@ import Synchronization
 
 /// What `sf channel serve` says on standard error, written by a thread of the log's own, so that
 /// a standard error nobody reads (a full pipe) blocks that thread alone, never the network event
-/// loops nor the serving. Lines about connections (rejected ones, from the event loops; served
-/// or failed ones) come as often as peers connect, and any peer can make as many as it likes (with
-/// `--any-peer`, even served ones): at most `capacity` of them wait to be written, and those beyond
-/// are counted, and the count said instead. The server's own lines (listening, advertising,
-/// deadlines) are always kept, in order.
+/// loops nor the serving. Reports, lines any peer can make as many of as it likes (rejected
+/// connections, from the event loops; with `--any-peer`, served and failed ones too), are
+/// bounded: at most `capacity` of them wait to be written, and those beyond are counted, and the
+/// count said instead. The server's own lines (listening, advertising, deadlines, and the trusted
+/// peers it serves, one at a time) are always kept, in order.
 final class ServeLog: Sendable {
-    /// Lines about connections waiting to be written; more are counted instead.
+    /// Reports waiting to be written; more are counted instead.
     static let capacity = 64
 
     private enum Entry {
@@ -36,8 +36,8 @@ final class ServeLog: Sendable {
         waiting.signal()
     }
 
-    /// Queues a line about one connection without waiting (it may come from an event loop);
-    /// counts it instead when `capacity` such lines wait already.
+    /// Queues a report (a line any peer can cause) without waiting (it may come from an event
+    /// loop); counts it instead when `capacity` reports wait already.
     func report(_ line: String) {
         let queued = state.withLock { state -> Bool in
             guard state.reportsQueued < Self.capacity else {

@@ -204,13 +204,16 @@ enum JSONOutput {
         Swift.print(terminalSafe(String(decoding: try encoder.encode(value), as: UTF8.self)))
     }
 
-    /// `json` with every unsafe character written as a JSON escape (they can stand only inside
-    /// strings, where the escape means the same character).
+    /// `json` (any JSONEncoder output, pretty-printed or not) with every unsafe character above
+    /// U+001F written as a JSON escape: those can stand only inside strings, where the escape
+    /// means the same character. (JSONEncoder escapes U+0000–U+001F in strings itself; outside
+    /// them they are the document's own line breaks and indentation.)
     static func terminalSafe(_ json: String) -> String {
-        guard json.unicodeScalars.contains(where: PrintableText.isUnsafe) else { return json }
+        func needsEscape(_ scalar: Unicode.Scalar) -> Bool { scalar.value > 0x1F && PrintableText.isUnsafe(scalar) }
+        guard json.unicodeScalars.contains(where: needsEscape) else { return json }
         var result = ""
         for scalar in json.unicodeScalars {
-            if PrintableText.isUnsafe(scalar) {
+            if needsEscape(scalar) {
                 // Every unsafe character is in the Basic Multilingual Plane: one escape each.
                 let hex = String(scalar.value, radix: 16)
                 result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex

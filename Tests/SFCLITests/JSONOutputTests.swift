@@ -1,5 +1,6 @@
 import Foundation
 import SFTestSupport
+import SecureCore
 import Testing
 
 /// `--json` on the commands that list or report: key list, vault status, key fingerprint.
@@ -7,6 +8,22 @@ import Testing
     func object(_ result: ProcessResult) throws -> Any {
         try #require(result.status == 0, "\(result.stderrText)")
         return try JSONSerialization.jsonObject(with: result.stdout)
+    }
+
+    /// Names in a keychain are whatever whoever wrote the file chose: `keychain list --json` (its
+    /// own pretty-printed encoding) printed DEL, C1 controls and bidirectional overrides raw.
+    @Test func keychainListJSONEscapesWhatActsOnATerminal() throws {
+        let scratch = try Scratch()
+        let kc = ["--keychain", scratch.path("keychain.db")]
+        let service = "mail\u{202E}lmth.exe\u{9B}2J\u{7F}"
+        #expect(try sf(["keychain", "set", "--service", service, "--account", "a\u{2028}b"] + kc, stdin: Data("pw".utf8)).status == 0)
+        let listed = try sf(["keychain", "list", "--json"] + kc)
+        #expect(listed.status == 0, "\(listed.stderrText)")
+        #expect(!listed.stdoutText.unicodeScalars.contains { PrintableText.isUnsafe($0) && $0 != "\n" }, "\(listed.stdoutText.debugDescription)")
+        #expect(listed.stdoutText.contains("mail\\u202elmth.exe\\u009b2J\\u007f"), "\(listed.stdoutText)")
+        // The escapes decode to the names as stored.
+        let rows = try #require(try object(listed) as? [[String: Any]])
+        #expect(rows.first?["service"] as? String == service && rows.first?["account"] as? String == "a\u{2028}b")
     }
 
     @Test func keyListVaultStatusAndFingerprint() throws {

@@ -240,6 +240,9 @@ import Testing
         try store.unlock(with: appSealer)
         let id = try store.add(["toWhom": "Alice", "description": "over TLS"], to: "gifts")
         #expect(try store.open(id).fields["description"] == "over TLS")
+        // A bulk load (COPY) over TLS: its messages pass the copy's hold inside TLS.
+        let ids = try store.add(contentsOf: (0..<300).map { ["toWhom": .string("p\($0)"), "description": .string("d\($0)")] }, to: "gifts")
+        #expect(try store.open(ids[299]).fields["description"] == "d299")
         encrypted.close()
 
         configuration.tls = .required()  // the system's roots do not include the test CA

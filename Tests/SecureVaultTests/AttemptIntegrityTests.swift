@@ -170,6 +170,16 @@ struct AttemptIntegrityTests {
         #expect(second.failedAttempts == 0)
     }
 
+    /// A counter that became unreadable while a wrong guess ran its KDF: the wipe check that
+    /// follows read it as the maximum and erased the vault.
+    @Test(.requires(.sqlite3)) func anUnreadableCounterAfterAGuessErasesNothing() throws {
+        let configuration = Self.noThrottling(wipeAfter: 2)
+        let scratch = try Self.vault(configuration, withCounter: Data([0x00]))
+        let vault = Vault(keychain: try scratch.keychain(), configuration: configuration)
+        try vault.wipeIfLimitReached()
+        #expect(vault.hasPasscode)
+    }
+
     /// At the wipe limit, an attempt still running (it holds the attempts lock) is the one that
     /// reached it: another attempt then waits instead of erasing the vault under it. With none
     /// running, the attempt that reached the limit ended without settling it (its process died),

@@ -40,8 +40,8 @@ public enum SecureChannel {
         /// again when they resume); then `messageTimeout`. (A
         /// message left unfinished holds up to `maxMessageLength` bytes.)
         public var messageTimeout: TimeAmount
-        /// While bytes we sent wait for the socket, the time in which it must take some of them;
-        /// then `sendTimeout`. A peer that reads nothing fills the sockets' buffers and then takes
+        /// While bytes we sent wait for the socket, the time in which it must take some of them
+        /// (checked once a term, so a stall ends the connection within two terms); then `sendTimeout`. A peer that reads nothing fills the sockets' buffers and then takes
         /// nothing, and keepalive probes, which its kernel answers, never end the connection; this
         /// does, so a writer (and `executeThenClose`) never waits for it without a deadline. (A
         /// server reads nothing from a connection until the application takes it: a client that

@@ -43,8 +43,9 @@ public enum SecureChannelError: Error, Sendable, Equatable, CustomStringConverti
     /// The peer began a frame or a message and sent no whole frame of it within
     /// `Configuration.messageTimeout` (while this side was reading).
     case messageTimeout
-    /// Bytes we sent waited in this process and the socket for `Configuration.sendTimeout` with
-    /// none of them taken (the peer reads nothing, while its kernel keeps the connection alive).
+    /// Bytes we sent waited in this process for a whole `Configuration.sendTimeout` term (checked
+    /// once a term) with none of them taken by the socket (the peer reads nothing, while its
+    /// kernel keeps the connection alive).
     case sendTimeout
     /// A reassembled application message would exceed the configured maximum.
     case messageTooLarge(limit: Int)

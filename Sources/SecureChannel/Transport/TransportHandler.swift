@@ -30,7 +30,8 @@ extension SecureChannel {
     /// as the connection lives, and keepalive probes, which the peer's kernel answers, never end it.
     ///
     /// Outbound, while bytes handed to the channel wait for the socket, the socket must take some
-    /// of them every `sendTimeout` (`sendTimeout` then): a peer that reads nothing would
+    /// of them in every `sendTimeout` term (checked once a term, so a stall ends the connection
+    /// within two; `sendTimeout` then): a peer that reads nothing would
     /// otherwise hold the writer, its paced bytes and the end of stream for as long as its kernel
     /// answers keepalive probes. Progress is counted in bytes (what was handed to the channel less
     /// what it still holds), so a slow reader is never taken for a stalled one.
