@@ -133,7 +133,11 @@ struct KeyExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Convert a key file (any supported format, detected), or a key in the keychain, to another format.",
-        discussion: "With --tag, the pkcs8 formats export the private key (needs the vault passcode); the others the public key.")
+        discussion: """
+            The pkcs8 formats export the private key (with --tag, it needs the vault passcode); the \
+            others the public key, unless --private asks jwk, pkcs1 or pkcs1-der for the private key. \
+            The output is never the --in file.
+            """)
 
     @Option(name: .customLong("in"), help: "Key file (PEM, DER, OpenSSH, JWK, ...).") var input: String?
     @Option(help: "The key stored under this tag instead of a file.") var tag: String?
@@ -143,17 +147,28 @@ struct KeyExportCommand: ParsableCommand {
     @Option(help: "For pkcs8-encrypted: file with the new passphrase.") var newPassphraseFile: String?
     @OptionGroup var keys: KeyFileOptions
     @Option(name: .shortAndLong, help: "Output file (written atomically); default standard output.") var output: String?
+    @Flag(name: .customLong("private"), help: "Export the private key in jwk, pkcs1 or pkcs1-der (they export the public key otherwise).")
+    var exportPrivate = false
 
     func validate() throws {
         try requireOne(input, "--in", tag: tag)
         if format == .pkcs8Encrypted, newPassphraseFile == nil {
             throw ValidationError("pkcs8-encrypted needs --new-passphrase-file")
         }
+        if exportPrivate, ![.jwk, .pkcs1, .pkcs1DER].contains(format) {
+            throw ValidationError("--private applies to jwk, pkcs1 and pkcs1-der (the pkcs8 formats are private already)")
+        }
     }
 
+    /// Whether the export holds the private key.
+    private var exportsPrivateKey: Bool { format.isPrivate || exportPrivate }
+
     func run() throws {
+        if let output, let input, Terminal.isSameFile(input, output) {
+            throw CLIError("\(output) is the key file read (--in): write the export elsewhere")
+        }
         if let tag {
-            if [.pkcs8, .pkcs8DER, .pkcs8Encrypted].contains(format) {
+            if exportsPrivateKey {
                 try writePrivate(store.privateKey(tag: tag))
             } else {
                 try Terminal.writeOutput(try store.publicKey(tag: tag, file: nil).exported(as: format), to: output)
@@ -174,7 +189,12 @@ struct KeyExportCommand: ParsableCommand {
             try Terminal.writeOutput(try publicOnly.exported(as: format), to: output)
             return
         }
-        try writePrivate(keys.privateKey(input))
+        let privateKey = try keys.privateKey(input)
+        if exportsPrivateKey {
+            try writePrivate(privateKey)
+        } else {
+            try Terminal.writeOutput(try privateKey.publicKey.exported(as: format), to: output)
+        }
     }
 
     private func writePrivate(_ key: AsymmetricPrivateKey) throws {
@@ -251,6 +271,9 @@ struct KeyEncryptCommand: ParsableCommand {
     }
 
     func run() throws {
+        // The sender's key first: opening a stored one unlocks the vault (or the passphrase), and
+        // the recipient's stored key is then verified with it.
+        let sender = from != nil || fromTag != nil ? try store.privateKey(tag: fromTag, file: from, keys: keys) : nil
         let recipient = try store.publicKey(tag: tag, file: to)
         let message = try Terminal.readInput(input)
         if heimdall {
@@ -259,9 +282,8 @@ struct KeyEncryptCommand: ParsableCommand {
             try Terminal.writeOutput(Data((text + "\n").utf8), to: output)
             return
         }
-        let sealed = from != nil || fromTag != nil
-            ? try HybridEncryption.encrypt(message, to: recipient, from: store.privateKey(tag: fromTag, file: from, keys: keys))
-            : try HybridEncryption.encrypt(message, to: recipient)
+        let sealed = try sender.map { try HybridEncryption.encrypt(message, to: recipient, from: $0) }
+            ?? HybridEncryption.encrypt(message, to: recipient)
         try Terminal.writeOutput(sealed, to: output)
     }
 }

@@ -10,16 +10,26 @@ struct KeyStoreOptions: ParsableArguments {
     @Option(help: "Seal and open stored private keys with the passphrase in this file instead of the vault.")
     var keyPassphraseFile: String?
 
+    /// The sealer this command obtained (one command per process): asked for once, and, once
+    /// obtained, every key taken by tag is verified with it.
+    private static let obtained = Locked<(any ItemSealer)?>(nil)
+
     /// What seals stored private keys: a passphrase when one is given, else the unlocked vault.
+    /// Obtained once per command.
     func sealer(_ keychain: Keychain) throws -> any ItemSealer {
+        if let sealer = Self.obtained.withLock({ $0 }) { return sealer }
+        let sealer: any ItemSealer
         if let keyPassphraseFile {
-            return try PassphraseItemSealer(passphrase: Terminal.readSecret(fromFile: keyPassphraseFile))
+            sealer = try PassphraseItemSealer(passphrase: Terminal.readSecret(fromFile: keyPassphraseFile))
+        } else {
+            guard Vault(keychain: keychain).hasPasscode else {
+                throw CLIError("no vault is set up in this keychain to seal private keys: run sf vault init, "
+                    + "or give --key-passphrase-file to seal them with a passphrase instead")
+            }
+            sealer = try vaultPasscode.unlockedVault(keychain)
         }
-        guard Vault(keychain: keychain).hasPasscode else {
-            throw CLIError("no vault is set up in this keychain to seal private keys: run sf vault init, "
-                + "or give --key-passphrase-file to seal them with a passphrase instead")
-        }
-        return try vaultPasscode.unlockedVault(keychain)
+        Self.obtained.withLock { $0 = sealer }
+        return sealer
     }
 
     /// The key store in the keychain file.
@@ -35,11 +45,15 @@ struct KeyStoreOptions: ParsableArguments {
     }
 
     /// The public key under `tag`, else the one in the key file `path`. With --passcode-file or
-    /// --key-passphrase-file, a key pair's public half is verified against its sealed private key.
+    /// --key-passphrase-file, or once the command has obtained the sealer (a passcode typed at
+    /// the prompt for a private key, say), it is verified: a key pair's public half against its
+    /// sealed private key, a partner key against its sealed record (one stored without them is
+    /// refused). So a key a command trusts as a sender or a recipient is never one that whoever
+    /// can write the keychain swapped, wherever the command could check it.
     func publicKey(tag: String?, file path: String?) throws -> AsymmetricPublicKey {
         if let tag {
             let store = try open()
-            if vaultPasscode.passcodeFile != nil || keyPassphraseFile != nil {
+            if vaultPasscode.passcodeFile != nil || keyPassphraseFile != nil || Self.obtained.withLock({ $0 != nil }) {
                 return try store.verifiedPublicKey(tag: tag, sealer: sealer(store.keychain))
             }
             return try store.publicKey(tag: tag)

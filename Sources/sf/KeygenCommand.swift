@@ -33,6 +33,9 @@ struct KeygenCommand: ParsableCommand {
         try AgeCommandSupport.run {
             if convert {
                 if postQuantum { throw ValidationError("--pq generates a new identity; it cannot be used with -y") }
+                if let output, let input, Terminal.isSameFile(input, output) {
+                    throw CLIError("\(output) is the identity file read: the recipients written there would replace the identity")
+                }
                 let identities = try Age.parseIdentities(AgeCommandSupport.readText(input ?? "-"))
                 var lines = ""
                 for identity in identities {

@@ -59,7 +59,7 @@ struct RecordsStoreOption: ParsableArguments {
             default: nil
             }
             // Neither silently wins: verifying against a CA other than the one meant is refused.
-            if let named, named != postgresCaFile, !isSameFile(named, postgresCaFile) {
+            if let named, named != postgresCaFile, !Terminal.isSameFile(named, postgresCaFile) {
                 throw CLIError("the URL's sslrootcert=\(named) and --postgres-ca-file \(postgresCaFile) name different files: give one")
             }
             if case .verifyCA = configuration.tls {
@@ -602,7 +602,7 @@ struct RecordsExportCommand: ParsableCommand {
     func run() throws {
         if let output, output != "-", location.postgres == nil {
             let path = try location.path()
-            for storeFile in [path, path + "-wal", path + "-shm"] where isSameFile(output, storeFile) {
+            for storeFile in [path, path + "-wal", path + "-shm"] where Terminal.isSameFile(output, storeFile) {
                 throw CLIError("\(output) is the store's own file (\(storeFile)): the export would replace it; name another output file")
             }
         }
@@ -615,12 +615,6 @@ struct RecordsExportCommand: ParsableCommand {
             try store.export(to: FileOutput(descriptor: 1, name: "standard output"))
         }
     }
-}
-
-/// Whether `a` and `b` name one existing file (the same device and inode, through any links).
-private func isSameFile(_ a: String, _ b: String) -> Bool {
-    var first = stat(), second = stat()
-    return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
 }
 
 struct RecordsImportCommand: ParsableCommand {

@@ -11,6 +11,12 @@ import SecureFoundation
 
 /// Terminal and standard-stream helpers shared by the commands.
 enum Terminal {
+    /// Whether paths `a` and `b` name one existing file (the same device and inode), however spelled.
+    static func isSameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat(), second = stat()
+        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
     /// Writes a line to standard error.
     static func writeError(_ message: String) {
         writeToStandardError(message.hasSuffix("\n") ? message : message + "\n")

@@ -4,6 +4,68 @@ import Testing
 
 /// `sf key` with keys kept in the keychain by tag, private keys sealed with the vault.
 @Suite struct KeyCommandTagTests {
+    /// A partner key stored without the vault is refused where the vault could authenticate it:
+    /// with the passcode typed at the prompt (to open the key pair by tag) as well as given in a
+    /// file. Before, only --passcode-file made a command check the keys it took by tag, so a
+    /// sender key swapped in the keychain authenticated a forged message once the passcode was typed.
+    @Test(.requires(.pythonCryptography)) func aTypedPasscodeAuthenticatesTheKeysTakenByTag() throws {
+        let binary = try #require(TestSupport.sfBinary).path
+        let scratch = try Scratch()
+        let kc = ["--keychain", scratch.path("keychain.db")]
+        let passcode = try scratch.write("passcode", Data("key store passcode\n".utf8))
+        let questions = try scratch.write("questions", Data("First pet?\n".utf8))
+        let answers = try scratch.write("answers", Data("Rex\n".utf8))
+        var result = try sf(["vault", "init"] + kc + [
+            "--passcode-file", passcode, "--questions-file", questions, "--answers-file", answers, "--scrypt-log-n", "10",
+        ])
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["key", "generate", "--type", "x25519", "--tag", "bob"] + kc + ["--passcode-file", passcode])
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["key", "export", "--tag", "bob", "--format", "spki-pem", "-o", scratch.path("bob.pub")] + kc)
+        #expect(result.status == 0, "\(result.stderrText)")
+        // Whoever can write the keychain stores "alice" as its own key, without the vault.
+        result = try sf(["key", "generate", "--type", "x25519", "--out", scratch.path("mallory.pem"), "--public-out", scratch.path("mallory.pub")])
+        #expect(result.status == 0, "\(result.stderrText)")
+        result = try sf(["key", "import", "--tag", "alice", scratch.path("mallory.pub")] + kc)
+        #expect(result.status == 0, "\(result.stderrText)")
+        let message = try scratch.write("message", Data("from alice, honestly".utf8))
+        result = try sf(["key", "encrypt", "--to", scratch.path("bob.pub"), "--from", scratch.path("mallory.pem"), "-o", scratch.path("m.sfk"), message])
+        #expect(result.status == 0, "\(result.stderrText)")
+
+        // Bob decrypts "from alice", typing the passcode at the prompt.
+        let script = """
+            import os, pty, sys, termios, time
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], sys.argv[1:])
+            deadline = time.monotonic() + 300
+            while termios.tcgetattr(fd)[3] & termios.ECHO:
+                if time.monotonic() > deadline:
+                    print("no prompt"); sys.exit(3)
+                time.sleep(0.01)
+            os.write(fd, b"key store passcode\\n")
+            output = b""
+            while True:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            _, status = os.waitpid(pid, 0)
+            print(os.WEXITSTATUS(status))
+            print(output.decode(errors="replace"))
+            """
+        let decrypted = try TestSupport.run(
+            try TestSupport.path(of: .pythonCryptography),
+            ["-c", script, binary, "key", "decrypt", "--tag", "bob", "--from-tag", "alice", scratch.path("m.sfk")] + kc)
+        let lines = decrypted.stdoutText.split(separator: "\n", maxSplits: 1).map(String.init)
+        #expect(lines.first == "1", "\(decrypted.stdoutText) \(decrypted.stderrText)")
+        #expect(!decrypted.stdoutText.contains("from alice, honestly"), "the forged message was opened as Alice's")
+        #expect(decrypted.stdoutText.contains("not authenticated by the vault"), "\(decrypted.stdoutText)")
+    }
+
     @Test func generateListSignVerifyEncryptImportDeleteByTag() throws {
         let scratch = try Scratch()
         let kc = ["--keychain", scratch.path("keychain.db")]

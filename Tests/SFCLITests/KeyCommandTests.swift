@@ -107,6 +107,32 @@ import Testing
         #expect(opened.status == 0 && opened.stdout == publicPEM, "\(opened.stderrText)")
     }
 
+    /// Publishing a key as a JWK from its private key file wrote the private key (`d`), as pkcs1
+    /// did for RSA; and an export or `keygen -y` onto the file it read replaced the private key
+    /// with its public half. Private material now needs a pkcs8 format or --private, and the
+    /// output is never the input.
+    @Test func exportsArePublicUnlessAskedAndNeverReplaceTheirInput() throws {
+        let scratch = try Scratch()
+        #expect(try sf(["key", "generate", "--type", "p256", "--out", scratch.path("k.pem")]).status == 0)
+        let published = try sf(["key", "export", "--in", scratch.path("k.pem"), "--format", "jwk"])
+        let jwk = try #require(try JSONSerialization.jsonObject(with: published.stdout) as? [String: Any], "\(published.stderrText)")
+        #expect(jwk["d"] == nil && jwk["x"] != nil, "\(jwk.keys)")
+        let privateJWK = try sf(["key", "export", "--in", scratch.path("k.pem"), "--format", "jwk", "--private"])
+        #expect((try JSONSerialization.jsonObject(with: privateJWK.stdout) as? [String: Any])?["d"] != nil, "\(privateJWK.stderrText)")
+        #expect(try sf(["key", "export", "--in", scratch.path("k.pem"), "--format", "spki-pem", "--private"]).status == 2)
+
+        let before = try scratch.read("k.pem")
+        let onItself = try sf(["key", "export", "--in", scratch.path("k.pem"), "--format", "spki-pem", "-o", scratch.path("k.pem")])
+        #expect(onItself.status == 1 && onItself.stderrText.contains("is the key file read"), "\(onItself.stderrText)")
+        #expect(try scratch.read("k.pem") == before)
+
+        #expect(try sf(["keygen", "-o", scratch.path("id.txt")]).status == 0)
+        let identity = try scratch.read("id.txt")
+        let converted = try sf(["keygen", "-y", "-o", scratch.path("id.txt"), scratch.path("id.txt")])
+        #expect(converted.status == 1 && converted.stderrText.contains("is the identity file read"), "\(converted.stderrText)")
+        #expect(try scratch.read("id.txt") == identity)
+    }
+
     @Test func exportFormatsAndUsageErrors() throws {
         let scratch = try Scratch()
         #expect(try sf(["key", "generate", "--type", "ed25519", "--out", scratch.path("ed.pem")]).status == 0)

@@ -32,7 +32,8 @@ public enum KeyExportFormat: String, Sendable, CaseIterable, CustomStringConvert
 
     /// True when the format is for private keys only (PKCS#8, plain or encrypted), which a public
     /// key cannot be exported as. Not whether an export holds private key material: `pkcs1`,
-    /// `pkcs1DER`, `jwk` and `openssh` hold it too when a private key is exported in them.
+    /// `pkcs1DER` and `jwk` hold it too when a private key is exported in them (`openssh` and
+    /// `x963` hold its public half).
     public var isPrivate: Bool { [.pkcs8, .pkcs8DER, .pkcs8Encrypted].contains(self) }
 }
 
