@@ -34,7 +34,10 @@ enum AgeCommandSupport {
     /// The input file, or standard input for nil or `-`; wrapped in a progress bar when stderr is
     /// a terminal and the input is a regular file over 64 MiB (`ProgressBar`).
     static func input(_ path: String?) throws -> Age.ByteSource {
-        guard let path, path != "-" else { return Age.DescriptorSource(descriptor: 0, name: "standard input") }
+        guard let path, path != "-" else {
+            try Terminal.takeStandardInput(for: "the input")
+            return Age.DescriptorSource(descriptor: 0, name: "standard input")
+        }
         let source = try Age.DescriptorSource(path: path)
         if let total = ProgressBar.total(forInput: path) { return ProgressSource(source, total: total) }
         return source
@@ -64,7 +67,7 @@ enum AgeCommandSupport {
     /// The text of a recipients or identity file (standard input for `-`), at most
     /// `Terminal.maximumAgeKeyFile` bytes, or a clear error.
     static func readText(_ path: String) throws -> String {
-        let input = path == "-" ? FileInput(descriptor: 0, name: "standard input") : try FileInput(path: path)
+        let input = path == "-" ? try Terminal.standardInput(for: "a recipients or identity file") : try FileInput(path: path)
         let data = try Terminal.readKeyFile(input, kind: "a recipients or identity file", limit: Terminal.maximumAgeKeyFile)
         return String(decoding: data, as: UTF8.self)
     }

@@ -41,6 +41,7 @@ struct HashCommand: ParsableCommand {
             if let key {
                 digest = MessageAuthentication.hmac(try Terminal.readInput(file), key: key, with: function)
             } else if file == "-" {
+                try Terminal.takeStandardInput(for: "the input")
                 digest = try Hashing.hash(reading: FileHandle.standardInput, with: function)
             } else {
                 digest = try Hashing.hash(fileAt: file, with: function)

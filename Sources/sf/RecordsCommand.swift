@@ -255,7 +255,7 @@ struct RecordsFieldOptions: ParsableArguments {
     /// The bytes of `path` (`-`: standard input), refused past `maximumFileValueBytes` as soon as
     /// the reading gets there (a 3 GB file died with SIGILL while it was read whole).
     static func readValue(_ path: String) throws -> Data {
-        let input = path == "-" ? FileInput(descriptor: 0, name: "standard input") : try FileInput(path: path)
+        let input = path == "-" ? try Terminal.standardInput(for: "a record value") : try FileInput(path: path)
         do throws(SecureCoreError) {
             return try input.readToEnd(limit: maximumFileValueBytes)
         } catch .inputTooLarge {
@@ -639,7 +639,7 @@ struct RecordsImportCommand: ParsableCommand {
             if let input, input != "-" {
                 try Self.spool(FileInput(path: input), to: spool)
             } else {
-                try Self.spool(FileInput(descriptor: 0, name: "standard input"), to: spool)
+                try Self.spool(Terminal.standardInput(), to: spool)
             }
             try importFile(spool)
         }

@@ -48,7 +48,7 @@ struct SealCommand: ParsableCommand {
         let contextBytes = Data((context ?? "").utf8)
         if stream {
             AgeCommandSupport.keepFreedMemory()  // the same STREAM engine as `sf encrypt`, the same allocator tuning
-            let source = try input.map { try FileInput(path: $0) } ?? FileInput(descriptor: 0, name: "standard input")
+            let source = try input.map { try FileInput(path: $0) } ?? Terminal.standardInput()
             try ProgressBar.following(descriptor: source.descriptor, input: input) {
                 try withOutput(output) { sink in
                     switch material {
@@ -110,7 +110,7 @@ struct OpenCommand: ParsableCommand {
             try Terminal.writeOutput(try LegacyIMAS.decrypt(try Terminal.readInput(input), key: key), to: output)
             return
         }
-        let source = try input.map { try FileInput(path: $0) } ?? FileInput(descriptor: 0, name: "standard input")
+        let source = try input.map { try FileInput(path: $0) } ?? Terminal.standardInput()
         let encoding = SealedDataEncoding.detect(try source.peek(SealedDataEncoding.prefixLength))
         if encoding == .stream {
             AgeCommandSupport.keepFreedMemory()  // the same STREAM engine as `sf decrypt`, the same allocator tuning

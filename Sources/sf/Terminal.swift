@@ -109,9 +109,41 @@ enum Terminal {
     }
 
     /// Reads a secret from a file: its first line, without its line ending (`SecretFile`, the
-    /// rule of age and the ssh tools).
+    /// rule of age and the ssh tools). A file that is standard input (`/dev/stdin`, a pipe's
+    /// `/dev/fd/0`) takes it (`takeStandardInput`).
     static func readSecret(fromFile path: String) throws -> SecretBytes {
-        try SecretFile.read(path: path)
+        if isStandardInput(path) { try takeStandardInput(for: "a secret (\(printable(path)))") }
+        return try SecretFile.read(path: path)
+    }
+
+    /// What standard input was taken for, once something read it.
+    private static let standardInputUse = Locked<String?>(nil)
+
+    /// Claims standard input for `purpose`; throws when something else in this command took it
+    /// already (a secret read from it buffers more than its line, so the data after it would be
+    /// lost, and the output made of the rest: age refuses the same).
+    static func takeStandardInput(for purpose: String) throws {
+        let taken = standardInputUse.withLock { use -> String? in
+            defer { if use == nil { use = purpose } }
+            return use
+        }
+        if let taken, taken != purpose {
+            throw CLIError("standard input is used for \(taken) and for \(purpose): give one of them as a file")
+        }
+    }
+
+    /// Standard input as the command's input, once claimed for `purpose`.
+    static func standardInput(for purpose: String = "the input") throws -> FileInput {
+        try takeStandardInput(for: purpose)
+        return FileInput(descriptor: 0, name: "standard input")
+    }
+
+    /// Whether `path` names this process's standard input (the same open file, as `/dev/stdin`
+    /// and `/dev/fd/0` do, or the same pipe or file).
+    static func isStandardInput(_ path: String) -> Bool {
+        if path == "-" { return true }
+        var input = stat(), named = stat()
+        return fstat(0, &input) == 0 && stat(path, &named) == 0 && input.st_dev == named.st_dev && input.st_ino == named.st_ino
     }
 
     /// The one way every `--…-file` secret option is read: the first line of `file` when given,
@@ -131,7 +163,7 @@ enum Terminal {
     /// inputs over `maximumInput` (a regular file by its size, before reading).
     static func readInput(_ path: String?) throws -> Data {
         if let path, path != "-" { return try readAll(FileInput(path: path)) }
-        return try readAll(FileInput(descriptor: 0, name: "standard input"))
+        return try readAll(standardInput())
     }
 
     /// What remains of `input`, refusing more than `maximumInput` bytes (a regular file by its
@@ -157,6 +189,8 @@ enum Terminal {
     /// refusing more than `limit` bytes while reading (a regular file by its size, before reading;
     /// a pipe as soon as it passes the limit), with an error naming the file and the limit.
     static func readKeyFile(_ input: borrowing FileInput, kind: String, limit: Int) throws -> Data {
+        // Standard input named as a key file takes it, as a secret file does.
+        if input.path != "standard input", isStandardInput(input.path) { try takeStandardInput(for: "\(kind) (\(printable(input.path)))") }
         do throws(SecureCoreError) {
             return try input.readToEnd(limit: limit)
         } catch .inputTooLarge {

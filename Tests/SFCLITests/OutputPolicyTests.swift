@@ -55,6 +55,32 @@ final class SpecialOutput {
 /// Issue 12 item 0: every command that takes an output path writes to a device or FIFO in place
 /// and never renames a regular file over it.
 @Suite struct OutputPolicyTests {
+    /// A secret read from standard input (`--passphrase-file /dev/stdin`) buffered the data
+    /// after its line, and the command then read "the rest" of standard input as its input: an
+    /// empty message sealed, or a signature over the wrong bytes, with exit 0. Every command that
+    /// reads standard input twice now refuses, and writes nothing.
+    @Test func standardInputIsReadForOneThingOnly() throws {
+        let scratch = try Scratch()
+        let stdin = Data("a passphrase\nthe message\n".utf8)
+        let identity = scratch.path("id.txt")
+        #expect(try sf(["keygen", "-o", identity]).status == 0)
+        let recipient = try sf(["keygen", "-y", identity]).stdoutText
+        let cases: [(String, [String], Data)] = [
+            ("seal", ["seal", "--passphrase-file", "/dev/stdin", "--log-n", "10", "-o", scratch.path("out")], stdin),
+            ("seal --stream", ["seal", "--stream", "--passphrase-file", "/dev/stdin", "--log-n", "10", "-o", scratch.path("out")], stdin),
+            ("encrypt -R -", ["encrypt", "-R", "-", "-o", scratch.path("out")], Data(recipient.utf8)),
+            ("hash --hmac-key-file", ["hash", "--hmac-key-file", "/dev/stdin"], stdin),
+        ]
+        for (name, arguments, stdin) in cases {
+            let result = try sf(arguments, stdin: stdin)
+            #expect(result.status == 1 && result.stderrText.contains("standard input is used for"), "\(name): \(result.status) \(result.stderrText)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.path("out")), "\(name) wrote its output")
+        }
+        // Each alone is fine.
+        let message = try scratch.write("message", Data("the message\n".utf8))
+        #expect(try sf(["seal", "--passphrase-file", "/dev/stdin", "--log-n", "10", "-o", scratch.path("out"), message], stdin: stdin).status == 0)
+    }
+
     @Test func everyOutputOptionLeavesADeviceADevice() throws {
         let scratch = try Scratch()
         let special = try SpecialOutput(in: scratch)
