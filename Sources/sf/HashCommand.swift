@@ -46,7 +46,7 @@ struct HashCommand: ParsableCommand {
             } else {
                 digest = try Hashing.hash(fileAt: file, with: function)
             }
-            lines += "\(Hex.encode(digest))  \(file)\n"
+            lines += HashCheck.line(Hex.encode(digest), file, forTerminal: isatty(1) == 1)
         }
         // Printed only once every input was read, so a failure leaves stdout empty.
         print(lines, terminator: "")
@@ -85,14 +85,15 @@ struct HashCheck {
                     digest = name == "-" ? try Hashing.hash(reading: FileHandle.standardInput, with: function)
                         : try Hashing.hash(fileAt: name, with: function)
                 } catch {
-                    print("\(name): FAILED open or read")
+                    print("\(Terminal.printable(name)): FAILED open or read")
                     unreadable += 1
                     continue
                 }
+                // Names come from the list, which whoever wrote it chose: shown escaped.
                 if Hex.encode(digest) == expected {
-                    print("\(name): OK")
+                    print("\(Terminal.printable(name)): OK")
                 } else {
-                    print("\(name): FAILED")
+                    print("\(Terminal.printable(name)): FAILED")
                     failed += 1
                 }
             }
@@ -112,8 +113,38 @@ struct HashCheck {
         if failed > 0 || unreadable > 0 || checked == 0 { throw ExitCode.failure }
     }
 
-    /// `<hex>  <name>` or `<hex> *<name>`, with a digest of the algorithm's length; nil otherwise.
+    /// The checksum line of `name` (with its newline), as coreutils writes it: a name holding a
+    /// backslash, LF or CR is written `\\`, `\n`, `\r` on a line that starts with a backslash. On a
+    /// terminal, the name is shown with every character that could act on it escaped
+    /// (`PrintableText`; a display, not a list to check).
+    static func line(_ hex: String, _ name: String, forTerminal: Bool) -> String {
+        if forTerminal {
+            let shown = Terminal.printable(name)
+            return (shown == name ? "" : "\\") + "\(hex)  \(shown)\n"
+        }
+        guard name.contains(where: { $0 == "\\" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) else { return "\(hex)  \(name)\n" }
+        var escaped = ""
+        for scalar in name.unicodeScalars {
+            switch scalar {
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return "\\\(hex)  \(escaped)\n"
+    }
+
+    /// `<hex>  <name>` or `<hex> *<name>`, with a digest of the algorithm's length, or the same
+    /// after a backslash with the name escaped (`line`); nil otherwise.
     private func parse(_ line: Substring) -> (String, String)? {
+        guard line.first == "\\" else { return parseUnescaped(line) }
+        guard let (hex, escaped) = parseUnescaped(line.dropFirst()), let name = Self.unescaped(escaped) else { return nil }
+        return (hex, name)
+    }
+
+    /// `<hex>  <name>` or `<hex> *<name>`, the name as it stands.
+    private func parseUnescaped(_ line: Substring) -> (String, String)? {
         let hexLength = Hashing.hash(Data(), with: function).count * 2
         guard line.count > hexLength + 2 else { return nil }
         let hex = line.prefix(hexLength).lowercased()
@@ -123,5 +154,24 @@ struct HashCheck {
         }
         let name = String(rest.dropFirst(2))
         return name.isEmpty ? nil : (hex, name)
+    }
+
+    /// A name escaped as coreutils does (`\\`, `\n`, `\r`); nil for another escape.
+    private static func unescaped(_ name: String) -> String? {
+        var result = ""
+        var scalars = name.unicodeScalars.makeIterator()
+        while let scalar = scalars.next() {
+            guard scalar == "\\" else {
+                result.unicodeScalars.append(scalar)
+                continue
+            }
+            switch scalars.next() {
+            case "\\": result += "\\"
+            case "n": result += "\n"
+            case "r": result += "\r"
+            default: return nil
+            }
+        }
+        return result
     }
 }

@@ -25,6 +25,29 @@ import Testing
         #expect(try sf(["hash", "-c"], stdin: sha512.stdout).status == 1)  // a sha512 line is not a sha256 line
     }
 
+    /// File names are whatever whoever made the files or the list chose: `-c` printed them raw
+    /// (an escape sequence could hide a FAILED, or retitle the window). Names with a backslash or
+    /// a newline are written as coreutils writes them, and read back, both ways with sha256sum.
+    @Test func namesAreEscapedAndCoreutilsEscapesRoundTrip() throws {
+        let scratch = try Scratch()
+        let odd = try scratch.write("x\nnew\\line", Data("odd\n".utf8))
+        let sums = try sf(["hash", odd])
+        #expect(sums.stdoutText.hasPrefix("\\") && sums.stdoutText.hasSuffix("x\\nnew\\\\line\n"), "\(sums.stdoutText.debugDescription)")
+        try scratch.write("SUMS", sums.stdout)
+        let coreutils = try TestSupport.run("sha256sum", ["-c", scratch.path("SUMS")])
+        #expect(coreutils.status == 0, "\(coreutils.stdoutText) \(coreutils.stderrText)")
+        let theirs = try TestSupport.run("sha256sum", [odd])
+        try scratch.write("THEIRS", theirs.stdout)
+        let checked = try sf(["hash", "-c", scratch.path("THEIRS")])
+        #expect(checked.status == 0 && !checked.stdoutText.dropLast().contains("\n"), "\(checked.stdoutText.debugDescription)")
+
+        // A list naming a file with an escape sequence in its name: shown escaped.
+        let named = "x\u{1B}]0;owned\u{07}"
+        try scratch.write("LIST", Data((String(repeating: "0", count: 64) + "  " + named + "\n").utf8))
+        let failed = try sf(["hash", "-c", scratch.path("LIST")])
+        #expect(failed.status == 1 && failed.stdoutText == "x\\u{1B}]0;owned\\u{7}: FAILED open or read\n", "\(failed.stdoutText.debugDescription)")
+    }
+
     @Test func mismatchesMissingFilesAndMalformedLinesFail() throws {
         let scratch = try Scratch()
         let a = try scratch.write("a", Data("one".utf8))
