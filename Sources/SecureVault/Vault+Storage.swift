@@ -26,10 +26,7 @@ extension Vault {
     /// `<keychain>` + `suffix`, where `<keychain>` is the keychain's path with its symbolic links
     /// resolved (the file's, or its directory's while the file does not exist yet).
     func lockPath(_ suffix: String) -> String {
-        if let resolved = realPath(keychain.path) { return resolved + suffix }
-        let url = URL(fileURLWithPath: keychain.path)
-        guard let directory = realPath(url.deletingLastPathComponent().path) else { return keychain.path + suffix }
-        return directory + "/" + url.lastPathComponent + suffix
+        FilePaths.resolved(keychain.path) + suffix
     }
 
     func sync() throws(VaultError) {
@@ -194,13 +191,6 @@ struct AttemptInProgress {
         }
         return false
     }
-}
-
-/// The canonical path of an existing file or directory, nil when it does not exist.
-private func realPath(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
 }
 
 /// Opens (creating) a lock file; a free function because `Vault.open` shadows the system call.

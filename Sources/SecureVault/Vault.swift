@@ -182,7 +182,7 @@ public final class Vault: ItemSealer, Sendable {
     /// `wrongPasscode` (counted) for a wrong passcode, `wiped` when that failure reached the limit.
     /// A failure leaves an unlocked vault unlocked.
     public func unlock(passcode: SecretBytes) throws(VaultError) {
-        try attempt(failure: .wrongPasscode, wrap: "passcode") { state in
+        try attempt(failure: .wrongPasscode) { state in
             (state.passcodeWrap, Array(VaultState.passcodeContext(vaultId: state.vaultId)), passcode)
         }
     }
@@ -191,7 +191,7 @@ public final class Vault: ItemSealer, Sendable {
     /// Same throttling and failure rules as `unlock(passcode:)`.
     public func unlock(answers: [String]) throws(VaultError) {
         let passphrase = SecretBytes(try SecurityAnswers.passphrase(answers))
-        try attempt(failure: .wrongAnswers, wrap: "recovery") { state in
+        try attempt(failure: .wrongAnswers) { state in
             (state.recoveryWrap, Array(VaultState.recoveryContext(vaultId: state.vaultId, questions: state.questions)), passphrase)
         }
     }
@@ -227,7 +227,7 @@ public final class Vault: ItemSealer, Sendable {
     /// the KDF against its wraps offline anyway; counting protects an app whose user cannot read
     /// its files.
     private func attempt(
-        failure: VaultError, wrap wrapName: String,
+        failure: VaultError,
         _ select: (VaultState) -> (wrap: Data, context: [UInt8], passphrase: SecretBytes)
     ) throws(VaultError) {
         let (state, inProgress) = try withStateFileLock { () throws(VaultError) -> (VaultState, AttemptInProgress?) in

@@ -69,20 +69,11 @@ struct KeyGenerateCommand: ParsableCommand {
         try requireOne(out, "--out", tag: tag)
         if tag != nil, passphraseFile != nil { throw ValidationError("--passphrase-file applies to --out; --tag seals with the vault") }
         // One file for both halves would hold the public key over the private one: refused before anything is written.
-        if let out, let publicOut, Self.resolvedPath(out) == Self.resolvedPath(publicOut) {
+        if let out, let publicOut, FilePaths.resolved(out) == FilePaths.resolved(publicOut) {
             throw ValidationError("--out and --public-out name the same file")
         }
     }
 
-    /// `path` with its directory resolved (symbolic links, `.`, `..`), so that two spellings of one
-    /// file compare equal whether or not the file exists yet.
-    static func resolvedPath(_ path: String) -> String {
-        let url = URL(fileURLWithPath: path).standardizedFileURL
-        let directory = url.deletingLastPathComponent().path
-        guard let resolved = realpath(directory, nil) else { return url.path }
-        defer { free(resolved) }
-        return String(cString: resolved) + "/" + url.lastPathComponent
-    }
 
     func run() throws {
         // Refuse before any work when an output exists (the writes below refuse again, atomically).

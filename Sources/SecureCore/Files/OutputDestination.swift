@@ -55,7 +55,7 @@ public enum OutputDestination: Equatable, Sendable {
             // The resolved path must name the very file the link reaches (realpath of a
             // /proc/self/fd link to a deleted file gives "… (deleted)", which names nothing or another file).
             var resolvedStatus = stat()
-            if let resolved = Self.resolve(path), stat(resolved, &resolvedStatus) == 0,
+            if let resolved = FilePaths.canonical(path), stat(resolved, &resolvedStatus) == 0,
                 resolvedStatus.st_dev == status.st_dev, resolvedStatus.st_ino == status.st_ino
             {
                 self = .file(path: resolved)
@@ -145,11 +145,5 @@ public enum OutputDestination: Equatable, Sendable {
         _ data: D, to path: String, permissions: mode_t = 0o600, overwrite: Bool = true
     ) throws(SecureCoreError) {
         try write(to: path, permissions: permissions, overwrite: overwrite, { output throws(SecureCoreError) in try output.write(data) }, as: { $0 })
-    }
-
-    private static func resolve(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
     }
 }
